@@ -1,0 +1,90 @@
+// swift-tools-version:6.0
+// Splice: a segment-parallel video transcoding cluster.
+//
+// Layout (see README.md / ../shared/STYLE.md):
+//   C system libraries (FFmpeg, libzmq, libpq) are wrapped by thin system-library targets;
+//   CSpliceShims turns the macros Swift cannot import into functions; each Splice* module owns
+//   one concern; `splice` is the command-line tool and `splice-bench` prints benchmark figures.
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Splice",
+    products: [
+        .executable(name: "splice", targets: ["splice"]),
+        .executable(name: "splice-bench", targets: ["splice-bench"]),
+        .library(name: "SpliceMedia", targets: ["SpliceMedia"]),
+        .library(name: "SpliceWire", targets: ["SpliceWire"]),
+        .library(name: "SpliceStore", targets: ["SpliceStore"]),
+        .library(name: "SpliceCluster", targets: ["SpliceCluster"]),
+    ],
+    targets: [
+        // MARK: - C libraries from Debian packages
+        .systemLibrary(
+            name: "CFFmpeg",
+            pkgConfig: "libavformat",
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev",
+                              "libswresample-dev"])]
+        ),
+        .systemLibrary(name: "CZeroMQ", providers: [.apt(["libzmq3-dev"])]),
+        // libzmq's and libpq's pkg-config files add flags SwiftPM rejects (-isystem for Kerberos); their
+        // headers sit at fixed Debian paths (/usr/include/zmq.h, /usr/include/postgresql/libpq-fe.h).
+        .systemLibrary(name: "CLibPQ", providers: [.apt(["libpq-dev"])]),
+        .target(name: "CSpliceShims", dependencies: ["CFFmpeg", "CZeroMQ", "CLibPQ"]),
+
+        // MARK: - Splice modules
+        .target(name: "SpliceMedia", dependencies: ["CFFmpeg", "CSpliceShims"], swiftSettings: strict),
+        .target(name: "SpliceWire", dependencies: ["CZeroMQ", "CSpliceShims"], swiftSettings: strict),
+        .target(name: "SpliceStore", dependencies: ["CLibPQ", "CSpliceShims"], swiftSettings: strict),
+        .target(
+            name: "SpliceCluster",
+            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore"],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "splice",
+            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster"],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "splice-bench",
+            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster"],
+            swiftSettings: strict
+        ),
+
+        // MARK: - Tests
+        // Unit tests need nothing running; integration targets start Postgres, ZeroMQ endpoints and
+        // run ffmpeg/ffprobe as the independent oracle.
+        .target(
+            name: "SpliceTestSupport",
+            dependencies: ["SpliceMedia", "SpliceStore"],
+            path: "Tests/SpliceTestSupport",
+            swiftSettings: strict
+        ),
+        .testTarget(name: "SpliceMediaTests", dependencies: ["SpliceMedia"], swiftSettings: strict),
+        .testTarget(name: "SpliceWireTests", dependencies: ["SpliceWire"], swiftSettings: strict),
+        .testTarget(name: "SpliceStoreTests", dependencies: ["SpliceStore"], swiftSettings: strict),
+        .testTarget(name: "SpliceClusterTests", dependencies: ["SpliceCluster"], swiftSettings: strict),
+        .testTarget(name: "spliceTests", dependencies: ["splice"], swiftSettings: strict),
+        .testTarget(
+            name: "SpliceMediaIntegrationTests",
+            dependencies: ["SpliceMedia", "SpliceTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SpliceStoreIntegrationTests",
+            dependencies: ["SpliceStore", "SpliceTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SpliceClusterIntegrationTests",
+            dependencies: ["SpliceCluster", "SpliceTestSupport"],
+            swiftSettings: strict
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,20 @@
+// The FFmpeg headers Splice uses. Only includes: macros Swift cannot import live in CSpliceShims.
+#ifndef SPLICE_CFFMPEG_SHIM_H
+#define SPLICE_CFFMPEG_SHIM_H
+#include <libavformat/avformat.h>
+#include <libavcodec/avcodec.h>
+#include <libavcodec/bsf.h>
+#include <libavutil/avutil.h>
+#include <libavutil/channel_layout.h>
+#include <libavutil/display.h>
+#include <libavutil/error.h>
+#include <libavutil/imgutils.h>
+#include <libavutil/mathematics.h>
+#include <libavutil/opt.h>
+#include <libavutil/pixdesc.h>
+#include <libavutil/samplefmt.h>
+#include <libavutil/audio_fifo.h>
+#include <libavutil/md5.h>
+#include <libswscale/swscale.h>
+#include <libswresample/swresample.h>
+#endif

@@ -1,0 +1,2 @@
+/// SpliceCluster: the coordinator and worker services (state machines and their shells).
+public enum SpliceCluster {}

@@ -1,0 +1,2 @@
+/// SpliceStore: libpq in Swift, migrations and the job/segment repository.
+public enum SpliceStore {}

@@ -1,0 +1,2 @@
+/// SpliceWire: ZeroMQ in Swift and the Splice cluster protocol (messages, framing, CURVE).
+public enum SpliceWire {}

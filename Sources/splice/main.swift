@@ -1,0 +1,2 @@
+import SpliceMedia
+print("splice")

@@ -1,0 +1,2 @@
+/// Helpers shared by the integration test targets.
+public enum SpliceTestSupport {}
