@@ -263,3 +263,13 @@ extension String {
         return String(s)
     }
 }
+
+extension MediaTime {
+    /// This time as thousandths of `total` (rounded down); 0 when `total` is not positive.
+    public func permille(of total: MediaTime) -> Int64 {
+        guard total.value > 0 else { return 0 }
+        let (den, overflow) = total.value.multipliedReportingOverflow(by: Int64(timescale))
+        if overflow { return 0 }
+        return MediaTime.rescale(value, multiplier: 1000 * Int64(total.timescale), divisor: den, rounding: .down)
+    }
+}

@@ -1,0 +1,234 @@
+public import Foundation
+import Synchronization
+
+/// Exports one asset (or a time range of it) to a file: decode → scale/rotate → encode → mux,
+/// or packet pass-through for a track whose settings are `nil`.
+///
+/// Configure the properties, then `try await export()`. Progress is observable through
+/// ``progressUpdates``; ``cancel()`` (or cancelling the awaiting task) stops the work and removes
+/// the partial output. Encoding runs on a dedicated thread, never on Swift's cooperative pool.
+/// A session exports once.
+public final class ExportSession: Sendable {
+    /// Where an export stands.
+    public enum Status: String, Sendable, Codable {
+        case unknown, exporting, completed, failed, cancelled
+    }
+
+    /// What the export wrote, for callers that check or report it.
+    public struct Summary: Sendable, Hashable, Codable {
+        /// Video frames written.
+        public var videoFrames: Int
+        /// Audio samples encoded (at the output rate, excluding encoder priming).
+        public var audioSamples: Int64
+        /// The output size in bytes.
+        public var bytes: Int64
+        /// Adjustments made to the requested settings ("width 1279 rounded to 1280 …").
+        public var notices: [String]
+    }
+
+    private struct Configuration: Sendable {
+        var outputFileType: OutputFileType?
+        var videoSettings: VideoSettings?
+        var audioSettings: AudioSettings?
+        var includesVideo = true
+        var includesAudio = true
+        var timeRange: MediaTimeRange?
+        var optimizesForNetworkUse = false
+        var metadata: [String: String] = [:]
+        var codecThreads = 0
+    }
+
+    private struct State: Sendable {
+        var status: Status = .unknown
+        var error: MediaError?
+        var progress: Double = 0
+        var summary: Summary?
+        var observers: [UUID: AsyncStream<Double>.Continuation] = [:]
+    }
+
+    /// The source.
+    public let asset: Asset
+    /// The file to write. An existing file is replaced only when the export succeeds.
+    public let outputURL: URL
+
+    private let configuration: Mutex<Configuration>
+    private let state = Mutex(State())
+    private let cancelFlag = CancelFlag()
+
+    /// A session that exports `asset` to `outputURL`.
+    public init(asset: Asset, outputURL: URL) {
+        self.asset = asset
+        self.outputURL = outputURL
+        configuration = Mutex(Configuration())
+    }
+
+    // MARK: - Settings (read when export() starts)
+
+    /// The container; `nil` picks it from the output file's extension.
+    public var outputFileType: OutputFileType? {
+        get { configuration.withLock { $0.outputFileType } }
+        set { configuration.withLock { $0.outputFileType = newValue } }
+    }
+    /// How to encode video; `nil` copies the video packets unchanged (pass-through).
+    public var videoSettings: VideoSettings? {
+        get { configuration.withLock { $0.videoSettings } }
+        set { configuration.withLock { $0.videoSettings = newValue } }
+    }
+    /// How to encode audio; `nil` copies the audio packets unchanged (pass-through).
+    public var audioSettings: AudioSettings? {
+        get { configuration.withLock { $0.audioSettings } }
+        set { configuration.withLock { $0.audioSettings = newValue } }
+    }
+    /// Whether the output has the source's video track (default true).
+    public var includesVideo: Bool {
+        get { configuration.withLock { $0.includesVideo } }
+        set { configuration.withLock { $0.includesVideo = newValue } }
+    }
+    /// Whether the output has the source's audio track (default true).
+    public var includesAudio: Bool {
+        get { configuration.withLock { $0.includesAudio } }
+        set { configuration.withLock { $0.includesAudio = newValue } }
+    }
+    /// The part of the asset (in asset time) to export; `nil` exports all of it. Re-encoded video
+    /// is frame-accurate: decoding starts at the keyframe before the start and frames before it
+    /// are dropped. Audio is cut to the sample.
+    public var timeRange: MediaTimeRange? {
+        get { configuration.withLock { $0.timeRange } }
+        set { configuration.withLock { $0.timeRange = newValue } }
+    }
+    /// Put the MP4/MOV index (`moov`) before the media data so playback can start while downloading.
+    public var optimizesForNetworkUse: Bool {
+        get { configuration.withLock { $0.optimizesForNetworkUse } }
+        set { configuration.withLock { $0.optimizesForNetworkUse = newValue } }
+    }
+    /// Global tags written to the output, on top of the source's tags.
+    public var metadata: [String: String] {
+        get { configuration.withLock { $0.metadata } }
+        set { configuration.withLock { $0.metadata = newValue } }
+    }
+    /// Threads each decoder and encoder may use; 0 lets FFmpeg decide (all cores). Set 1 when
+    /// running several exports side by side.
+    public var codecThreads: Int {
+        get { configuration.withLock { $0.codecThreads } }
+        set { configuration.withLock { $0.codecThreads = max(0, newValue) } }
+    }
+
+    // MARK: - State
+
+    /// Where the export stands.
+    public var status: Status { state.withLock { $0.status } }
+    /// Why the export failed, once it has.
+    public var error: MediaError? { state.withLock { $0.error } }
+    /// How far the export is, 0…1.
+    public var progress: Double { state.withLock { $0.progress } }
+    /// What was written, once the export completed.
+    public var summary: Summary? { state.withLock { $0.summary } }
+
+    /// A stream of progress values (0…1, rising) that finishes when the export ends.
+    /// Each access returns a new subscription.
+    public var progressUpdates: AsyncStream<Double> {
+        let (stream, continuation) = AsyncStream<Double>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let id = UUID()
+        let finished = state.withLock { s -> Bool in
+            switch s.status {
+            case .completed, .failed, .cancelled:
+                return true
+            default:
+                s.observers[id] = continuation
+                continuation.yield(s.progress)
+                return false
+            }
+        }
+        if finished {
+            continuation.yield(state.withLock { $0.progress })
+            continuation.finish()
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { _ = $0.observers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Stops the export; ``export()`` then throws a ``MediaError`` with code `cancelled` and the
+    /// partial output is removed. Safe to call from any thread, any number of times.
+    public func cancel() {
+        cancelFlag.set()
+    }
+
+    /// Runs the export. Throws ``MediaError`` (or ``SettingsError`` for invalid settings).
+    public func export() async throws {
+        let started = state.withLock { s -> Bool in
+            guard s.status == .unknown else { return false }
+            s.status = .exporting
+            return true
+        }
+        guard started else {
+            throw MediaError(.internalError, "this export session has already run; create a new one")
+        }
+        let config = configuration.withLock { $0 }
+        do {
+            let plan = try ExportPlan.make(
+                asset: asset, destination: outputURL.path, fileType: config.outputFileType,
+                video: config.includesVideo ? (config.videoSettings.map { .encode($0) } ?? .copy) : .drop,
+                audio: config.includesAudio ? (config.audioSettings.map { .encode($0) } ?? .copy) : .drop,
+                timeRange: config.timeRange, fastStart: config.optimizesForNetworkUse,
+                metadata: config.metadata, codecThreads: config.codecThreads)
+            let flag = cancelFlag
+            let result = try await withTaskCancellationHandler {
+                try await BlockingThread.run("splice.export") { [weak self] in
+                    let pipeline = ExportPipeline(plan: plan, isCancelled: { flag.isSet }) { fraction in
+                        self?.report(progress: fraction)
+                    }
+                    return try pipeline.run()
+                }
+            } onCancel: {
+                flag.set()
+            }
+            let bytes = (try? FileManager.default.attributesOfItem(atPath: outputURL.path)[.size] as? Int64) ?? 0
+            finish(.completed, error: nil, summary: Summary(videoFrames: result.videoFrames, audioSamples: result.audioSamples,
+                                                            bytes: bytes, notices: plan.notices))
+        } catch let error as MediaError {
+            finish(error.code == .cancelled ? .cancelled : .failed, error: error, summary: nil)
+            throw error
+        } catch let error as SettingsError {
+            finish(.failed, error: MediaError(.invalidSettings, error.description), summary: nil)
+            throw error
+        } catch {
+            let wrapped = MediaError(.internalError, "export of '\(asset.location)' failed: \(error)")
+            finish(.failed, error: wrapped, summary: nil)
+            throw wrapped
+        }
+    }
+
+    private func report(progress: Double) {
+        state.withLock { s in
+            guard progress > s.progress else { return }
+            s.progress = min(progress, 1)
+            for c in s.observers.values { c.yield(s.progress) }
+        }
+    }
+
+    private func finish(_ status: Status, error: MediaError?, summary: Summary?) {
+        let observers = state.withLock { s -> [AsyncStream<Double>.Continuation] in
+            s.status = status
+            s.error = error
+            s.summary = summary
+            if status == .completed {
+                s.progress = 1
+            }
+            defer { s.observers.removeAll() }
+            return Array(s.observers.values)
+        }
+        for c in observers {
+            if status == .completed { c.yield(1) }
+            c.finish()
+        }
+    }
+}
+
+/// A thread-safe one-way flag the export thread polls between packets.
+final class CancelFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+    func set() { flag.store(true, ordering: .relaxed) }
+    var isSet: Bool { flag.load(ordering: .relaxed) }
+}

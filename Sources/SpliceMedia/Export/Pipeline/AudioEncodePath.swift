@@ -1,0 +1,293 @@
+internal import CFFmpeg
+
+/// Decode → resample/remix → encode for the audio track, cut to the sample.
+///
+/// Positions are whole samples counted from asset time zero. The window `[start, end)` is in
+/// output samples. Resampling starts at a point where the input and output sample grids coincide
+/// (a multiple of `outputRate / gcd(inputRate, outputRate)` output samples), so two runs that
+/// overlap produce the same samples in the overlap — what lets independently encoded segments
+/// join without a phase step. Samples before `start` are produced and dropped.
+final class AudioEncodePath: TrackPath {
+    let streamIndex: Int
+    private let decoder: CodecContext
+    private let encoder: CodecContext
+    private let sink: StreamSink
+    private let inputTimeBase: Rational
+    private let origin: MediaTime
+    private let window: ExportPlan.SampleWindow
+    private let zeroSample: Int64
+    private let outputRate: Int
+    private let outputLayout: ChannelLayout
+    private let fifo: AudioFifo
+    private let frameSize: Int
+    private let encoderFrame = Frame()
+    private let decoded = Frame()
+    private let packet = Packet()
+
+    private var resampler: Resampler?
+    private var resamplerInput: (format: Int32, rate: Int32, channels: Int32)?
+    private var inputRate = 0
+    /// Source position where feeding the resampler begins, and where it may stop.
+    private var sourceStart: Int64 = 0
+    private var sourceLimit: Int64?
+    /// Next source position to feed; next expected decoded position.
+    private var cursor: Int64 = 0
+    private var expected: Int64?
+    /// Output position of the first sample in the FIFO.
+    private var fifoStart: Int64 = 0
+    private var started = false
+    private var resamplerFlushed = false
+
+    private(set) var isDone = false
+    private(set) var samplesEncoded: Int64 = 0
+    private(set) var outputTime = MediaTime.zero
+
+    init(plan: ExportPlan, encoding: AudioEncoding, demuxer: Demuxer, streamIndex: Int, muxer: Muxer) throws(MediaError) {
+        let stream = demuxer.stream(streamIndex)
+        self.streamIndex = streamIndex
+        decoder = try CodecContext.decoder(for: stream, location: plan.location, threads: plan.codecThreads)
+        encoder = try CodecContext.encoder(named: encoding.encoderName)
+        inputTimeBase = Rational(stream.pointee.time_base)
+        origin = plan.origin
+        window = plan.audioSamples ?? ExportPlan.SampleWindow(start: 0, end: nil)
+        zeroSample = plan.audioZeroSample
+        outputRate = encoding.sampleRate
+        guard let layout = ChannelLayout(name: encoding.channelLayout) else {
+            throw MediaError(.invalidSettings, "unknown channel layout '\(encoding.channelLayout)'")
+        }
+        outputLayout = layout
+
+        let ctx = encoder.pointer
+        ctx.pointee.sample_fmt = AudioEncodePath.preferredFormat(encoder.codec)
+        ctx.pointee.sample_rate = Int32(encoding.sampleRate)
+        _ = av_channel_layout_copy(&ctx.pointee.ch_layout, &layout.layout)
+        if let b = encoding.bitrate { ctx.pointee.bit_rate = Int64(b) }
+        ctx.pointee.time_base = AVRational(num: 1, den: Int32(encoding.sampleRate))
+        ctx.pointee.thread_count = Int32(plan.codecThreads)
+        if muxer.wantsGlobalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        try encoder.open(options: [:])
+        frameSize = ctx.pointee.frame_size > 0 ? Int(ctx.pointee.frame_size) : 1024
+        fifo = AudioFifo(format: ctx.pointee.sample_fmt, channels: layout.channelCount)
+
+        encoderFrame.pointer.pointee.format = ctx.pointee.sample_fmt.rawValue
+        _ = av_channel_layout_copy(&encoderFrame.pointer.pointee.ch_layout, &layout.layout)
+        encoderFrame.pointer.pointee.sample_rate = Int32(encoding.sampleRate)
+        encoderFrame.pointer.pointee.nb_samples = Int32(frameSize)
+        let ret = av_frame_get_buffer(encoderFrame.pointer, 0)
+        if ret < 0 { throw FFmpeg.error(.internalError, "cannot allocate audio buffers", ret) }
+        sink = StreamSink(muxer: muxer, stream: try muxer.addStream(encoder: encoder))
+    }
+
+    /// Encoder priming in samples (FFmpeg's `initial_padding`: 1024 for aac, 312 for libopus).
+    var priming: Int { Int(encoder.pointer.pointee.initial_padding) }
+    /// Samples per encoded packet.
+    var samplesPerPacket: Int { frameSize }
+
+    private static func preferredFormat(_ codec: UnsafePointer<AVCodec>) -> AVSampleFormat {
+        guard var p = codec.pointee.sample_fmts else { return AV_SAMPLE_FMT_FLTP }
+        let first = p.pointee
+        while p.pointee != AV_SAMPLE_FMT_NONE {
+            if p.pointee == AV_SAMPLE_FMT_FLTP || p.pointee == AV_SAMPLE_FMT_FLT { return p.pointee }
+            p += 1
+        }
+        return first
+    }
+
+    func handle(_ packet: Packet) throws(MediaError) {
+        guard !isDone else { return }
+        while try !decoder.send(packet: packet) {
+            try drainDecoder()
+        }
+        try drainDecoder()
+    }
+
+    func endOfInput() throws(MediaError) {
+        guard !isDone else { return }
+        _ = try decoder.send(packet: nil)
+        try drainDecoder()
+        try flushResampler()
+        isDone = true
+    }
+
+    private func drainDecoder() throws(MediaError) {
+        while !isDone, try decoder.receive(frame: decoded) == .ready {
+            try accept(decoded)
+        }
+    }
+
+    private func begin(with frame: Frame) {
+        inputRate = Int(frame.pointer.pointee.sample_rate)
+        let g = MediaTime.gcd(Int64(inputRate), Int64(outputRate))
+        let periodOut = Int64(outputRate) / g, periodIn = Int64(inputRate) / g
+        let alignedStart = floorDiv(window.start, periodOut) * periodOut
+        sourceStart = alignedStart / periodOut * periodIn
+        fifoStart = alignedStart
+        cursor = sourceStart
+        if let end = window.end {
+            // Feed a margin past the end so the resampler's filter has real samples to look at.
+            let margin = Int64(max(2048, inputRate / 20))
+            sourceLimit = MediaTime.rescale(end, multiplier: Int64(inputRate), divisor: Int64(outputRate), rounding: .up) + margin
+        }
+        started = true
+    }
+
+    private func accept(_ frame: Frame) throws(MediaError) {
+        let ts = frame.bestEffortTimestamp
+        if !started {
+            guard ts != FFmpeg.noPTS else { return }
+            begin(with: frame)
+        }
+        let count = Int64(frame.sampleCount)
+        var position: Int64
+        let unit = MediaTime(value: 1, timescale: Int32(inputRate))
+        let stamped = ts != FFmpeg.noPTS ? (MediaTime(value: ts, timeBase: inputTimeBase) - origin).count(of: unit, rounding: .nearest) : nil
+        if let expected, let stamped {
+            // Container timestamps may be rounded (1 ms in Matroska); trust the running sample
+            // count unless the stream really jumps (more than 20 ms).
+            position = abs(stamped - expected) <= Int64(inputRate / 50) ? expected : stamped
+        } else {
+            position = stamped ?? expected ?? cursor
+        }
+        expected = position + count
+        if try ensureResampler(for: frame) == false { return }
+        let limit = sourceLimit ?? Int64.max
+        if position > cursor && cursor < limit {
+            let gap = min(position, limit) - cursor
+            try feedSilence(Int(gap), like: frame)
+            cursor += gap
+        }
+        let skip = max(0, cursor - position)
+        let take = min(position + count, limit) - max(cursor, position)
+        if take > 0 {
+            try feed(frame, skip: Int(skip), count: Int(take))
+            cursor += take
+        }
+        if cursor >= limit {
+            try flushResampler()
+            isDone = true
+        }
+    }
+
+    private func ensureResampler(for frame: Frame) throws(MediaError) -> Bool {
+        let f = frame.pointer.pointee
+        let key = (f.format, f.sample_rate, f.ch_layout.nb_channels)
+        if let current = resamplerInput, current == key { return true }
+        if resampler != nil {
+            // The source changed format mid-stream; finish the old conversion and start anew.
+            try flushResampler()
+            resamplerFlushed = false
+        }
+        let inputLayout = ChannelLayout(copying: f.ch_layout)
+        resampler = try Resampler(
+            from: (inputLayout, AVSampleFormat(f.format), Int(f.sample_rate)),
+            to: (outputLayout, encoder.pointer.pointee.sample_fmt, outputRate))
+        resamplerInput = key
+        return true
+    }
+
+    private func feed(_ frame: Frame, skip: Int, count: Int) throws(MediaError) {
+        let f = frame.pointer.pointee
+        let format = AVSampleFormat(f.format)
+        let planar = av_sample_fmt_is_planar(format) != 0
+        let channels = Int(f.ch_layout.nb_channels)
+        let bytes = Int(av_get_bytes_per_sample(format))
+        let planes = planar ? channels : 1
+        let offset = skip * bytes * (planar ? 1 : channels)
+        var pointers = [UnsafePointer<UInt8>?](repeating: nil, count: planes)
+        for p in 0..<planes {
+            pointers[p] = f.extended_data[p].map { UnsafePointer($0 + offset) }
+        }
+        _ = try pointers.withUnsafeMutableBufferPointer { buffer throws(MediaError) in
+            try resampler!.convert(buffer.baseAddress, count: count, into: fifo)
+        }
+        try drainFifo(final: false)
+    }
+
+    private func feedSilence(_ count: Int, like frame: Frame) throws(MediaError) {
+        let f = frame.pointer.pointee
+        let format = AVSampleFormat(f.format)
+        let channels = f.ch_layout.nb_channels
+        let chunk = 4096
+        let planes = av_sample_fmt_is_planar(format) != 0 ? Int(channels) : 1
+        let data = UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>.allocate(capacity: planes)
+        data.initialize(repeating: nil, count: planes)
+        defer {
+            av_freep(data)
+            data.deallocate()
+        }
+        guard av_samples_alloc(data, nil, channels, Int32(chunk), format, 0) >= 0 else {
+            throw MediaError(.internalError, "cannot allocate audio buffers (out of memory)")
+        }
+        av_samples_set_silence(data, 0, Int32(chunk), channels, format)
+        var remaining = count
+        while remaining > 0 {
+            let n = min(chunk, remaining)
+            _ = try data.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: planes) { p throws(MediaError) in
+                try resampler!.convert(p, count: n, into: fifo)
+            }
+            remaining -= n
+            try drainFifo(final: false)
+        }
+    }
+
+    private func flushResampler() throws(MediaError) {
+        guard let resampler, !resamplerFlushed else { return }
+        resamplerFlushed = true
+        try resampler.convert(nil, count: 0, into: fifo)
+        try drainFifo(final: false)
+    }
+
+    /// Drops what precedes the window, then encodes whole frames (and, when `final`, the rest).
+    private func drainFifo(final: Bool) throws(MediaError) {
+        if fifoStart < window.start {
+            let d = Int(min(Int64(fifo.count), window.start - fifoStart))
+            fifo.drain(d)
+            fifoStart += Int64(d)
+        }
+        while true {
+            var n = min(fifo.count, frameSize)
+            if let end = window.end { n = Int(max(0, min(Int64(n), end - fifoStart))) }
+            guard n == frameSize || (final && n > 0) else { break }
+            try encode(count: n)
+        }
+    }
+
+    private func encode(count: Int) throws(MediaError) {
+        if av_frame_make_writable(encoderFrame.pointer) < 0 {
+            throw MediaError(.internalError, "cannot get a writable audio buffer (out of memory)")
+        }
+        encoderFrame.pointer.pointee.nb_samples = Int32(count)
+        let n = fifo.read(into: encoderFrame, count: count)
+        encoderFrame.pts = fifoStart - zeroSample
+        fifoStart += Int64(n)
+        samplesEncoded += Int64(n)
+        outputTime = MediaTime(value: fifoStart - zeroSample, timescale: Int32(outputRate))
+        while try !encoder.send(frame: encoderFrame) {
+            try drainEncoder()
+        }
+        try drainEncoder()
+    }
+
+    private func drainEncoder() throws(MediaError) {
+        let tb = AVRational(num: 1, den: Int32(outputRate))
+        while try encoder.receive(packet: packet) == .ready {
+            try sink.write(packet, timeBase: tb)
+        }
+    }
+
+    func finish() throws(MediaError) {
+        try flushResampler()
+        try drainFifo(final: true)
+        _ = try encoder.send(frame: nil)
+        let tb = AVRational(num: 1, den: Int32(outputRate))
+        while try encoder.receive(packet: packet) == .ready {
+            try sink.write(packet, timeBase: tb)
+        }
+    }
+}
+
+/// Integer division rounding toward negative infinity.
+func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
+    let q = a / b
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
+}

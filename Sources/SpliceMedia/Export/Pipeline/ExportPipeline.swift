@@ -1,0 +1,137 @@
+internal import CFFmpeg
+import Foundation
+
+/// Runs one ``ExportPlan`` on the calling thread (a dedicated one — see ``BlockingThread``):
+/// demux, route each packet to its track path, flush, and finish the file.
+final class ExportPipeline {
+    struct Result: Sendable {
+        var videoFrames: Int
+        var audioSamples: Int64
+        /// Output pts of every video frame written (encoder time base), for segment bookkeeping.
+        var videoTimestamps: [Int64]
+        /// Audio encoder priming and packet size, when audio was encoded.
+        var audioPriming: Int?
+        var audioPacketSamples: Int?
+    }
+
+    private let plan: ExportPlan
+    private let isCancelled: () -> Bool
+    private let onProgress: (Double) -> Void
+
+    init(plan: ExportPlan, isCancelled: @escaping () -> Bool, onProgress: @escaping (Double) -> Void) {
+        self.plan = plan
+        self.isCancelled = isCancelled
+        self.onProgress = onProgress
+    }
+
+    func run() throws(MediaError) -> Result {
+        _ = FFmpeg.setUp
+        let demuxer = try Demuxer(location: plan.location)
+        var keep = Set<Int>()
+        if let v = plan.videoStream { keep.insert(v) }
+        if let a = plan.audioStream { keep.insert(a) }
+        demuxer.discardAll(except: keep)
+
+        let muxer = try Muxer(destination: plan.destination, formatName: plan.muxerName)
+        var paths: [any TrackPath] = []
+        var videoEncode: VideoEncodePath?
+        var audioEncode: AudioEncodePath?
+        if let v = plan.videoStream, let route = plan.video {
+            switch route {
+            case .encode(let encoding):
+                let path = try VideoEncodePath(plan: plan, encoding: encoding, demuxer: demuxer, streamIndex: v,
+                                               muxer: muxer, extraOptions: plan.extraVideoOptions)
+                videoEncode = path
+                paths.append(path)
+            case .copy:
+                paths.append(try CopyPath(plan: plan, demuxer: demuxer, streamIndex: v, muxer: muxer))
+            }
+        }
+        if let a = plan.audioStream, let route = plan.audio {
+            switch route {
+            case .encode(let encoding):
+                let path = try AudioEncodePath(plan: plan, encoding: encoding, demuxer: demuxer, streamIndex: a, muxer: muxer)
+                audioEncode = path
+                paths.append(path)
+            case .copy:
+                paths.append(try CopyPath(plan: plan, demuxer: demuxer, streamIndex: a, muxer: muxer))
+            }
+        }
+        try muxer.writeHeader(metadata: outputMetadata(demuxer), options: muxerOptions(muxer))
+
+        var pending = try Positioner(plan: plan, demuxer: demuxer).position()
+        let packet = Packet()
+        var reachedEnd = false
+        var lastReported = -1
+        let byStream = Dictionary(uniqueKeysWithValues: paths.map { ($0.streamIndex, $0) })
+        while !paths.allSatisfy(\.isDone) {
+            if isCancelled() { throw MediaError.cancelled("the export to '\(plan.destination)'") }
+            let next: Packet
+            if !pending.isEmpty {
+                next = pending.removeFirst()
+            } else {
+                guard try demuxer.read(into: packet) else {
+                    reachedEnd = true
+                    break
+                }
+                next = packet
+            }
+            if let path = byStream[Int(next.streamIndex)] {
+                try path.handle(next)
+            }
+            if let total = plan.progressDuration, total > .zero {
+                let done = paths.map(\.outputTime).max() ?? .zero
+                let permille = Int(min(999, max(0, done.permille(of: total))))
+                if permille > lastReported {
+                    lastReported = permille
+                    onProgress(Double(permille) / 1000)
+                }
+            }
+        }
+        if reachedEnd {
+            for path in paths { try path.endOfInput() }
+        }
+        if isCancelled() { throw MediaError.cancelled("the export to '\(plan.destination)'") }
+        for path in paths { try path.finish() }
+        if let v = videoEncode, v.framesWritten == 0 {
+            throw MediaError(.decodeFailed, "no video frame of '\(plan.location)' could be decoded in the requested range",
+                             isRetryable: false)
+        }
+        try muxer.finish()
+        onProgress(1)
+        return Result(videoFrames: videoEncode?.framesWritten ?? 0, audioSamples: audioEncode?.samplesEncoded ?? 0,
+                      videoTimestamps: videoEncode?.writtenTimestamps ?? [], audioPriming: audioEncode?.priming,
+                      audioPacketSamples: audioEncode?.samplesPerPacket)
+    }
+
+    private func outputMetadata(_ demuxer: Demuxer) -> [String: String] {
+        var tags = Dictionary(fromAVDictionary: demuxer.context.pointee.metadata)
+        for key in ["major_brand", "minor_version", "compatible_brands", "encoder", "ENCODER"] {
+            tags.removeValue(forKey: key)
+        }
+        return tags.merging(plan.metadata) { _, mine in mine }
+    }
+
+    private func muxerOptions(_ muxer: Muxer) -> [String: String] {
+        var options = plan.muxerOptions
+        if plan.isQuickTime {
+            // The movie timescale sets the precision of edit lists and track durations; FFmpeg's
+            // default of 1000 rounds them to the millisecond. Use one every track's clock divides.
+            let scales = (0..<Int(muxer.context.pointee.nb_streams)).map {
+                let st = muxer.context.pointee.streams[$0]!.pointee
+                return st.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO
+                    ? Int32(st.codecpar.pointee.sample_rate) : st.time_base.den
+            }
+            if options["movie_timescale"] == nil, let scale = scales.filter({ $0 > 0 }).reduce(nil, { (acc: Int32?, s) in
+                acc.map { MediaTime.commonTimescale($0, s) } ?? s
+            }) {
+                options["movie_timescale"] = "\(scale)"
+            }
+            var flags: [String] = []
+            if plan.fastStart { flags.append("+faststart") }
+            if !plan.metadata.isEmpty { flags.append("+use_metadata_tags") }
+            if !flags.isEmpty { options["movflags"] = flags.joined() }
+        }
+        return options
+    }
+}

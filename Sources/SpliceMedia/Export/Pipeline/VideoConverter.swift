@@ -1,0 +1,127 @@
+internal import CFFmpeg
+
+/// Turns decoded pictures into encoder input: scale and convert into the content rectangle of
+/// a black canvas (aspect fit), then rotate upright. Frames that already match pass straight through.
+final class VideoConverter {
+    private let encoding: VideoEncoding
+    private let format: AVPixelFormat
+    /// The canvas format: the output format, or 4:4:4 when the output's chroma subsampling is not
+    /// the same both ways (4:2:2 planes cannot be turned a quarter without changing layout).
+    private let canvasFormat: AVPixelFormat
+    private let geometry: PlaneGeometry
+    private let scaler = Scaler()
+    private let finalScaler = Scaler()
+    /// Pre-rotation canvas (only when rotating).
+    private let canvas = Frame()
+    /// The rotated canvas, when the canvas format differs from the output format.
+    private let rotated = Frame()
+    /// What the encoder receives.
+    private let output = Frame()
+    private var allocated = false
+
+    init(encoding: VideoEncoding) {
+        self.encoding = encoding
+        format = av_get_pix_fmt(encoding.pixelFormat)
+        let outputGeometry = PlaneGeometry(format: format)
+        if encoding.rotation % 180 != 0 && outputGeometry.chromaShiftX != outputGeometry.chromaShiftY {
+            let deep = (av_pix_fmt_desc_get(format)?.pointee.comp.0.depth ?? 8) > 8
+            canvasFormat = deep ? AV_PIX_FMT_YUV444P16LE : AV_PIX_FMT_YUV444P
+        } else {
+            canvasFormat = format
+        }
+        geometry = PlaneGeometry(format: canvasFormat)
+    }
+
+    private var padded: Bool {
+        encoding.contentX != 0 || encoding.contentY != 0
+            || encoding.contentWidth != encoding.canvasWidth || encoding.contentHeight != encoding.canvasHeight
+    }
+
+    private func allocate() throws(MediaError) {
+        let needsRotated = encoding.rotation != 0 && canvasFormat != format
+        for (frame, w, h, fmt) in [(output, encoding.width, encoding.height, format),
+                                   (canvas, encoding.canvasWidth, encoding.canvasHeight, canvasFormat),
+                                   (rotated, encoding.width, encoding.height, canvasFormat)] {
+            if frame === canvas && encoding.rotation == 0 { continue }
+            if frame === rotated && !needsRotated { continue }
+            frame.pointer.pointee.format = fmt.rawValue
+            frame.pointer.pointee.width = Int32(w)
+            frame.pointer.pointee.height = Int32(h)
+            let ret = av_frame_get_buffer(frame.pointer, 0)
+            if ret < 0 { throw FFmpeg.error(.internalError, "cannot allocate a \(w)x\(h) picture", ret) }
+        }
+        allocated = true
+    }
+
+    /// The encoder-ready picture for `frame` (which may be `frame` itself).
+    func convert(_ frame: Frame) throws(MediaError) -> Frame {
+        let f = frame.pointer.pointee
+        if encoding.rotation == 0 && !padded && Int(f.width) == encoding.width && Int(f.height) == encoding.height
+            && f.format == format.rawValue && f.color_range != AVCOL_RANGE_JPEG {
+            return frame
+        }
+        if !allocated { try allocate() }
+        let target = encoding.rotation == 0 ? output : canvas
+        if av_frame_make_writable(target.pointer) < 0 || av_frame_make_writable(output.pointer) < 0 {
+            throw MediaError(.internalError, "cannot get a writable picture buffer (out of memory)")
+        }
+        if padded { fillBlack(target) }
+        let rect = PixelRect(x: encoding.contentX, y: encoding.contentY, width: encoding.contentWidth, height: encoding.contentHeight)
+        try scaler.scale(frame, into: target, rect: rect)
+        if encoding.rotation != 0 {
+            if canvasFormat == format {
+                rotate(canvas, into: output)
+            } else {
+                rotate(canvas, into: rotated)
+                try finalScaler.scale(rotated, into: output,
+                                      rect: PixelRect(x: 0, y: 0, width: encoding.width, height: encoding.height))
+            }
+        }
+        // Carry colour description; the converter always produces limited range.
+        output.pointer.pointee.colorspace = f.colorspace
+        output.pointer.pointee.color_primaries = f.color_primaries
+        output.pointer.pointee.color_trc = f.color_trc
+        output.pointer.pointee.color_range = AVCOL_RANGE_MPEG
+        return output
+    }
+
+    private func fillBlack(_ frame: Frame) {
+        var lines = [Int](repeating: 0, count: 4)
+        withUnsafePointer(to: frame.pointer.pointee.linesize) { tuple in
+            tuple.withMemoryRebound(to: Int32.self, capacity: 8) { for i in 0..<4 { lines[i] = Int($0[i]) } }
+        }
+        withUnsafeMutablePointer(to: &frame.pointer.pointee.data) { tuple in
+            tuple.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { data in
+                _ = av_image_fill_black(data, lines, AVPixelFormat(frame.pointer.pointee.format), AVCOL_RANGE_MPEG, frame.pointer.pointee.width,
+                                        frame.pointer.pointee.height)
+            }
+        }
+    }
+
+    private func rotate(_ src: Frame, into dst: Frame) {
+        let w = Int(src.pointer.pointee.width), h = Int(src.pointer.pointee.height)
+        withUnsafePointer(to: src.pointer.pointee.data) { sTuple in
+            sTuple.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { sData in
+                withUnsafePointer(to: dst.pointer.pointee.data) { dTuple in
+                    dTuple.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 8) { dData in
+                        withUnsafePointer(to: src.pointer.pointee.linesize) { sl in
+                            sl.withMemoryRebound(to: Int32.self, capacity: 8) { sLines in
+                                withUnsafePointer(to: dst.pointer.pointee.linesize) { dl in
+                                    dl.withMemoryRebound(to: Int32.self, capacity: 8) { dLines in
+                                        for p in 0..<geometry.planeCount {
+                                            let size = geometry.planeSize(plane: p, width: w, height: h)
+                                            PlaneRotation.rotate(
+                                                src: sData[p]!, srcStride: Int(sLines[p]), width: size.width,
+                                                height: size.height, dst: dData[p]!, dstStride: Int(dLines[p]),
+                                                step: geometry.steps[p], clockwise: encoding.rotation)
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,160 @@
+internal import CFFmpeg
+
+/// Decode → convert → encode for the video track. Writes exactly the frames presented inside the
+/// window, with their source presentation times (shifted to the output's zero), or on a constant
+/// grid when a frame rate is set.
+final class VideoEncodePath: TrackPath {
+    let streamIndex: Int
+    private let decoder: CodecContext
+    private let encoder: CodecContext
+    private let converter: VideoConverter
+    private let sink: StreamSink
+    private let inputTimeBase: Rational
+    private let encoderTimeBase: AVRational
+    private let window: ExportPlan.Window
+    private let origin: MediaTime
+    private let outputZero: MediaTime
+    private let constantRate: Rational?
+    private let decoded = Frame()
+    private let packet = Packet()
+    private var lastPts = Int64.min
+    /// Constant-rate state: the picture waiting for its slots, and the next slot to fill.
+    private var held: Frame?
+    private var nextSlot: Int64 = 0
+    private var decoderDrained = false
+
+    private(set) var isDone = false
+    private(set) var framesWritten = 0
+    /// Output pts (encoder time base) of every frame written, in order.
+    private(set) var writtenTimestamps: [Int64] = []
+    private(set) var outputTime = MediaTime.zero
+
+    init(plan: ExportPlan, encoding: VideoEncoding, demuxer: Demuxer, streamIndex: Int, muxer: Muxer,
+         extraOptions: [String: String]) throws(MediaError) {
+        let stream = demuxer.stream(streamIndex)
+        self.streamIndex = streamIndex
+        decoder = try CodecContext.decoder(for: stream, location: plan.location, threads: plan.codecThreads)
+        encoder = try CodecContext.encoder(named: encoding.encoderName)
+        converter = VideoConverter(encoding: encoding)
+        inputTimeBase = Rational(stream.pointee.time_base)
+        encoderTimeBase = encoding.timeBase.av
+        window = plan.videoWindow
+        origin = plan.origin
+        outputZero = plan.outputZero
+        constantRate = encoding.constantFrameRate
+
+        let ctx = encoder.pointer
+        ctx.pointee.width = Int32(encoding.width)
+        ctx.pointee.height = Int32(encoding.height)
+        ctx.pointee.pix_fmt = av_get_pix_fmt(encoding.pixelFormat)
+        ctx.pointee.time_base = encoding.timeBase.av
+        if let rate = encoding.nominalFrameRate { ctx.pointee.framerate = rate.av }
+        ctx.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+        ctx.pointee.gop_size = Int32(encoding.keyframeInterval)
+        if let b = encoding.bitrate { ctx.pointee.bit_rate = Int64(b) }
+        if let m = encoding.maxBitrate { ctx.pointee.rc_max_rate = Int64(m) }
+        if let s = encoding.bufferSize { ctx.pointee.rc_buffer_size = Int32(s) }
+        if let l = encoding.level { ctx.pointee.level = Int32(l) }
+        if let p = encoding.profileNumber { ctx.pointee.profile = Int32(p) }
+        ctx.pointee.thread_count = Int32(plan.codecThreads)
+        let src = stream.pointee.codecpar.pointee
+        ctx.pointee.colorspace = src.color_space
+        ctx.pointee.color_primaries = src.color_primaries
+        ctx.pointee.color_trc = src.color_trc
+        ctx.pointee.color_range = AVCOL_RANGE_MPEG
+        if muxer.wantsGlobalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        try encoder.open(options: encoding.options.merging(extraOptions) { _, extra in extra })
+        sink = StreamSink(muxer: muxer, stream: try muxer.addStream(encoder: encoder))
+        if let rate = encoding.nominalFrameRate { sink.stream.pointee.avg_frame_rate = rate.av }
+    }
+
+    func handle(_ packet: Packet) throws(MediaError) {
+        guard !isDone else { return }
+        while try !decoder.send(packet: packet) {
+            try drainDecoder()
+        }
+        try drainDecoder()
+    }
+
+    func endOfInput() throws(MediaError) {
+        guard !isDone, !decoderDrained else { return }
+        decoderDrained = true
+        _ = try decoder.send(packet: nil)
+        try drainDecoder()
+    }
+
+    private func drainDecoder() throws(MediaError) {
+        while try decoder.receive(frame: decoded) == .ready {
+            try accept(decoded)
+        }
+    }
+
+    private func accept(_ frame: Frame) throws(MediaError) {
+        guard !isDone else { return }
+        let ts = frame.bestEffortTimestamp
+        guard ts != FFmpeg.noPTS else { return }
+        let t = MediaTime(value: ts, timeBase: inputTimeBase) - origin
+        if t < window.start { return }
+        if let end = window.end, t >= end {
+            isDone = true
+            return
+        }
+        let picture = try converter.convert(frame)
+        outputTime = t - outputZero
+        let relative = t - outputZero
+        if constantRate != nil {
+            let slot = relative.value(in: Rational(encoderTimeBase), rounding: .nearest)
+            if let held {
+                try emitHeld(held, upTo: slot)
+            }
+            guard let clone = av_frame_clone(picture.pointer) else { throw MediaError(.internalError, "out of memory") }
+            let next = Frame(owning: clone)
+            held = next
+            nextSlot = max(nextSlot, slot)
+            return
+        }
+        var pts = relative.value(in: Rational(encoderTimeBase), rounding: .nearest)
+        if pts <= lastPts { pts = lastPts + 1 }
+        lastPts = pts
+        try encode(picture, pts: pts)
+    }
+
+    private func emitHeld(_ frame: Frame, upTo slot: Int64) throws(MediaError) {
+        while nextSlot < slot {
+            try encode(frame, pts: nextSlot)
+            nextSlot += 1
+        }
+    }
+
+    private func encode(_ frame: Frame, pts: Int64) throws(MediaError) {
+        frame.pts = pts
+        frame.pointer.pointee.pict_type = AV_PICTURE_TYPE_NONE
+        frame.pointer.pointee.key_frame = 0
+        while try !encoder.send(frame: frame) {
+            try drainEncoder()
+        }
+        framesWritten += 1
+        writtenTimestamps.append(pts)
+        try drainEncoder()
+    }
+
+    private func drainEncoder() throws(MediaError) {
+        while try encoder.receive(packet: packet) == .ready {
+            try sink.write(packet, timeBase: encoderTimeBase)
+        }
+    }
+
+    func finish() throws(MediaError) {
+        if let held {
+            let endSlot = window.end.map { ($0 - outputZero).value(in: Rational(encoderTimeBase), rounding: .nearest) }
+            try emitHeld(held, upTo: max(endSlot ?? (nextSlot + 1), nextSlot + 1))
+            self.held = nil
+        }
+        _ = try encoder.send(frame: nil)
+        while true {
+            let state = try encoder.receive(packet: packet)
+            if state != .ready { break }
+            try sink.write(packet, timeBase: encoderTimeBase)
+        }
+    }
+}

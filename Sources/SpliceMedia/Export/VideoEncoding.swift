@@ -1,0 +1,206 @@
+internal import CFFmpeg
+
+/// Video settings resolved against a source track: everything the pipeline needs to configure
+/// the converter and the encoder, with every default filled in.
+struct VideoEncoding: Sendable, Hashable, Codable {
+    var codec: VideoSettings.Codec
+    /// FFmpeg encoder name (libx264, libx265, libvpx-vp9, libsvtav1, libaom-av1, prores_ks).
+    var encoderName: String
+    /// Final (upright) output size.
+    var width: Int
+    var height: Int
+    /// Clockwise rotation applied to decoded pictures (0/90/180/270).
+    var rotation: Int
+    /// Where the picture sits inside the pre-rotation canvas (the rest is black).
+    var contentX: Int
+    var contentY: Int
+    var contentWidth: Int
+    var contentHeight: Int
+    var pixelFormat: String
+    /// Encoder time base: the source's (timestamps kept) or 1/rate for a constant rate.
+    var timeBase: Rational
+    /// Constant output frame rate, when set.
+    var constantFrameRate: Rational?
+    /// The source's nominal rate, a hint for rate control.
+    var nominalFrameRate: Rational?
+    var bitrate: Int?
+    var maxBitrate: Int?
+    var bufferSize: Int?
+    var keyframeInterval: Int
+    var level: Int?
+    var profileNumber: Int?
+    /// Encoder private options (preset, crf, profile, x265-params …).
+    var options: [String: String]
+
+    /// The canvas the decoded picture is scaled into before rotation.
+    var canvasWidth: Int { rotation % 180 == 0 ? width : height }
+    var canvasHeight: Int { rotation % 180 == 0 ? height : width }
+
+    /// Resolves `settings` for `source`. Adds human-readable notes to `notices` for anything it
+    /// had to adjust (odd sizes rounded for chroma subsampling).
+    static func resolve(_ settings: VideoSettings, source: Track, fileType: OutputFileType?,
+                        threads: Int, notices: inout [String]) throws(SettingsError) -> VideoEncoding {
+        try settings.validate()
+        if let fileType {
+            let allowed: [VideoSettings.Codec] = switch fileType {
+            case .mp4: [.h264, .hevc, .vp9, .av1]
+            case .mov: [.h264, .hevc, .prores]
+            case .mkv: VideoSettings.Codec.allCases
+            case .webm: [.vp9, .av1]
+            }
+            if !allowed.contains(settings.codec) {
+                throw SettingsError(field: "video-codec", value: settings.codec.rawValue,
+                                    allowed: SettingsError.oneOf(allowed) + " for a .\(fileType) output")
+            }
+        }
+        let encoderName = try encoderName(for: settings.codec)
+        guard let encoder = avcodec_find_encoder_by_name(encoderName) else {
+            throw SettingsError(field: "video-codec", value: settings.codec.rawValue,
+                                allowed: "a codec this FFmpeg can encode (no \(encoderName))")
+        }
+
+        // Pixel format.
+        let defaultFormat: String = switch settings.codec {
+        case .prores: settings.profile == "4444" || settings.profile == "4444xq" ? "yuv444p10le" : "yuv422p10le"
+        default: "yuv420p"
+        }
+        let pixelFormat = settings.pixelFormat ?? defaultFormat
+        let supported = supportedPixelFormats(encoder)
+        if !supported.isEmpty && !supported.contains(pixelFormat) {
+            throw SettingsError(field: "pixel-format", value: pixelFormat,
+                                allowed: SettingsError.oneOf(supported) + " for \(settings.codec)")
+        }
+        let format = av_get_pix_fmt(pixelFormat)
+        guard format != AV_PIX_FMT_NONE, let desc = av_pix_fmt_desc_get(format) else {
+            throw SettingsError(field: "pixel-format", value: pixelFormat, allowed: "an FFmpeg pixel format name")
+        }
+        let alignX = 1 << Int(desc.pointee.log2_chroma_w), alignY = 1 << Int(desc.pointee.log2_chroma_h)
+
+        // Size: upright source display size, a requested box, or one side with the aspect kept.
+        guard let display = source.displaySize, display.width > 0, display.height > 0 else {
+            throw SettingsError(field: "video-codec", value: settings.codec.rawValue,
+                                allowed: "used on a source whose picture size is known")
+        }
+        var width: Int, height: Int
+        switch (settings.width, settings.height) {
+        case let (w?, h?): (width, height) = (w, h)
+        case let (w?, nil): (width, height) = (w, Int(MediaTime.rescale(Int64(w), multiplier: Int64(display.height), divisor: Int64(display.width))))
+        case let (nil, h?): (width, height) = (Int(MediaTime.rescale(Int64(h), multiplier: Int64(display.width), divisor: Int64(display.height))), h)
+        case (nil, nil): (width, height) = display
+        }
+        width = align(width, to: alignX, name: "width", format: pixelFormat, notices: &notices)
+        height = align(height, to: alignY, name: "height", format: pixelFormat, notices: &notices)
+
+        // Aspect fit inside the pre-rotation canvas.
+        let rotation = source.rotation
+        let canvasW = rotation % 180 == 0 ? width : height, canvasH = rotation % 180 == 0 ? height : width
+        let srcW = Int64(rotation % 180 == 0 ? display.width : display.height)
+        let srcH = Int64(rotation % 180 == 0 ? display.height : display.width)
+        var cw = canvasW, ch = canvasH
+        if Int64(canvasW) * srcH <= Int64(canvasH) * srcW {
+            ch = Int(MediaTime.rescale(Int64(canvasW), multiplier: srcH, divisor: srcW))
+        } else {
+            cw = Int(MediaTime.rescale(Int64(canvasH), multiplier: srcW, divisor: srcH))
+        }
+        let rotAlignX = rotation % 180 == 0 ? alignX : alignY, rotAlignY = rotation % 180 == 0 ? alignY : alignX
+        cw = min(canvasW, max(rotAlignX, (cw + rotAlignX / 2) / rotAlignX * rotAlignX))
+        ch = min(canvasH, max(rotAlignY, (ch + rotAlignY / 2) / rotAlignY * rotAlignY))
+        let cx = (canvasW - cw) / 2 / rotAlignX * rotAlignX, cy = (canvasH - ch) / 2 / rotAlignY * rotAlignY
+
+        // Time.
+        let nominal = settings.frameRate ?? source.frameRate
+        let timeBase: Rational
+        if let rate = settings.frameRate {
+            timeBase = Rational(rate.denominator, rate.numerator).reduced
+        } else if source.timeBase.isPositive {
+            timeBase = source.timeBase.reduced
+        } else {
+            timeBase = Rational(1, 90000)
+        }
+        let keyframeInterval = settings.keyframeInterval
+            ?? max(1, Int(nominal.map { MediaTime.rescale(Int64($0.numerator), multiplier: 1, divisor: Int64($0.denominator)) } ?? 30))
+
+        // Rate control.
+        var options: [String: String] = [:]
+        var bitrate = settings.bitrate
+        if settings.quality == nil && settings.bitrate == nil && settings.codec != .prores {
+            // The MovieRecorder rule: pixels × bits per pixel (4.05 below 640×480, else 10.1).
+            let pixels = Int64(width * height)
+            bitrate = Int(pixels < 640 * 480 ? pixels * 405 / 100 : pixels * 101 / 10)
+        }
+        if let q = settings.quality {
+            options["crf"] = "\(q)"
+            if settings.codec == .vp9 || encoderName == "libaom-av1" { bitrate = 0 }
+        }
+        var profileNumber: Int?
+        var x265: [String] = ["log-level=error"]
+        switch settings.codec {
+        case .h264:
+            options["preset"] = settings.preset ?? "medium"
+            if let p = settings.profile { options["profile"] = p }
+            if threads == 1 { options["threads"] = "1" }
+        case .hevc:
+            options["preset"] = settings.preset ?? "medium"
+            if let p = settings.profile { options["profile"] = p }
+            if let l = settings.level { x265.append("level-idc=\(l)") }
+            if threads == 1 { x265.append(contentsOf: ["pools=none", "frame-threads=1"]) }
+        case .vp9:
+            options["cpu-used"] = settings.preset ?? "4"
+            options["deadline"] = "good"
+            options["row-mt"] = "1"
+            profileNumber = settings.profile.flatMap { Int($0) }
+        case .av1:
+            if encoderName == "libsvtav1" {
+                options["preset"] = settings.preset ?? "8"
+                if threads == 1 { options["svtav1-params"] = "lp=1" }
+            } else {
+                options["cpu-used"] = settings.preset ?? "6"
+                options["row-mt"] = "1"
+            }
+            profileNumber = settings.profile.flatMap { ["main": 0, "high": 1, "professional": 2][$0] }
+        case .prores:
+            options["profile"] = settings.profile ?? "standard"
+        }
+        if settings.codec == .hevc { options["x265-params"] = x265.joined(separator: ":") }
+
+        return VideoEncoding(
+            codec: settings.codec, encoderName: encoderName, width: width, height: height, rotation: rotation,
+            contentX: cx, contentY: cy, contentWidth: cw, contentHeight: ch, pixelFormat: pixelFormat,
+            timeBase: timeBase, constantFrameRate: settings.frameRate, nominalFrameRate: nominal,
+            bitrate: bitrate, maxBitrate: settings.maxBitrate, bufferSize: settings.bufferSize,
+            keyframeInterval: keyframeInterval,
+            level: settings.codec == .h264 ? settings.level.flatMap(VideoSettings.levelNumber) : nil,
+            profileNumber: profileNumber, options: options)
+    }
+
+    /// The FFmpeg encoder used for a codec (AV1: SVT-AV1 when present, else libaom).
+    static func encoderName(for codec: VideoSettings.Codec) throws(SettingsError) -> String {
+        switch codec {
+        case .h264: return "libx264"
+        case .hevc: return "libx265"
+        case .vp9: return "libvpx-vp9"
+        case .prores: return "prores_ks"
+        case .av1:
+            if avcodec_find_encoder_by_name("libsvtav1") != nil { return "libsvtav1" }
+            if avcodec_find_encoder_by_name("libaom-av1") != nil { return "libaom-av1" }
+            throw SettingsError(field: "video-codec", value: "av1", allowed: "a codec this FFmpeg can encode (no AV1 encoder)")
+        }
+    }
+
+    static func supportedPixelFormats(_ codec: UnsafePointer<AVCodec>) -> [String] {
+        guard var p = codec.pointee.pix_fmts else { return [] }
+        var names: [String] = []
+        while p.pointee != AV_PIX_FMT_NONE {
+            if let n = FFmpeg.string(av_get_pix_fmt_name(p.pointee)) { names.append(n) }
+            p += 1
+        }
+        return names
+    }
+
+    private static func align(_ value: Int, to step: Int, name: String, format: String, notices: inout [String]) -> Int {
+        guard step > 1, value % step != 0 else { return max(value, step) }
+        let rounded = max(step, (value + step / 2) / step * step)
+        notices.append("\(name) \(value) rounded to \(rounded): \(format) needs multiples of \(step)")
+        return rounded
+    }
+}

@@ -1,0 +1,113 @@
+internal import CFFmpeg
+import Foundation
+
+/// Owns an output `AVFormatContext` and its file. Writes to a temporary file beside the
+/// destination and renames it into place only in ``finish()``; if the muxer is released without
+/// finishing (failure, cancel), the temporary file is removed, so nothing half-written remains.
+final class Muxer {
+    let context: UnsafeMutablePointer<AVFormatContext>
+    let destination: String
+    let temporaryPath: String
+    private var headerWritten = false
+    private var finished = false
+
+    init(destination: String, formatName: String) throws(MediaError) {
+        FFmpeg.clearLastLog()
+        self.destination = destination
+        let url = URL(fileURLWithPath: destination)
+        let directory = url.deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw MediaError(.writeFailed, "cannot write '\(destination)': the folder '\(directory)' does not exist")
+        }
+        temporaryPath = url.deletingLastPathComponent()
+            .appendingPathComponent(".\(url.lastPathComponent).splice-\(UInt32.random(in: 0...UInt32.max)).tmp").path
+        var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
+        let ret = avformat_alloc_output_context2(&ctx, nil, formatName, temporaryPath)
+        guard ret >= 0, let ctx else {
+            throw FFmpeg.error(.writeFailed, "cannot create a '\(formatName)' writer for '\(destination)'", ret)
+        }
+        context = ctx
+        let open = avio_open(&ctx.pointee.pb, temporaryPath, AVIO_FLAG_WRITE)
+        if open < 0 {
+            avformat_free_context(ctx)
+            throw FFmpeg.error(.writeFailed, "cannot write to '\(directory)'", open,
+                               hint: "check that the folder is writable and has free space")
+        }
+    }
+
+    deinit {
+        if context.pointee.pb != nil { avio_closep(&context.pointee.pb) }
+        avformat_free_context(context)
+        if !finished { unlink(temporaryPath) }
+    }
+
+    var formatName: String { FFmpeg.string(context.pointee.oformat.pointee.name) ?? "?" }
+
+    /// Whether the container wants codec headers out of band (encoders must set GLOBAL_HEADER).
+    var wantsGlobalHeader: Bool { context.pointee.oformat.pointee.flags & AVFMT_GLOBALHEADER != 0 }
+
+    /// Whether the container can hold `codec`.
+    func supports(_ codec: AVCodecID) -> Bool {
+        avformat_query_codec(context.pointee.oformat, codec, FF_COMPLIANCE_NORMAL) == 1
+    }
+
+    /// Adds a stream configured from an opened encoder.
+    func addStream(encoder: CodecContext) throws(MediaError) -> UnsafeMutablePointer<AVStream> {
+        guard let st = avformat_new_stream(context, nil) else { fatalError("avformat_new_stream: out of memory") }
+        let ret = avcodec_parameters_from_context(st.pointee.codecpar, encoder.pointer)
+        if ret < 0 { throw FFmpeg.error(.writeFailed, "cannot add a stream to '\(destination)'", ret) }
+        st.pointee.time_base = encoder.pointer.pointee.time_base
+        return st
+    }
+
+    /// Adds a stream that receives copied packets with the given parameters.
+    func addStream(copying par: UnsafePointer<AVCodecParameters>, timeBase: AVRational) throws(MediaError)
+        -> UnsafeMutablePointer<AVStream> {
+        guard let st = avformat_new_stream(context, nil) else { fatalError("avformat_new_stream: out of memory") }
+        let ret = avcodec_parameters_copy(st.pointee.codecpar, par)
+        if ret < 0 { throw FFmpeg.error(.writeFailed, "cannot add a stream to '\(destination)'", ret) }
+        st.pointee.codecpar.pointee.codec_tag = 0
+        st.pointee.time_base = timeBase
+        return st
+    }
+
+    /// Writes the container header with muxer options (e.g. `movflags`).
+    func writeHeader(metadata: [String: String], options: [String: String]) throws(MediaError) {
+        for (k, v) in metadata { av_dict_set(&context.pointee.metadata, k, v, 0) }
+        var dict: OpaquePointer? = nil
+        for (k, v) in options { av_dict_set(&dict, k, v, 0) }
+        defer { av_dict_free(&dict) }
+        FFmpeg.clearLastLog()
+        let ret = avformat_write_header(context, &dict)
+        if ret < 0 {
+            throw FFmpeg.error(.writeFailed, "cannot start writing '\(destination)'", ret,
+                               hint: "the \(formatName) container may not hold these codecs")
+        }
+        headerWritten = true
+    }
+
+    /// Writes one packet (timestamps already in the stream's time base); takes the payload.
+    func write(_ packet: Packet) throws(MediaError) {
+        let ret = av_interleaved_write_frame(context, packet.pointer)
+        if ret < 0 {
+            throw FFmpeg.error(.writeFailed, "cannot write to '\(destination)'", ret,
+                               hint: "check free disk space")
+        }
+    }
+
+    /// Writes the trailer, closes the file and renames it to the destination.
+    func finish() throws(MediaError) {
+        precondition(headerWritten, "finish() before writeHeader()")
+        FFmpeg.clearLastLog()
+        var ret = av_write_trailer(context)
+        if ret < 0 { throw FFmpeg.error(.writeFailed, "cannot finish '\(destination)'", ret, hint: "check free disk space") }
+        ret = avio_closep(&context.pointee.pb)
+        if ret < 0 { throw FFmpeg.error(.writeFailed, "cannot close '\(destination)'", ret, hint: "check free disk space") }
+        if rename(temporaryPath, destination) != 0 {
+            let reason = String(cString: strerror(errno))
+            throw MediaError(.writeFailed, "cannot move the finished output to '\(destination)': \(reason)")
+        }
+        finished = true
+    }
+}

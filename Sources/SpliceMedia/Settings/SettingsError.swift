@@ -1,0 +1,22 @@
+/// A setting that cannot be used: names the field, what was given and what is allowed.
+public struct SettingsError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The setting's name as the CLI spells it without dashes ("width", "video-codec").
+    public var field: String
+    /// What was given, as text.
+    public var value: String
+    /// What is allowed, for people ("a positive integer", "one of ultrafast, fast, medium").
+    public var allowed: String
+
+    public init(field: String, value: String, allowed: String) {
+        self.field = field
+        self.value = value
+        self.allowed = allowed
+    }
+
+    public var description: String { "invalid \(field) '\(value)': must be \(allowed)" }
+
+    /// A "one of a, b, c" phrase.
+    static func oneOf<S: Sequence>(_ values: S) -> String where S.Element: CustomStringConvertible {
+        "one of " + values.map(\.description).joined(separator: ", ")
+    }
+}

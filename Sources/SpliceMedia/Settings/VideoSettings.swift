@@ -1,0 +1,175 @@
+/// How to encode video. `nil` video settings on an export mean pass-through (packets copied).
+///
+/// Fields left `nil` take defaults derived from the source when the export starts: size from the
+/// upright source, bitrate from pixels × bits-per-pixel (the MovieRecorder rule: 4.05 below
+/// 640×480, 10.1 at or above) unless a quality is given, one keyframe per second of source frames,
+/// 8-bit 4:2:0 (4:2:2 10-bit for ProRes).
+public struct VideoSettings: Sendable, Codable, Hashable {
+    /// The video codecs Splice encodes.
+    public enum Codec: String, Sendable, Codable, Hashable, CaseIterable, CustomStringConvertible {
+        case h264, hevc, vp9, av1, prores
+        public var description: String { rawValue }
+    }
+
+    public var codec: Codec
+    /// Output width in pixels; with only one of width/height the other keeps the aspect ratio.
+    /// With both, the picture is fitted inside the box (aspect kept) and padded with black.
+    public var width: Int?
+    public var height: Int?
+    /// Constant quality (CRF): 0–51 for h264/hevc, 0–63 for vp9/av1; lower is better.
+    /// Exclusive with ``bitrate``. Not used by prores (pick a profile instead).
+    public var quality: Int?
+    /// Average bit rate in bits per second.
+    public var bitrate: Int?
+    /// Peak bit rate in bits per second (VBV/HRD max rate); requires ``bufferSize``.
+    public var maxBitrate: Int?
+    /// Rate-control buffer size in bits.
+    public var bufferSize: Int?
+    /// Codec profile (h264: baseline, main, high, high10, high422, high444; hevc: main, main10,
+    /// main422-10, main444-8, main444-10; vp9: 0–3; av1: main, high, professional; prores: proxy,
+    /// lt, standard, hq, 4444, 4444xq).
+    public var profile: String?
+    /// Codec level ("4.1" for h264/hevc).
+    public var level: String?
+    /// Speed/quality trade-off: x264/x265 preset names, or an integer speed for vp9 (0–8) and
+    /// av1 (SVT-AV1 preset 0–13).
+    public var preset: String?
+    /// Maximum distance between keyframes, in frames.
+    public var keyframeInterval: Int?
+    /// Constant output frame rate; `nil` keeps the source timestamps (variable rate preserved).
+    public var frameRate: Rational?
+    /// FFmpeg pixel format name ("yuv420p", "yuv420p10le", "yuv422p10le").
+    public var pixelFormat: String?
+
+    public init(codec: Codec, width: Int? = nil, height: Int? = nil, quality: Int? = nil, bitrate: Int? = nil,
+                maxBitrate: Int? = nil, bufferSize: Int? = nil, profile: String? = nil, level: String? = nil,
+                preset: String? = nil, keyframeInterval: Int? = nil, frameRate: Rational? = nil,
+                pixelFormat: String? = nil) {
+        self.codec = codec
+        self.width = width
+        self.height = height
+        self.quality = quality
+        self.bitrate = bitrate
+        self.maxBitrate = maxBitrate
+        self.bufferSize = bufferSize
+        self.profile = profile
+        self.level = level
+        self.preset = preset
+        self.keyframeInterval = keyframeInterval
+        self.frameRate = frameRate
+        self.pixelFormat = pixelFormat
+    }
+
+    static let x26xPresets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
+                              "veryslow", "placebo"]
+    static let profiles: [Codec: [String]] = [
+        .h264: ["baseline", "main", "high", "high10", "high422", "high444"],
+        .hevc: ["main", "main10", "main422-10", "main444-8", "main444-10"],
+        .vp9: ["0", "1", "2", "3"],
+        .av1: ["main", "high", "professional"],
+        .prores: ["proxy", "lt", "standard", "hq", "4444", "4444xq"],
+    ]
+
+    /// The CRF range the codec accepts.
+    var qualityRange: ClosedRange<Int>? {
+        switch codec {
+        case .h264, .hevc: 0...51
+        case .vp9, .av1: 0...63
+        case .prores: nil
+        }
+    }
+
+    /// The speed range for codecs whose preset is a number.
+    var speedRange: ClosedRange<Int>? {
+        switch codec {
+        case .vp9: 0...8
+        case .av1: 0...13
+        default: nil
+        }
+    }
+
+    /// Checks every field on its own terms (the source-dependent checks happen when an export
+    /// resolves the settings against its asset). Throws the first problem found.
+    public func validate() throws(SettingsError) {
+        if let width, width <= 0 || width > 16384 {
+            throw SettingsError(field: "width", value: "\(width)", allowed: "a whole number of pixels from 1 to 16384")
+        }
+        if let height, height <= 0 || height > 16384 {
+            throw SettingsError(field: "height", value: "\(height)", allowed: "a whole number of pixels from 1 to 16384")
+        }
+        if let quality {
+            guard let range = qualityRange else {
+                throw SettingsError(field: "crf", value: "\(quality)",
+                                    allowed: "unset for prores (choose a --profile: proxy, lt, standard, hq, 4444, 4444xq)")
+            }
+            if !range.contains(quality) {
+                throw SettingsError(field: "crf", value: "\(quality)",
+                                    allowed: "from \(range.lowerBound) to \(range.upperBound) for \(codec)")
+            }
+            if bitrate != nil {
+                throw SettingsError(field: "crf", value: "\(quality)",
+                                    allowed: "unset when --video-bitrate is given (choose quality or bitrate)")
+            }
+        }
+        if let bitrate, bitrate < 1000 || bitrate > 2_000_000_000 {
+            throw SettingsError(field: "video-bitrate", value: "\(bitrate)",
+                                allowed: "from 1000 to 2000000000 bits per second (suffixes k and M accepted)")
+        }
+        if let maxBitrate {
+            if maxBitrate < 1000 {
+                throw SettingsError(field: "max-bitrate", value: "\(maxBitrate)", allowed: "at least 1000 bits per second")
+            }
+            if let bitrate, maxBitrate < bitrate {
+                throw SettingsError(field: "max-bitrate", value: "\(maxBitrate)",
+                                    allowed: "at least the average --video-bitrate (\(bitrate))")
+            }
+            if bufferSize == nil {
+                throw SettingsError(field: "max-bitrate", value: "\(maxBitrate)",
+                                    allowed: "given together with --buffer-size")
+            }
+        }
+        if let bufferSize, bufferSize < 1000 {
+            throw SettingsError(field: "buffer-size", value: "\(bufferSize)", allowed: "at least 1000 bits")
+        }
+        if let profile, let allowed = VideoSettings.profiles[codec], !allowed.contains(profile) {
+            throw SettingsError(field: "profile", value: profile, allowed: SettingsError.oneOf(allowed) + " for \(codec)")
+        }
+        if let level {
+            guard codec == .h264 || codec == .hevc else {
+                throw SettingsError(field: "level", value: level, allowed: "unset for \(codec) (levels apply to h264 and hevc)")
+            }
+            if VideoSettings.levelNumber(level) == nil {
+                throw SettingsError(field: "level", value: level, allowed: "a level like 3.1, 4, 4.1 or 5.1")
+            }
+        }
+        if let preset {
+            if let range = speedRange {
+                guard let n = Int(preset), range.contains(n) else {
+                    throw SettingsError(field: "preset", value: preset,
+                                        allowed: "a speed from \(range.lowerBound) to \(range.upperBound) for \(codec)")
+                }
+            } else if codec == .prores {
+                throw SettingsError(field: "preset", value: preset, allowed: "unset for prores")
+            } else if !VideoSettings.x26xPresets.contains(preset) {
+                throw SettingsError(field: "preset", value: preset, allowed: SettingsError.oneOf(VideoSettings.x26xPresets))
+            }
+        }
+        if let keyframeInterval, keyframeInterval < 1 || keyframeInterval > 10000 {
+            throw SettingsError(field: "keyframe-interval", value: "\(keyframeInterval)",
+                                allowed: "a number of frames from 1 to 10000")
+        }
+        if let frameRate, !frameRate.isPositive || frameRate.numerator / frameRate.denominator > 1000 {
+            throw SettingsError(field: "frame-rate", value: "\(frameRate)",
+                                allowed: "a positive rate up to 1000, like 25, 29.97 or 30000/1001")
+        }
+    }
+
+    /// "4.1" → 41, "4" → 40, "5.2" → 52 (FFmpeg's level numbering); nil when not a level.
+    static func levelNumber(_ text: String) -> Int? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let major = Int(parts[0]), (1...6).contains(major) else { return nil }
+        let minor = parts.count == 2 ? Int(parts[1]) : 0
+        guard let minor, (0...3).contains(minor), parts.count == 1 || parts[1].count == 1 else { return nil }
+        return major * 10 + minor
+    }
+}
