@@ -15,7 +15,7 @@ static void splice_log_callback(void *avcl, int level, const char *fmt, va_list 
         return;
     }
     char line[1024];
-    int print_prefix = 1;
+    int print_prefix = 0; // no "[mov,mp4 @ 0x…]" prefix: messages are quoted to people
     va_list copy;
     va_copy(copy, vl);
     av_log_format_line2(avcl, level, fmt, copy, line, sizeof line, &print_prefix);

@@ -1,0 +1,110 @@
+public import Foundation
+
+/// Test media: the shared real-world clips and clips generated with FFmpeg's lavfi sources.
+public enum Fixtures {
+    /// The package root, found from this file's location.
+    public static let packageRoot: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `../shared/media` beside the package.
+    public static let sharedMedia: URL = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/media")
+
+    /// The path of a shared clip by name.
+    public static func shared(_ name: String) -> String {
+        sharedMedia.appendingPathComponent(name).path
+    }
+
+    /// Every media file in `../shared/media`.
+    public static var allShared: [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: sharedMedia.path)) ?? []
+        return names.filter { !$0.hasSuffix(".md") }.sorted().map(shared)
+    }
+
+    /// A directory for this test process's generated files, removed when the process ends.
+    public static let scratch: URL = {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("splice-tests-\(getpid())")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        atexit {
+            let url = FileManager.default.temporaryDirectory.appendingPathComponent("splice-tests-\(getpid())")
+            try? FileManager.default.removeItem(at: url)
+        }
+        return url
+    }()
+
+    /// A fresh empty directory under ``scratch``.
+    public static func temporaryDirectory(_ label: String = "t") -> URL {
+        let url = scratch.appendingPathComponent("\(label)-\(UUID().uuidString.prefix(8))")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// How a generated clip is made.
+    public struct ClipSpec: Hashable, Sendable {
+        public var seconds: String
+        public var width: Int
+        public var height: Int
+        public var frameRate: String
+        /// nil = no audio.
+        public var sampleRate: Int?
+        public var channels: Int
+        /// ffmpeg video encoder args for the source itself.
+        public var videoCodec: [String]
+        public var audioCodec: [String]
+        public var container: String
+        /// Extra video filter appended to the chain (e.g. a VFR `setpts`).
+        public var extraVideoFilter: String?
+        public var extraOutputArgs: [String]
+
+        public init(seconds: String = "2", width: Int = 320, height: Int = 240, frameRate: String = "30",
+                    sampleRate: Int? = 48000, channels: Int = 2,
+                    videoCodec: [String] = ["-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-pix_fmt", "yuv420p"],
+                    audioCodec: [String] = ["-c:a", "aac", "-b:a", "128k"], container: String = "mp4",
+                    extraVideoFilter: String? = nil, extraOutputArgs: [String] = []) {
+            self.seconds = seconds
+            self.width = width
+            self.height = height
+            self.frameRate = frameRate
+            self.sampleRate = sampleRate
+            self.channels = channels
+            self.videoCodec = videoCodec
+            self.audioCodec = audioCodec
+            self.container = container
+            self.extraVideoFilter = extraVideoFilter
+            self.extraOutputArgs = extraOutputArgs
+        }
+    }
+
+    private static let cache = LockedBox<[ClipSpec: String]>([:])
+    private static let generating = NSLock()
+
+    /// A generated clip (cached per process): a moving test pattern with a frame counter and,
+    /// when asked, non-periodic audio — a tone sweep over quiet pink noise, so misalignment shows.
+    public static func clip(_ spec: ClipSpec = ClipSpec()) throws -> String {
+        generating.lock()
+        defer { generating.unlock() }
+        if let path = cache.value[spec] { return path }
+        let path = scratch.appendingPathComponent("clip-\(UUID().uuidString.prefix(8)).\(spec.container)").path
+        var args = ["-v", "error", "-y",
+                    "-f", "lavfi", "-i", "testsrc2=size=\(spec.width)x\(spec.height):rate=\(spec.frameRate):duration=\(spec.seconds)"]
+        if let rate = spec.sampleRate {
+            let layout = spec.channels == 1 ? "mono" : (spec.channels == 6 ? "5.1" : "stereo")
+            args += ["-f", "lavfi", "-i", sweepSource(rate: rate, seconds: spec.seconds),
+                     "-filter_complex", "[1:a]aformat=channel_layouts=\(layout)[a]"]
+            args += ["-map", "0:v", "-map", "[a]"]
+        }
+        if let filter = spec.extraVideoFilter { args += ["-vf", filter] }
+        args += spec.videoCodec
+        if spec.sampleRate != nil { args += spec.audioCodec }
+        args += spec.extraOutputArgs + [path]
+        try ExternalTool.check("ffmpeg", args)
+        cache.value[spec] = path
+        return path
+    }
+
+    /// An lavfi audio source: an exponential sweep 100 Hz → 8 kHz repeating every 1.7 s plus
+    /// pink noise at −30 dB. Not periodic at any block size, so a lag of one sample shows up.
+    public static func sweepSource(rate: Int, seconds: String) -> String {
+        "aevalsrc=exprs='0.5*sin(2*PI*100*1.7/log(80)*(exp(log(80)*mod(t\\,1.7)/1.7)-1))':s=\(rate):d=\(seconds)[s];"
+            + "anoisesrc=c=pink:a=0.03:r=\(rate):d=\(seconds)[n];[s][n]amix=inputs=2:normalize=0[out0]"
+    }
+}

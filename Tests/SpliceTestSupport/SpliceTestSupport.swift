@@ -1,2 +1,0 @@
-/// Helpers shared by the integration test targets.
-public enum SpliceTestSupport {}
