@@ -72,7 +72,7 @@ let package = Package(
         .testTarget(name: "SpliceStoreTests", dependencies: ["SpliceStore"], swiftSettings: strict),
         .testTarget(name: "SpliceClusterTests", dependencies: ["SpliceCluster"], swiftSettings: strict),
         .testTarget(name: "SpliceLogTests", dependencies: ["SpliceLog"], swiftSettings: strict),
-        .testTarget(name: "spliceTests", dependencies: ["splice", "SpliceLog"], swiftSettings: strict),
+        .testTarget(name: "spliceTests", dependencies: ["splice", "SpliceLog", "SpliceMedia"], swiftSettings: strict),
         .testTarget(
             name: "SpliceMediaIntegrationTests",
             dependencies: ["SpliceMedia", "SpliceTestSupport"],
