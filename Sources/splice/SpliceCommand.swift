@@ -13,6 +13,7 @@ struct SpliceCommand: Command {
         version: version,
         subcommands: [
             HelpCommand.self,
+            ProgressDemoCommand.self,
         ]
     )
 
