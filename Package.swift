@@ -37,17 +37,19 @@ let package = Package(
         .target(name: "CSpliceShims", dependencies: ["CFFmpeg", "CZeroMQ", "CLibPQ"]),
 
         // MARK: - Splice modules
+        // Key=value logging on stderr, shared by the `splice` tool and the cluster services.
+        .target(name: "SpliceLog", swiftSettings: strict),
         .target(name: "SpliceMedia", dependencies: ["CFFmpeg", "CSpliceShims"], swiftSettings: strict),
         .target(name: "SpliceWire", dependencies: ["CZeroMQ", "CSpliceShims"], swiftSettings: strict),
         .target(name: "SpliceStore", dependencies: ["CLibPQ", "CSpliceShims"], swiftSettings: strict),
         .target(
             name: "SpliceCluster",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore"],
+            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog"],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "splice",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster"],
+            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog"],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -69,7 +71,8 @@ let package = Package(
         .testTarget(name: "SpliceWireTests", dependencies: ["SpliceWire"], swiftSettings: strict),
         .testTarget(name: "SpliceStoreTests", dependencies: ["SpliceStore"], swiftSettings: strict),
         .testTarget(name: "SpliceClusterTests", dependencies: ["SpliceCluster"], swiftSettings: strict),
-        .testTarget(name: "spliceTests", dependencies: ["splice"], swiftSettings: strict),
+        .testTarget(name: "SpliceLogTests", dependencies: ["SpliceLog"], swiftSettings: strict),
+        .testTarget(name: "spliceTests", dependencies: ["splice", "SpliceLog", "SpliceMedia"], swiftSettings: strict),
         .testTarget(
             name: "SpliceMediaIntegrationTests",
             dependencies: ["SpliceMedia", "SpliceTestSupport"],

@@ -1,2 +1,5 @@
-import SpliceMedia
-print("splice")
+#if canImport(Glibc)
+import Glibc
+#endif
+
+exit(await CommandRunner.main(root: SpliceCommand.self))

@@ -1,0 +1,21 @@
+/// `splice`: the root of the command tree. New commands are added to `subcommands` below.
+struct SpliceCommand: Command {
+    /// The version `splice --version` prints; the one place it is written.
+    static let version = "0.1.0"
+
+    static let configuration = CommandConfiguration(
+        name: "splice",
+        abstract: "Segment-parallel video transcoding.",
+        discussion: """
+            Splice cuts a video into keyframe-aligned segments, encodes them in parallel on worker \
+            machines and stitches the pieces back together.
+            """,
+        version: version,
+        subcommands: [
+            HelpCommand.self,
+            ProgressDemoCommand.self,
+        ]
+    )
+
+    init(_ arguments: ParsedArguments) {}
+}
