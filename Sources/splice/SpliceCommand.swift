@@ -12,6 +12,8 @@ struct SpliceCommand: Command {
             """,
         version: version,
         subcommands: [
+            ProbeCommand.self,
+            ExportCommand.self,
             HelpCommand.self,
             ProgressDemoCommand.self,
         ]

@@ -1,0 +1,61 @@
+import Foundation
+import SpliceMedia
+
+/// `splice export INPUT OUTPUT [flags]`: one export session, with a progress bar.
+struct ExportCommand: Command {
+    static let input = Positional<String>("input", help: "The source media file or URL.") { $0 }
+    static let output = Positional<String>("output", help: "The file to write (.mp4, .mov, .mkv, .webm).") { $0 }
+
+    static let configuration = CommandConfiguration(
+        name: "export", abstract: "Transcode one file on this machine with a single encoder.",
+        discussion: """
+            Re-encodes video and audio (or copies them with --copy-video / --copy-audio). The output \
+            appears only when the export succeeds; on failure or Ctrl-C nothing is left behind.
+            """,
+        arguments: [input, output] + ExportOptions.arguments)
+
+    let input: String
+    let output: String
+    let options: ExportOptions
+
+    init(_ arguments: ParsedArguments) throws {
+        input = try arguments.value(Self.input)
+        output = try arguments.value(Self.output)
+        options = try ExportOptions(arguments)
+    }
+
+    func validate() throws {
+        try options.validate(output: output)
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitCode {
+        let asset = try await Asset.open(input)
+        let session = ExportSession(asset: asset, outputURL: URL(fileURLWithPath: output))
+        try options.configure(session, output: output)
+        let bar = ProgressBar(label: URL(fileURLWithPath: output).lastPathComponent, output: context.errorOutput)
+        let progress = Task {
+            for await fraction in session.progressUpdates { bar.update(fraction: fraction) }
+        }
+        do {
+            try await session.export()
+        } catch {
+            progress.cancel()
+            bar.clear()
+            throw error
+        }
+        _ = await progress.value
+        bar.finish()
+        let summary = session.summary
+        for notice in summary?.notices ?? [] {
+            context.errorOutput.writeLine("note: \(notice)")
+        }
+        var line = "wrote \(output)"
+        if let s = summary {
+            line += ": \(s.videoFrames) video frames"
+            if s.audioSamples > 0 { line += ", \(s.audioSamples) audio samples" }
+            line += ", \(s.bytes / 1024) KiB"
+        }
+        context.output.writeLine(line)
+        return .success
+    }
+}
