@@ -1,0 +1,73 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs a command and measures it the way the benchmarks compare tools: wall time, CPU time and
+/// peak resident memory of the child (from `wait4`'s rusage), with output discarded.
+struct MeasuredProcess {
+    struct Measurement {
+        var wallNanoseconds: UInt64
+        var cpuMicroseconds: Int64
+        var peakRSSKiB: Int
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var command: String
+        var status: Int32
+        var description: String { "`\(command)` exited with status \(status)" }
+    }
+
+    /// Runs `arguments[0]` (searched on PATH) with the rest as arguments.
+    static func run(_ arguments: [String]) throws -> Measurement {
+        var pid: pid_t = 0
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let start = DispatchTime.now().uptimeNanoseconds
+        let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
+        guard spawned == 0 else { throw Failure(command: arguments.joined(separator: " "), status: spawned) }
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        let wall = DispatchTime.now().uptimeNanoseconds - start
+        let exited = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        guard exited == 0 else { throw Failure(command: arguments.joined(separator: " "), status: exited) }
+        let cpu = Int64(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1_000_000
+            + Int64(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
+        return Measurement(wallNanoseconds: wall, cpuMicroseconds: cpu, peakRSSKiB: Int(usage.ru_maxrss))
+    }
+}
+
+/// Small statistics for printing figures.
+enum Stats {
+    static func median<T: BinaryInteger>(_ values: [T]) -> T {
+        let s = values.sorted()
+        return s.isEmpty ? 0 : s[s.count / 2]
+    }
+
+    /// `a / b` with three decimals, from integers.
+    static func ratio<T: BinaryInteger>(_ a: T, _ b: T) -> String {
+        guard b != 0 else { return "n/a" }
+        let thousandths = Int64(a) * 1000 / Int64(b)
+        let frac = String(thousandths % 1000)
+        return "\(thousandths / 1000)." + String(repeating: "0", count: 3 - frac.count) + frac
+    }
+
+    static func milliseconds(_ nanoseconds: UInt64) -> String {
+        "\(nanoseconds / 1_000_000) ms"
+    }
+}
+
+/// Where `splice` lives: beside this benchmark binary.
+enum Binaries {
+    static var splice: String {
+        let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        return me.deletingLastPathComponent().appendingPathComponent("splice").path
+    }
+}
