@@ -15,6 +15,7 @@
 #include <libavutil/samplefmt.h>
 #include <libavutil/audio_fifo.h>
 #include <libavutil/md5.h>
+#include <libavutil/hash.h>
 #include <libswscale/swscale.h>
 #include <libswresample/swresample.h>
 #endif

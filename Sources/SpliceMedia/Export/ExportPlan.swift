@@ -34,12 +34,19 @@ struct ExportPlan: Sendable {
         var end: Int64?
     }
 
+    /// What the run writes.
+    enum Output: Sendable {
+        /// A user-facing file through an FFmpeg muxer.
+        case file(muxerName: String, isQuickTime: Bool)
+        /// A Splice segment file (see ``SegmentFile``).
+        case segment(planID: String, index: Int)
+    }
+
     var location: String
     /// Container clock value of asset time zero.
     var origin: MediaTime
     var destination: String
-    var muxerName: String
-    var isQuickTime: Bool
+    var output: Output
 
     var videoStream: Int?
     var video: VideoRoute?
@@ -135,7 +142,7 @@ struct ExportPlan: Sendable {
         let progressDuration = timeRange?.duration ?? asset.duration
         return ExportPlan(
             location: asset.location, origin: asset.origin, destination: destination,
-            muxerName: fileType.muxerName, isQuickTime: fileType.isQuickTime,
+            output: .file(muxerName: fileType.muxerName, isQuickTime: fileType.isQuickTime),
             videoStream: videoStream, video: videoRoute, audioStream: audioStream, audio: audioRoute,
             videoWindow: window, audioSamples: sampleWindow, outputZero: start, audioZeroSample: zeroSample,
             fastStart: fastStart, metadata: metadata, codecThreads: codecThreads, notices: notices,

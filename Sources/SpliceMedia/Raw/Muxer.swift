@@ -4,7 +4,7 @@ import Foundation
 /// Owns an output `AVFormatContext` and its file. Writes to a temporary file beside the
 /// destination and renames it into place only in ``finish()``; if the muxer is released without
 /// finishing (failure, cancel), the temporary file is removed, so nothing half-written remains.
-final class Muxer {
+final class Muxer: PacketWriter {
     let context: UnsafeMutablePointer<AVFormatContext>
     let destination: String
     let temporaryPath: String
@@ -53,12 +53,18 @@ final class Muxer {
     }
 
     /// Adds a stream configured from an opened encoder.
-    func addStream(encoder: CodecContext) throws(MediaError) -> UnsafeMutablePointer<AVStream> {
+    func addStream(encoder: CodecContext, frameRate: Rational?) throws(MediaError) -> Int {
         guard let st = avformat_new_stream(context, nil) else { fatalError("avformat_new_stream: out of memory") }
         let ret = avcodec_parameters_from_context(st.pointee.codecpar, encoder.pointer)
         if ret < 0 { throw FFmpeg.error(.writeFailed, "cannot add a stream to '\(destination)'", ret) }
         st.pointee.time_base = encoder.pointer.pointee.time_base
-        return st
+        if let frameRate { st.pointee.avg_frame_rate = frameRate.av }
+        return Int(st.pointee.index)
+    }
+
+    /// Adds a stream from codec parameters (pass-through, stitching).
+    func addStream(parameters par: UnsafePointer<AVCodecParameters>, timeBase: AVRational) throws(MediaError) -> Int {
+        Int(try addStream(copying: par, timeBase: timeBase).pointee.index)
     }
 
     /// Adds a stream that receives copied packets with the given parameters.
@@ -87,8 +93,13 @@ final class Muxer {
         headerWritten = true
     }
 
-    /// Writes one packet (timestamps already in the stream's time base); takes the payload.
-    func write(_ packet: Packet) throws(MediaError) {
+    /// Writes one packet with timestamps in `timeBase`, rescaled to the stream's time base (which
+    /// the muxer may have changed in its header) — the one place output packets are retimed.
+    func write(_ packet: Packet, stream: Int, timeBase: AVRational) throws(MediaError) {
+        let st = context.pointee.streams[stream]!
+        packet.streamIndex = Int32(stream)
+        packet.rescale(from: timeBase, to: st.pointee.time_base)
+        packet.pointer.pointee.pos = -1
         let ret = av_interleaved_write_frame(context, packet.pointer)
         if ret < 0 {
             throw FFmpeg.error(.writeFailed, "cannot write to '\(destination)'", ret,

@@ -42,7 +42,7 @@ final class AudioEncodePath: TrackPath {
     private(set) var samplesEncoded: Int64 = 0
     private(set) var outputTime = MediaTime.zero
 
-    init(plan: ExportPlan, encoding: AudioEncoding, demuxer: Demuxer, streamIndex: Int, muxer: Muxer) throws(MediaError) {
+    init(plan: ExportPlan, encoding: AudioEncoding, demuxer: Demuxer, streamIndex: Int, writer: any PacketWriter) throws(MediaError) {
         let stream = demuxer.stream(streamIndex)
         self.streamIndex = streamIndex
         decoder = try CodecContext.decoder(for: stream, location: plan.location, threads: plan.codecThreads)
@@ -64,7 +64,7 @@ final class AudioEncodePath: TrackPath {
         if let b = encoding.bitrate { ctx.pointee.bit_rate = Int64(b) }
         ctx.pointee.time_base = AVRational(num: 1, den: Int32(encoding.sampleRate))
         ctx.pointee.thread_count = Int32(plan.codecThreads)
-        if muxer.wantsGlobalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        if writer.wantsGlobalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         try encoder.open(options: [:])
         frameSize = ctx.pointee.frame_size > 0 ? Int(ctx.pointee.frame_size) : 1024
         fifo = AudioFifo(format: ctx.pointee.sample_fmt, channels: layout.channelCount)
@@ -75,7 +75,7 @@ final class AudioEncodePath: TrackPath {
         encoderFrame.pointer.pointee.nb_samples = Int32(frameSize)
         let ret = av_frame_get_buffer(encoderFrame.pointer, 0)
         if ret < 0 { throw FFmpeg.error(.internalError, "cannot allocate audio buffers", ret) }
-        sink = StreamSink(muxer: muxer, stream: try muxer.addStream(encoder: encoder))
+        sink = StreamSink(writer: writer, index: try writer.addStream(encoder: encoder, frameRate: nil))
     }
 
     /// Encoder priming in samples (FFmpeg's `initial_padding`: 1024 for aac, 312 for libopus).

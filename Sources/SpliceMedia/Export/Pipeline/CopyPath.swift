@@ -27,7 +27,7 @@ final class CopyPath: TrackPath {
         origin = plan.origin
         offset = (plan.origin + plan.outputZero).value(in: Rational(inputTimeBase), rounding: .nearest)
         let out = try muxer.addStream(copying: stream.pointee.codecpar, timeBase: stream.pointee.time_base)
-        sink = StreamSink(muxer: muxer, stream: out)
+        sink = StreamSink(writer: muxer, index: Int(out.pointee.index))
         out.pointee.avg_frame_rate = stream.pointee.avg_frame_rate
         out.pointee.disposition = stream.pointee.disposition
         _ = av_dict_copy(&out.pointee.metadata, stream.pointee.metadata, 0)

@@ -12,6 +12,8 @@ final class ExportPipeline {
         /// Audio encoder priming and packet size, when audio was encoded.
         var audioPriming: Int?
         var audioPacketSamples: Int?
+        /// SHA-256 of a segment file.
+        var checksum: String?
     }
 
     private let plan: ExportPlan
@@ -32,7 +34,19 @@ final class ExportPipeline {
         if let a = plan.audioStream { keep.insert(a) }
         demuxer.discardAll(except: keep)
 
-        let muxer = try Muxer(destination: plan.destination, formatName: plan.muxerName)
+        let writer: any PacketWriter
+        var muxer: Muxer?
+        var segmentWriter: SegmentFileWriter?
+        switch plan.output {
+        case .file(let muxerName, _):
+            let m = try Muxer(destination: plan.destination, formatName: muxerName)
+            muxer = m
+            writer = m
+        case .segment(let planID, let index):
+            let s = try SegmentFileWriter(destination: plan.destination, planID: planID, index: index)
+            segmentWriter = s
+            writer = s
+        }
         var paths: [any TrackPath] = []
         var videoEncode: VideoEncodePath?
         var audioEncode: AudioEncodePath?
@@ -40,24 +54,30 @@ final class ExportPipeline {
             switch route {
             case .encode(let encoding):
                 let path = try VideoEncodePath(plan: plan, encoding: encoding, demuxer: demuxer, streamIndex: v,
-                                               muxer: muxer, extraOptions: plan.extraVideoOptions)
+                                               writer: writer, extraOptions: plan.extraVideoOptions)
                 videoEncode = path
                 paths.append(path)
             case .copy:
+                guard let muxer else { throw MediaError(.internalError, "segments are always encoded") }
                 paths.append(try CopyPath(plan: plan, demuxer: demuxer, streamIndex: v, muxer: muxer))
             }
         }
         if let a = plan.audioStream, let route = plan.audio {
             switch route {
             case .encode(let encoding):
-                let path = try AudioEncodePath(plan: plan, encoding: encoding, demuxer: demuxer, streamIndex: a, muxer: muxer)
+                let path = try AudioEncodePath(plan: plan, encoding: encoding, demuxer: demuxer, streamIndex: a, writer: writer)
                 audioEncode = path
                 paths.append(path)
             case .copy:
+                guard let muxer else { throw MediaError(.internalError, "segments are always encoded") }
                 paths.append(try CopyPath(plan: plan, demuxer: demuxer, streamIndex: a, muxer: muxer))
             }
         }
-        try muxer.writeHeader(metadata: outputMetadata(demuxer), options: muxerOptions(muxer))
+        if let muxer {
+            try muxer.writeHeader(metadata: outputMetadata(demuxer), options: muxerOptions(muxer))
+        } else {
+            try writer.writeHeader(metadata: [:], options: [:])
+        }
 
         var pending = try Positioner(plan: plan, demuxer: demuxer).position()
         let packet = Packet()
@@ -97,11 +117,11 @@ final class ExportPipeline {
             throw MediaError(.decodeFailed, "no video frame of '\(plan.location)' could be decoded in the requested range",
                              isRetryable: false)
         }
-        try muxer.finish()
+        try writer.finish()
         onProgress(1)
         return Result(videoFrames: videoEncode?.framesWritten ?? 0, audioSamples: audioEncode?.samplesEncoded ?? 0,
                       videoTimestamps: videoEncode?.writtenTimestamps ?? [], audioPriming: audioEncode?.priming,
-                      audioPacketSamples: audioEncode?.samplesPerPacket)
+                      audioPacketSamples: audioEncode?.samplesPerPacket, checksum: segmentWriter?.checksum)
     }
 
     private func outputMetadata(_ demuxer: Demuxer) -> [String: String] {
@@ -114,7 +134,7 @@ final class ExportPipeline {
 
     private func muxerOptions(_ muxer: Muxer) -> [String: String] {
         var options = plan.muxerOptions
-        if plan.isQuickTime {
+        if case .file(_, isQuickTime: true) = plan.output {
             // The movie timescale sets the precision of edit lists and track durations; FFmpeg's
             // default of 1000 rounds them to the millisecond. Use one every track's clock divides.
             let scales = (0..<Int(muxer.context.pointee.nb_streams)).map {

@@ -16,21 +16,26 @@ protocol TrackPath: AnyObject {
     func finish() throws(MediaError)
 }
 
-/// Where a path writes: a muxer stream. Rescales from the producer's time base to the stream's
-/// (which the muxer may have changed in its header) — the one place output packets are retimed.
-final class StreamSink {
-    let muxer: Muxer
-    let stream: UnsafeMutablePointer<AVStream>
+/// Where a pipeline's encoded packets go: an FFmpeg muxer (the user's file) or a segment file.
+protocol PacketWriter: AnyObject {
+    /// Whether encoders must put codec headers in extradata (AV_CODEC_FLAG_GLOBAL_HEADER).
+    var wantsGlobalHeader: Bool { get }
+    /// Adds an output stream for an opened encoder; returns its index.
+    func addStream(encoder: CodecContext, frameRate: Rational?) throws(MediaError) -> Int
+    /// Writes the container header.
+    func writeHeader(metadata: [String: String], options: [String: String]) throws(MediaError)
+    /// Writes one packet whose timestamps are in `timeBase`; takes the payload.
+    func write(_ packet: Packet, stream: Int, timeBase: AVRational) throws(MediaError)
+    /// Completes the output and moves it into place.
+    func finish() throws(MediaError)
+}
 
-    init(muxer: Muxer, stream: UnsafeMutablePointer<AVStream>) {
-        self.muxer = muxer
-        self.stream = stream
-    }
+/// One output stream of a writer, as a track path sees it.
+struct StreamSink {
+    let writer: any PacketWriter
+    let index: Int
 
     func write(_ packet: Packet, timeBase: AVRational) throws(MediaError) {
-        packet.streamIndex = stream.pointee.index
-        packet.rescale(from: timeBase, to: stream.pointee.time_base)
-        packet.pointer.pointee.pos = -1
-        try muxer.write(packet)
+        try writer.write(packet, stream: index, timeBase: timeBase)
     }
 }

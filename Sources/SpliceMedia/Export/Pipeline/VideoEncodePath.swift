@@ -29,7 +29,7 @@ final class VideoEncodePath: TrackPath {
     private(set) var writtenTimestamps: [Int64] = []
     private(set) var outputTime = MediaTime.zero
 
-    init(plan: ExportPlan, encoding: VideoEncoding, demuxer: Demuxer, streamIndex: Int, muxer: Muxer,
+    init(plan: ExportPlan, encoding: VideoEncoding, demuxer: Demuxer, streamIndex: Int, writer: any PacketWriter,
          extraOptions: [String: String]) throws(MediaError) {
         let stream = demuxer.stream(streamIndex)
         self.streamIndex = streamIndex
@@ -62,10 +62,9 @@ final class VideoEncodePath: TrackPath {
         ctx.pointee.color_primaries = src.color_primaries
         ctx.pointee.color_trc = src.color_trc
         ctx.pointee.color_range = AVCOL_RANGE_MPEG
-        if muxer.wantsGlobalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        if writer.wantsGlobalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         try encoder.open(options: encoding.options.merging(extraOptions) { _, extra in extra })
-        sink = StreamSink(muxer: muxer, stream: try muxer.addStream(encoder: encoder))
-        if let rate = encoding.nominalFrameRate { sink.stream.pointee.avg_frame_rate = rate.av }
+        sink = StreamSink(writer: writer, index: try writer.addStream(encoder: encoder, frameRate: encoding.nominalFrameRate))
     }
 
     func handle(_ packet: Packet) throws(MediaError) {
