@@ -44,6 +44,8 @@ public struct WireError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let encoding = Code(rawValue: "encoding")
         /// A message is larger than the configured maximum.
         public static let messageTooLarge = Code(rawValue: "message-too-large")
+        /// No answer arrived in time.
+        public static let timedOut = Code(rawValue: "timed-out")
         /// Another libzmq or system failure; see `errno` and `message`.
         public static let system = Code(rawValue: "system")
     }
