@@ -322,13 +322,13 @@ final class EndpointLoop {
             ("heartbeat_ivl", ZMQ_HEARTBEAT_IVL), ("heartbeat_timeout", ZMQ_HEARTBEAT_TIMEOUT),
             ("heartbeat_ttl", ZMQ_HEARTBEAT_TTL), ("immediate", ZMQ_IMMEDIATE),
             ("reconnect_ivl", ZMQ_RECONNECT_IVL), ("reconnect_ivl_max", ZMQ_RECONNECT_IVL_MAX),
-            ("maxmsgsize", ZMQ_MAXMSGSIZE), ("curve_server", ZMQ_CURVE_SERVER),
-            ("zap_enforce_domain", Int32(splice_ZMQ_ZAP_ENFORCE_DOMAIN())),
+            ("curve_server", ZMQ_CURVE_SERVER), ("zap_enforce_domain", Int32(splice_ZMQ_ZAP_ENFORCE_DOMAIN())),
         ]
         var values: [String: Int64] = [:]
         for (name, option) in options {
-            if let value = try? socket.getInt(option, name: name) { values[name] = value }
+            if let value = try? socket.getInt(option, name: name) { values[name] = Int64(value) }
         }
+        values["maxmsgsize"] = try? socket.getInt64(ZMQ_MAXMSGSIZE, name: "ZMQ_MAXMSGSIZE")
         return values
     }
 }

@@ -66,13 +66,20 @@ final class RawSocket {
         guard rc == 0 else { throw WireError.zmq("set \(name)") }
     }
 
-    func getInt(_ option: Int32, name: String) throws(WireError) -> Int64 {
+    func getInt(_ option: Int32, name: String) throws(WireError) -> Int32 {
         let socket = try open("get \(name)")
-        // Some options are int, others int64_t: read into 8 zeroed bytes and trust the length.
+        var value: Int32 = 0
+        var size = MemoryLayout<Int32>.size
+        guard zmq_getsockopt(socket, option, &value, &size) == 0 else { throw WireError.zmq("get \(name)") }
+        return value
+    }
+
+    func getInt64(_ option: Int32, name: String) throws(WireError) -> Int64 {
+        let socket = try open("get \(name)")
         var value: Int64 = 0
         var size = MemoryLayout<Int64>.size
         guard zmq_getsockopt(socket, option, &value, &size) == 0 else { throw WireError.zmq("get \(name)") }
-        return size == MemoryLayout<Int32>.size ? Int64(Int32(truncatingIfNeeded: value)) : value
+        return value
     }
 
     func getString(_ option: Int32, name: String) throws(WireError) -> String {
@@ -146,7 +153,10 @@ final class RawSocket {
                 if first && errno == EAGAIN { return nil }
                 throw WireError.zmq("receive", errno: errno)
             }
-            if first, let userID = zmq_msg_gets(frame, splice_ZMQ_MSG_PROPERTY_USER_ID()) {
+            // Ask every frame until one answers: a ROUTER's routing-id frame carries the session's
+            // metadata only sometimes (libzmq 4.3 drops it when zmq_poll prefetched the message),
+            // the peer's own frames always.
+            if received.userID == nil, let userID = zmq_msg_gets(frame, splice_ZMQ_MSG_PROPERTY_USER_ID()) {
                 received.userID = String(cString: userID)
             }
             first = false
