@@ -32,13 +32,12 @@ private struct CurveServer {
     func client(_ keys: CurveKeyPair, routingID: RoutingID? = nil, serverKey: CurvePublicKey? = nil) async throws
         -> WireEndpoint
     {
+        // Not `immediate`: the first message waits for the handshake instead of failing.
         let options = WireOptions.dealer(
-            routingID: routingID, curve: .client(keys: keys, serverKey: serverKey ?? serverKeys.publicKey)
+            routingID: routingID, curve: .client(keys: keys, serverKey: serverKey ?? serverKeys.publicKey),
+            immediate: false
         )
-        // Not `immediate` here: the first message waits for the handshake instead of failing.
-        var relaxed = options
-        relaxed.immediate = false
-        return try await WireEndpoint.connect(router.endpoints[0], type: .dealer, context: context, options: relaxed)
+        return try await WireEndpoint.connect(router.endpoints[0], type: .dealer, context: context, options: options)
     }
 
     func stop(_ clients: WireEndpoint...) async {

@@ -82,7 +82,7 @@ struct RouterDealerTests {
         var options = WireOptions()
         options.routerHandover = handover
         let router = try await WireEndpoint.bind([anyLoopbackPort], type: .router, context: context, options: options)
-        let dealerOptions = WireOptions.dealer(routingID: RoutingID("worker-1"))
+        let dealerOptions = WireOptions.dealer(routingID: RoutingID("worker-1"), immediate: false)
         let old = try await WireEndpoint.connect(router.endpoints[0], type: .dealer, context: context, options: dealerOptions)
         try await old.send([Data(text: "from old")])
         let first = await receive(router)?.texts.first

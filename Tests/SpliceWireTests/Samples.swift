@@ -42,6 +42,8 @@ enum Samples {
         .cancel(Cancel(attempt: attempt, reason: .jobCancelled)),
         .ack(Ack(attempt: attempt, acknowledges: .complete, outcome: .accepted)),
         .ack(Ack(attempt: attempt, acknowledges: .fail, outcome: .stale)),
+        .ack(Ack(attempt: attempt, acknowledges: .progress, outcome: .accepted)),
+        .ack(Ack(attempt: attempt, acknowledges: .accept, outcome: .duplicate)),
         .heartbeat(Heartbeat()),
         .disconnect(Disconnect(reason: .revoked)),
     ]

@@ -1,6 +1,8 @@
 // The bodies of the worker protocol's messages. Durations are whole milliseconds: workers and
-// coordinator do not share a clock, so the protocol never sends absolute deadlines — a worker
-// computes its lease deadline from when it received the ASSIGN or the last ACK-free extension.
+// coordinator do not share a clock, so the protocol never sends absolute deadlines. A worker
+// computes its lease deadline on its own clock from when it *sent* an ACCEPT or PROGRESS that the
+// coordinator acknowledged (ACK `accepted`): the coordinator extended the lease to at least that
+// send time plus `leaseMilliseconds`. See docs/protocol.md, "Leases".
 
 /// HELLO (worker → coordinator): registers or re-registers a worker session. Sent on connect,
 /// after a DISCONNECT, and whenever the coordinator answers with DISCONNECT(`reregister`). It
@@ -84,7 +86,8 @@ public struct Assign: MessageBody, Hashable {
     }
 }
 
-/// ACCEPT (worker → coordinator): the worker has started the attempt.
+/// ACCEPT (worker → coordinator): the worker has started the attempt. Extends the lease like
+/// PROGRESS and is acknowledged the same way.
 public struct Accept: MessageBody, Hashable {
     public static let messageType = "ACCEPT"
     public var attempt: SegmentAttempt
@@ -92,7 +95,9 @@ public struct Accept: MessageBody, Hashable {
     public init(attempt: SegmentAttempt) { self.attempt = attempt }
 }
 
-/// PROGRESS (worker → coordinator): how far the encode is. Also extends the lease.
+/// PROGRESS (worker → coordinator): how far the encode is. Also extends the lease: the
+/// coordinator answers ACK `accepted` once the extension is committed, or ACK `stale` when the
+/// lease is no longer this attempt's (the worker then aborts at once).
 public struct Progress: MessageBody, Hashable {
     public static let messageType = "PROGRESS"
     public var attempt: SegmentAttempt
@@ -153,26 +158,30 @@ public struct Fail: MessageBody, Hashable {
     }
 }
 
-/// ACK (coordinator → worker): a COMPLETE or FAIL has been handled — sent only after the
-/// database commit. A duplicate gets the same ACK again, so the worker can stop resending and
-/// drop its copy of the result whatever the outcome.
+/// ACK (coordinator → worker): an ACCEPT, PROGRESS, COMPLETE or FAIL has been handled — sent
+/// only after the database commit. For COMPLETE and FAIL a duplicate gets the same ACK again, so
+/// the worker stops resending and drops its copy of the result whatever the outcome. For ACCEPT
+/// and PROGRESS it confirms the lease extension (`accepted`) or tells the worker its lease is gone
+/// (`stale`).
 public struct Ack: MessageBody, Hashable {
     public static let messageType = "ACK"
 
     /// Which message is acknowledged.
     public enum Acknowledged: String, Sendable, Hashable, Codable {
+        case accept = "ACCEPT"
+        case progress = "PROGRESS"
         case complete = "COMPLETE"
         case fail = "FAIL"
     }
 
     /// What the coordinator did with it.
     public enum Outcome: String, Sendable, Hashable, Codable {
-        /// Committed now.
+        /// Committed now (for ACCEPT and PROGRESS: the lease is extended).
         case accepted
         /// Committed earlier (a resend): nothing changed.
         case duplicate
         /// The lease token is no longer current (the segment was re-leased, the job cancelled):
-        /// discarded; the worker deletes its output.
+        /// discarded; the worker stops the encode if it still runs and deletes its output.
         case stale
     }
 

@@ -79,12 +79,17 @@ public struct WireOptions: Sendable, Hashable {
 
     public init() {}
 
-    /// Options for a worker's or client's DEALER: `immediate` on, so sends fail fast while the
-    /// coordinator is unreachable and the caller keeps (and later resends) its results.
-    public static func dealer(routingID: RoutingID? = nil, curve: CurveRole = .none) -> WireOptions {
+    /// Options for a worker's or client's DEALER. With `immediate` (the default, for workers)
+    /// sends fail fast with `.wouldBlock` until the connection and handshake are up, so a worker
+    /// knows it is cut off and keeps its results to resend (its HELLO loop retries until WELCOME).
+    /// A one-shot client (the CLI) passes `immediate: false`: its request waits in the queue for
+    /// the connection and the request timeout decides.
+    public static func dealer(
+        routingID: RoutingID? = nil, curve: CurveRole = .none, immediate: Bool = true
+    ) -> WireOptions {
         var options = WireOptions()
         options.routingID = routingID
-        options.immediate = true
+        options.immediate = immediate
         options.curve = curve
         return options
     }
