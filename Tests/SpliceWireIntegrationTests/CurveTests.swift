@@ -99,12 +99,10 @@ struct CurveTests {
     func requiresHandler() async throws {
         let context = try WireContext()
         let options = WireOptions.router(curve: .server(keys: try CurveKeyPair.generate()))
-        do {
+        let refused = await wireError {
             _ = try await WireEndpoint.bind([anyLoopbackPort], type: .router, context: context, options: options)
-            Issue.record("opened a CURVE server with no ZAP handler")
-        } catch {
-            #expect(error.code == .authenticationUnavailable)
         }
+        #expect(refused?.code == .authenticationUnavailable)
         // A handler for another domain does not count.
         let zap = try await ZAPHandler.start(context: context, domain: "other", authorizer: EnrolledKeys())
         await #expect(throws: WireError.self) {
@@ -168,12 +166,10 @@ struct CurveTests {
 
         // The coordinator's revoke: the authorizer first, then the live sessions.
         enrolled.revoke(workerKeys.publicKey)
-        await #expect(throws: WireError.self) { try await server.router.send([Data(text: "job")], to: before.peer) }
-        do {
-            try await server.router.send([Data(text: "job")], toKey: workerKeys.publicKey)
-        } catch {
-            #expect(error.code == .peerRevoked)
-        }
+        #expect(await wireError { try await server.router.send([Data(text: "job")], to: before.peer) }?.code
+            == .peerRevoked)
+        #expect(await wireError { try await server.router.send([Data(text: "job")], toKey: workerKeys.publicKey) }?.code
+            == .peerRevoked)
         let cut = await server.router.disconnect(key: workerKeys.publicKey, farewell: [Data(text: "DISCONNECT revoked")])
         #expect(cut == 1)
         #expect(await receive(worker)?.texts == ["DISCONNECT revoked"])
@@ -222,12 +218,9 @@ struct CurveTests {
         #expect(fromB.peer.publicKey == second.publicKey)
         #expect(fromB.peer.routingID == shared)
 
-        do {
-            try await server.router.send([Data(text: "meant for a")], to: fromA.peer)
-            Issue.record("sent the first key's message down the second key's connection")
-        } catch {
-            #expect(error.code == .peerMismatch)
-        }
+        // Sending the first key's message down the second key's connection is refused.
+        #expect(await wireError { try await server.router.send([Data(text: "meant for a")], to: fromA.peer) }?.code
+            == .peerMismatch)
         #expect(await receive(b, within: .milliseconds(300)) == nil)
         await server.stop(a, b)
     }
@@ -236,12 +229,8 @@ struct CurveTests {
     func oneHandler() async throws {
         let context = try WireContext()
         let zap = try await ZAPHandler.start(context: context, authorizer: EnrolledKeys())
-        do {
-            _ = try await ZAPHandler.start(context: context, authorizer: EnrolledKeys())
-            Issue.record("started a second ZAP handler")
-        } catch {
-            #expect(error.code == .addressInUse)
-        }
+        #expect(await wireError { _ = try await ZAPHandler.start(context: context, authorizer: EnrolledKeys()) }?.code
+            == .addressInUse)
         await zap.close()
         await context.terminate()
     }

@@ -26,9 +26,7 @@ struct RouterDealerTests {
         #expect(router.counters.snapshot().received == 1)
         #expect(router.counters.snapshot().delivered == 1)
         #expect(dealer.counters.snapshot().sent == 1)
-        await dealer.close()
-        await router.close()
-        await context.terminate()
+        await shutDown(context, dealer, router)
     }
 
     @Test("ROUTER_MANDATORY: sends to an unknown or departed peer throw .unroutable")
@@ -36,13 +34,9 @@ struct RouterDealerTests {
         let context = try WireContext()
         let router = try await WireEndpoint.bind([anyLoopbackPort], type: .router, context: context)
         let stranger = WirePeer(routingID: RoutingID("nobody"), publicKey: nil)
-        await #expect(throws: WireError.self) { try await router.send([Data(text: "x")], to: stranger) }
-        do {
-            try await router.send([Data(text: "x")], to: stranger)
-        } catch {
-            #expect(error.code == .unroutable)
-            #expect(!error.isRetryable)
-        }
+        let unroutable = await wireError { try await router.send([Data(text: "x")], to: stranger) }
+        #expect(unroutable?.code == .unroutable)
+        #expect(unroutable?.isRetryable == false)
 
         let dealer = try await WireEndpoint.connect(router.endpoints[0], type: .dealer, context: context)
         try await dealer.send([Data(text: "hi")])
@@ -50,18 +44,11 @@ struct RouterDealerTests {
         try await router.send([Data(text: "ok")], to: peer)
         await dealer.close(linger: .zero)
         // Once the ROUTER notices the closed connection, the route is gone.
-        let unroutable = await eventually {
-            do throws(WireError) {
-                try await router.send([Data(text: "late")], to: peer)
-                return false
-            } catch {
-                return error.code == .unroutable
-            }
-        }
-        #expect(unroutable)
-        #expect(router.counters.snapshot().sendFailed >= 3)
-        await router.close()
-        await context.terminate()
+        #expect(await eventually {
+            await wireError { try await router.send([Data(text: "late")], to: peer) }?.code == .unroutable
+        })
+        #expect(router.counters.snapshot().sendFailed >= 2)
+        await shutDown(context, router)
     }
 
     @Test("without ROUTER_MANDATORY the same send vanishes silently (why it is on by default)")
@@ -71,8 +58,7 @@ struct RouterDealerTests {
         options.routerMandatory = false
         let router = try await WireEndpoint.bind([anyLoopbackPort], type: .router, context: context, options: options)
         try await router.send([Data(text: "x")], to: WirePeer(routingID: RoutingID("nobody"), publicKey: nil))
-        await router.close()
-        await context.terminate()
+        await shutDown(context, router)
     }
 
     /// Two DEALERs with the same routing id, the first still connected (a worker restarted
@@ -136,8 +122,7 @@ struct RouterDealerTests {
         #expect(applied["reconnect_ivl"] == 120)
         #expect(applied["reconnect_ivl_max"] == 7000)
         #expect(applied["maxmsgsize"] == 65536)
-        await dealer.close()
-        await context.terminate()
+        await shutDown(context, dealer)
     }
 
     @Test("a slow consumer loses nothing: the endpoint stops reading instead of dropping")
@@ -156,24 +141,18 @@ struct RouterDealerTests {
         }
         #expect(received == (0..<count).map(String.init))
         #expect(router.counters.snapshot().totalDropped == 0)
-        await dealer.close()
-        await router.close()
-        await context.terminate()
+        await shutDown(context, dealer, router)
     }
 
     @Test("with `immediate` and no coordinator up, a DEALER's send fails fast and retryably")
     func immediate() async throws {
         let context = try WireContext()
         let dealer = try await WireEndpoint.connect("tcp://127.0.0.1:9", type: .dealer, context: context, options: .dealer())
-        do {
-            try await dealer.send([Data(text: "result")])
-            Issue.record("the send was queued for a peer that is not there")
-        } catch {
-            #expect(error.code == .wouldBlock)
-            #expect(error.isRetryable)
-        }
-        await dealer.close()
-        await context.terminate()
+        // Not queued for a peer that is not there.
+        let failure = await wireError { try await dealer.send([Data(text: "result")]) }
+        #expect(failure?.code == .wouldBlock)
+        #expect(failure?.isRetryable == true)
+        await shutDown(context, dealer)
     }
 
     @Test("closing with unsent messages and a finite linger does not hang")
@@ -190,7 +169,7 @@ struct RouterDealerTests {
         for _ in 0..<50 { try await dealer.send([Data(text: "queued forever")]) }
         let start = ContinuousClock.now
         let finished = await within(.seconds(5)) {
-            await dealer.close()
+            await dealer.close()  // the configured 100 ms linger
             await context.terminate()
             return true
         }
@@ -220,13 +199,8 @@ struct RouterDealerTests {
     func addressInUse() async throws {
         let context = try WireContext()
         let first = try await WireEndpoint.bind([anyLoopbackPort], type: .router, context: context)
-        do {
-            _ = try await WireEndpoint.bind(first.endpoints, type: .router, context: context)
-            Issue.record("bound the same port twice")
-        } catch {
-            #expect(error.code == .addressInUse)
-        }
-        await first.close()
-        await context.terminate()
+        #expect(await wireError { _ = try await WireEndpoint.bind(first.endpoints, type: .router, context: context) }?.code
+            == .addressInUse)
+        await shutDown(context, first)
     }
 }

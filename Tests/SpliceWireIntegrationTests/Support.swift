@@ -8,16 +8,25 @@ let anyLoopbackPort = "tcp://127.0.0.1:*"
 /// The value `operation` produces, or nil when it takes longer than `timeout` (the operation is
 /// then cancelled). Keeps every receive in these tests bounded.
 func within<T: Sendable>(_ timeout: Duration, _ operation: @escaping @Sendable () async -> T?) async -> T? {
-    await withTaskGroup(of: T?.self) { group in
-        group.addTask { await operation() }
-        group.addTask {
-            try? await Task.sleep(for: timeout)
-            return nil
-        }
-        let first = await group.next() ?? nil
-        group.cancelAll()
-        return first
+    await withDeadline(timeout, operation)
+}
+
+/// Closes `endpoints` without lingering, then terminates `context`.
+func shutDown(_ context: WireContext, _ endpoints: WireEndpoint...) async {
+    for endpoint in endpoints { await endpoint.close(linger: .zero) }
+    await context.terminate()
+}
+
+/// The `WireError` that `body` throws; nil (and a recorded issue for any other error) otherwise.
+func wireError(_ body: () async throws -> Void) async -> WireError? {
+    do {
+        try await body()
+    } catch let error as WireError {
+        return error
+    } catch {
+        Issue.record("expected a WireError, got \(error)")
     }
+    return nil
 }
 
 /// The next message on `endpoint`, or nil after `timeout`.

@@ -49,7 +49,7 @@ final class EndpointLoop {
             let address = "inproc://splice-monitor-\(UUID().uuidString)"
             try socket.monitor(address: address, events: WireEvent.monitoredMask)
             let monitor = try RawSocket(context: plan.context, type: ZMQ_PAIR)
-            try monitor.set(ZMQ_LINGER, 0, name: "ZMQ_LINGER")
+            try monitor.set(ZMQ_LINGER, Int32(0), name: "ZMQ_LINGER")
             try monitor.connect(address)
             loop.monitor = monitor
         }
@@ -75,12 +75,12 @@ final class EndpointLoop {
     /// Applies every option; linger first, so a socket abandoned by a later failure cannot hang
     /// the context.
     private static func configure(_ socket: RawSocket, _ options: WireOptions, type: WireSocketType) throws(WireError) {
-        try socket.set(ZMQ_LINGER, options.linger?.zmqMilliseconds ?? -1, name: "ZMQ_LINGER")
+        try socket.set(ZMQ_LINGER, options.linger?.zmqMilliseconds ?? Int32(-1), name: "ZMQ_LINGER")
         try socket.set(ZMQ_SNDHWM, Int32(clamping: options.sendHighWaterMark), name: "ZMQ_SNDHWM")
         try socket.set(ZMQ_RCVHWM, Int32(clamping: options.receiveHighWaterMark), name: "ZMQ_RCVHWM")
         if type == .router {
-            try socket.set(ZMQ_ROUTER_MANDATORY, options.routerMandatory ? 1 : 0, name: "ZMQ_ROUTER_MANDATORY")
-            try socket.set(ZMQ_ROUTER_HANDOVER, options.routerHandover ? 1 : 0, name: "ZMQ_ROUTER_HANDOVER")
+            try socket.set(ZMQ_ROUTER_MANDATORY, options.routerMandatory ? Int32(1) : 0, name: "ZMQ_ROUTER_MANDATORY")
+            try socket.set(ZMQ_ROUTER_HANDOVER, options.routerHandover ? Int32(1) : 0, name: "ZMQ_ROUTER_HANDOVER")
         }
         if let heartbeat = options.heartbeat {
             try socket.set(ZMQ_HEARTBEAT_IVL, heartbeat.interval.zmqMilliseconds, name: "ZMQ_HEARTBEAT_IVL")
@@ -90,21 +90,21 @@ final class EndpointLoop {
         if let routingID = options.routingID {
             try socket.set(ZMQ_ROUTING_ID, bytes: routingID.bytes, name: "ZMQ_ROUTING_ID")
         }
-        try socket.set(ZMQ_IMMEDIATE, options.immediate ? 1 : 0, name: "ZMQ_IMMEDIATE")
+        try socket.set(ZMQ_IMMEDIATE, options.immediate ? Int32(1) : 0, name: "ZMQ_IMMEDIATE")
         try socket.set(ZMQ_RECONNECT_IVL, options.reconnectInterval.zmqMilliseconds, name: "ZMQ_RECONNECT_IVL")
         try socket.set(
             ZMQ_RECONNECT_IVL_MAX, options.reconnectIntervalMax.zmqMilliseconds, name: "ZMQ_RECONNECT_IVL_MAX"
         )
-        try socket.set(ZMQ_MAXMSGSIZE, int64: Int64(options.maxMessageBytes), name: "ZMQ_MAXMSGSIZE")
+        try socket.set(ZMQ_MAXMSGSIZE, Int64(options.maxMessageBytes), name: "ZMQ_MAXMSGSIZE")
         switch options.curve {
         case .none:
             break
         case .server(let keys, let domain):
-            try socket.set(ZMQ_CURVE_SERVER, 1, name: "ZMQ_CURVE_SERVER")
+            try socket.set(ZMQ_CURVE_SERVER, Int32(1), name: "ZMQ_CURVE_SERVER")
             try socket.set(ZMQ_CURVE_SECRETKEY, bytes: keys.secretKey.bytes, name: "ZMQ_CURVE_SECRETKEY")
             try socket.set(ZMQ_ZAP_DOMAIN, bytes: Data(domain.utf8), name: "ZMQ_ZAP_DOMAIN")
             try socket.set(
-                Int32(splice_ZMQ_ZAP_ENFORCE_DOMAIN()), options.zapEnforceDomain ? 1 : 0,
+                Int32(splice_ZMQ_ZAP_ENFORCE_DOMAIN()), options.zapEnforceDomain ? Int32(1) : 0,
                 name: "ZMQ_ZAP_ENFORCE_DOMAIN"
             )
         case .client(let keys, let serverKey):
@@ -326,9 +326,9 @@ final class EndpointLoop {
         ]
         var values: [String: Int64] = [:]
         for (name, option) in options {
-            if let value = try? socket.getInt(option, name: name) { values[name] = Int64(value) }
+            if let value = try? socket.get(option, as: Int32.self, name: name) { values[name] = Int64(value) }
         }
-        values["maxmsgsize"] = try? socket.getInt64(ZMQ_MAXMSGSIZE, name: "ZMQ_MAXMSGSIZE")
+        values["maxmsgsize"] = try? socket.get(ZMQ_MAXMSGSIZE, as: Int64.self, name: "ZMQ_MAXMSGSIZE")
         return values
     }
 }

@@ -44,18 +44,11 @@ final class RawSocket {
 
     // MARK: - Options
 
-    func set(_ option: Int32, _ value: Int32, name: String) throws(WireError) {
+    /// Sets an integer option; `Value` must be the option's C type (`int` or `int64_t`).
+    func set<Value: FixedWidthInteger>(_ option: Int32, _ value: Value, name: String) throws(WireError) {
         var value = value
         let socket = try open("set \(name)")
-        guard zmq_setsockopt(socket, option, &value, MemoryLayout<Int32>.size) == 0 else {
-            throw WireError.zmq("set \(name)")
-        }
-    }
-
-    func set(_ option: Int32, int64 value: Int64, name: String) throws(WireError) {
-        var value = value
-        let socket = try open("set \(name)")
-        guard zmq_setsockopt(socket, option, &value, MemoryLayout<Int64>.size) == 0 else {
+        guard zmq_setsockopt(socket, option, &value, MemoryLayout<Value>.size) == 0 else {
             throw WireError.zmq("set \(name)")
         }
     }
@@ -66,18 +59,11 @@ final class RawSocket {
         guard rc == 0 else { throw WireError.zmq("set \(name)") }
     }
 
-    func getInt(_ option: Int32, name: String) throws(WireError) -> Int32 {
+    /// Reads an integer option; `Value` must be the option's C type (`int` or `int64_t`).
+    func get<Value: FixedWidthInteger>(_ option: Int32, as _: Value.Type, name: String) throws(WireError) -> Value {
         let socket = try open("get \(name)")
-        var value: Int32 = 0
-        var size = MemoryLayout<Int32>.size
-        guard zmq_getsockopt(socket, option, &value, &size) == 0 else { throw WireError.zmq("get \(name)") }
-        return value
-    }
-
-    func getInt64(_ option: Int32, name: String) throws(WireError) -> Int64 {
-        let socket = try open("get \(name)")
-        var value: Int64 = 0
-        var size = MemoryLayout<Int64>.size
+        var value = Value.zero
+        var size = MemoryLayout<Value>.size
         guard zmq_getsockopt(socket, option, &value, &size) == 0 else { throw WireError.zmq("get \(name)") }
         return value
     }

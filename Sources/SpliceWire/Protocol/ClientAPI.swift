@@ -89,13 +89,21 @@ public struct SubmitJob: MessageBody, Hashable {
     public var segmentSeconds: Double?
     /// Higher runs first; nil is the default priority.
     public var priority: Int?
+    /// Makes the submit safe to resend: the client picks it once per job (a UUID) and reuses it
+    /// on every retry; the coordinator records it with the job and answers a repeat with the
+    /// job it already created.
+    public var submissionKey: String?
 
-    public init(input: String, output: String, export: JSONValue, segmentSeconds: Double? = nil, priority: Int? = nil) {
+    public init(
+        input: String, output: String, export: JSONValue, segmentSeconds: Double? = nil, priority: Int? = nil,
+        submissionKey: String? = nil
+    ) {
         self.input = input
         self.output = output
         self.export = export
         self.segmentSeconds = segmentSeconds
         self.priority = priority
+        self.submissionKey = submissionKey
     }
 }
 

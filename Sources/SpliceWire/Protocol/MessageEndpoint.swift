@@ -92,20 +92,11 @@ extension MessageEndpoint where Inbound == APIReply, Outbound == APIRequest {
     public func request(_ request: APIRequest, timeout: Duration = .seconds(10)) async throws(WireError) -> APIReply {
         let id = UUID().uuidString
         try await send(request, requestID: id)
-        let reply = await withTaskGroup(of: APIReply?.self) { group in
-            group.addTask {
-                while let received = await self.receive() {
-                    if case .message(let envelope, _) = received, envelope.requestID == id { return envelope.message }
-                }
-                return nil
+        let reply = await withDeadline(timeout) { () -> APIReply? in
+            while let received = await self.receive() {
+                if case .message(let envelope, _) = received, envelope.requestID == id { return envelope.message }
             }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
+            return nil
         }
         guard let reply else {
             throw WireError(

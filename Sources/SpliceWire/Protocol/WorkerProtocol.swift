@@ -5,23 +5,29 @@ public enum WorkerProtocol {
     public static let version = 1
 }
 
+/// A string identifier that encodes as a plain JSON string.
+public protocol WireIdentifier: RawRepresentable<String>, Hashable, Sendable, Codable, CustomStringConvertible,
+    ExpressibleByStringLiteral
+{
+    init(rawValue: String)
+}
+
+extension WireIdentifier {
+    public init(stringLiteral value: String) { self.init(rawValue: value) }
+    public var description: String { rawValue }
+}
+
 /// A job's id as the wire carries it (the store's id in text form).
-public struct JobID: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible, ExpressibleByStringLiteral {
+public struct JobID: WireIdentifier {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { rawValue = value }
-    public var description: String { rawValue }
 }
 
 /// The fencing token of one lease: fresh for every attempt, so a late message from an earlier
 /// attempt is recognisably stale.
-public struct LeaseToken: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible,
-    ExpressibleByStringLiteral
-{
+public struct LeaseToken: WireIdentifier {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(stringLiteral value: String) { rawValue = value }
-    public var description: String { rawValue }
 }
 
 /// One attempt at one segment. Every worker→coordinator segment message carries it, so the

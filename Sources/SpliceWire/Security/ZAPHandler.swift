@@ -150,15 +150,6 @@ public final class ZAPHandler: Sendable {
     private static func decide(
         _ request: AuthorizationRequest, _ authorizer: any Authorizer, _ timeout: Duration
     ) async -> AuthorizationDecision? {
-        await withTaskGroup(of: AuthorizationDecision?.self) { group in
-            group.addTask { await authorizer.authorize(request) }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
+        await withDeadline(timeout) { await authorizer.authorize(request) }
     }
 }

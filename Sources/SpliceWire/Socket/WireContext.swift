@@ -63,7 +63,8 @@ public final class WireContext: @unchecked Sendable {
 
     // MARK: - ZAP registry
 
-    /// Records that a ZAP handler in this context serves `domains`. Fails if one already does.
+    /// Records that the ZAP handler of this context serves these domains (there is at most one
+    /// handler per context: a second cannot bind `inproc://zeromq.zap.01`).
     func registerZAPDomains(_ authorizers: [String: any Authorizer]) {
         state.withLock { state in
             state.zapDomains.merge(authorizers) { _, new in new }

@@ -23,6 +23,8 @@ public final class WireEndpoint: Sendable {
     /// Received / delivered / dropped / sent counts.
     public let counters: WireCounters
     /// Connection and handshake events (when `options.monitorEvents`); finishes on close.
+    /// One consumer, once: like any `AsyncStream`, it ends for good when the task iterating it
+    /// is cancelled.
     public let events: AsyncStream<WireEvent>
     let channel: EndpointChannel
 
