@@ -73,6 +73,17 @@ struct CurveKeyTests {
         #expect(lines.contains { $0 == pair.publicKey.z85 })
     }
 
+    @Test("`splice keys generate` creates missing directories privately")
+    func generateIntoNewDirectory() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let keys = directory + "/etc/splice"
+        let pair = try CurveKeyPair.generate(savingSecretKeyTo: keys + "/worker.key", publicKeyTo: keys + "/worker.pub")
+        #expect(try mode(keys) == 0o700)
+        #expect(try mode(keys + "/worker.key") == 0o600)
+        #expect(try CurveKeyPair.load(secretKeyPath: keys + "/worker.key") == pair)
+    }
+
     @Test("existing key files are kept unless overwriting is asked for")
     func noOverwrite() throws {
         let directory = try temporaryDirectory()

@@ -144,6 +144,8 @@ final class EndpointLoop {
                     stop = true
                     lingerOverride = linger ?? lingerOverride
                     if let reply { closing.append(reply) }
+                } else if stop {
+                    command.failClosed()  // queued after the close
                 } else {
                     execute(command)
                 }
@@ -181,7 +183,8 @@ final class EndpointLoop {
     /// socket is unusable (context terminated).
     private func receiveBatch() -> Bool {
         let isRouter = plan.type == .router
-        for _ in 0..<Self.receiveBatch where channel.inbound.hasRoom {
+        for _ in 0..<Self.receiveBatch {
+            guard channel.inbound.hasRoom else { return true }
             let received: RawSocket.Received?
             do {
                 // A ROUTER's first frame is the routing id (at most 255 bytes).

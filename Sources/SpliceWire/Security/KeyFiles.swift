@@ -26,6 +26,27 @@ extension CurveKeyPair {
         try KeyFile.write(publicText, to: publicKeyPath, mode: 0o644, overwrite: overwrite)
     }
 
+    /// `splice keys generate`: creates a fresh key pair and saves it (see `save`), creating the
+    /// secret key's directory with mode 0700 if it does not exist yet.
+    public static func generate(
+        savingSecretKeyTo secretKeyPath: String, publicKeyTo publicKeyPath: String, overwrite: Bool = false
+    ) throws(WireError) -> CurveKeyPair {
+        for path in [secretKeyPath, publicKeyPath] {
+            let directory = (path as NSString).deletingLastPathComponent
+            guard !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) else { continue }
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]
+                )
+            } catch {
+                throw WireError(code: .keyFile, message: "cannot create directory \(directory) for key files: \(error)")
+            }
+        }
+        let pair = try generate()
+        try pair.save(secretKeyPath: secretKeyPath, publicKeyPath: publicKeyPath, overwrite: overwrite)
+        return pair
+    }
+
     /// Reads a secret key file written by `save` and derives its public key. Fails with
     /// `insecureKeyFile` when the file is readable by group or others.
     public static func load(secretKeyPath: String) throws(WireError) -> CurveKeyPair {
