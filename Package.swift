@@ -78,6 +78,7 @@ let package = Package(
             dependencies: ["SpliceMedia", "SpliceTestSupport"],
             swiftSettings: strict
         ),
+        .testTarget(name: "SpliceWireIntegrationTests", dependencies: ["SpliceWire"], swiftSettings: strict),
         .testTarget(
             name: "SpliceStoreIntegrationTests",
             dependencies: ["SpliceStore", "SpliceTestSupport"],

@@ -1,0 +1,287 @@
+/// The client API: requests from `splice submit/status/jobs/cancel/workers` (DEALER) to the
+/// coordinator's API endpoint (ROUTER), each answered by exactly one reply carrying the same
+/// envelope `id`. Times are milliseconds since the Unix epoch (UTC).
+public enum ClientAPI {
+    public static let name = "splice-api"
+    public static let version = 1
+}
+
+/// A request to the coordinator's API endpoint.
+public enum APIRequest: WireMessage, Hashable {
+    case submit(SubmitJob)
+    case status(JobStatusQuery)
+    case list(ListJobs)
+    case cancel(CancelJob)
+    case workers(ListWorkers)
+    case enroll(EnrollWorker)
+    case revoke(RevokeWorker)
+
+    public static let protocolName = ClientAPI.name
+    public static let protocolVersion = ClientAPI.version
+    public static let catalogue = MessageCatalogue<APIRequest>([
+        .body(SubmitJob.self, APIRequest.submit),
+        .body(JobStatusQuery.self, APIRequest.status),
+        .body(ListJobs.self, APIRequest.list),
+        .body(CancelJob.self, APIRequest.cancel),
+        .body(ListWorkers.self, APIRequest.workers),
+        .body(EnrollWorker.self, APIRequest.enroll),
+        .body(RevokeWorker.self, APIRequest.revoke),
+    ])
+
+    public var body: any MessageBody {
+        switch self {
+        case .submit(let body): body
+        case .status(let body): body
+        case .list(let body): body
+        case .cancel(let body): body
+        case .workers(let body): body
+        case .enroll(let body): body
+        case .revoke(let body): body
+        }
+    }
+}
+
+/// The coordinator's reply to an `APIRequest`.
+public enum APIReply: WireMessage, Hashable {
+    case submitted(JobSubmitted)
+    case status(JobStatus)
+    case jobs(JobList)
+    case cancelled(JobCancelled)
+    case workers(WorkerList)
+    case workerKey(WorkerKeyChanged)
+    case error(APIError)
+
+    public static let protocolName = ClientAPI.name
+    public static let protocolVersion = ClientAPI.version
+    public static let catalogue = MessageCatalogue<APIReply>([
+        .body(JobSubmitted.self, APIReply.submitted),
+        .body(JobStatus.self, APIReply.status),
+        .body(JobList.self, APIReply.jobs),
+        .body(JobCancelled.self, APIReply.cancelled),
+        .body(WorkerList.self, APIReply.workers),
+        .body(WorkerKeyChanged.self, APIReply.workerKey),
+        .body(APIError.self, APIReply.error),
+    ])
+
+    public var body: any MessageBody {
+        switch self {
+        case .submitted(let body): body
+        case .status(let body): body
+        case .jobs(let body): body
+        case .cancelled(let body): body
+        case .workers(let body): body
+        case .workerKey(let body): body
+        case .error(let body): body
+        }
+    }
+}
+
+// MARK: - Requests
+
+/// SUBMIT: transcode `input` into `output`. Paths are absolute (the CLI resolves them).
+public struct SubmitJob: MessageBody, Hashable {
+    public static let messageType = "SUBMIT"
+    public var input: String
+    public var output: String
+    /// The export settings (codec, size, bitrate…), encoded by the media module.
+    public var export: JSONValue
+    /// Target segment length; nil lets the coordinator choose.
+    public var segmentSeconds: Double?
+    /// Higher runs first; nil is the default priority.
+    public var priority: Int?
+    /// Makes the submit safe to resend: the client picks it once per job (a UUID) and reuses it
+    /// on every retry; the coordinator records it with the job and answers a repeat with the
+    /// job it already created.
+    public var submissionKey: String?
+
+    public init(
+        input: String, output: String, export: JSONValue, segmentSeconds: Double? = nil, priority: Int? = nil,
+        submissionKey: String? = nil
+    ) {
+        self.input = input
+        self.output = output
+        self.export = export
+        self.segmentSeconds = segmentSeconds
+        self.priority = priority
+        self.submissionKey = submissionKey
+    }
+}
+
+/// STATUS: one job's state.
+public struct JobStatusQuery: MessageBody, Hashable {
+    public static let messageType = "STATUS"
+    public var job: JobID
+    public init(job: JobID) { self.job = job }
+}
+
+/// LIST: recent jobs, newest first.
+public struct ListJobs: MessageBody, Hashable {
+    public static let messageType = "LIST"
+    /// Only jobs in this state (`queued`, `running`, `succeeded`…); nil for all.
+    public var state: String?
+    public var limit: Int?
+    public init(state: String? = nil, limit: Int? = nil) {
+        self.state = state
+        self.limit = limit
+    }
+}
+
+/// CANCEL: cancel a job; its running segments get CANCEL and their partial files are removed.
+public struct CancelJob: MessageBody, Hashable {
+    public static let messageType = "CANCEL"
+    public var job: JobID
+    public init(job: JobID) { self.job = job }
+}
+
+/// WORKERS: the enrolled workers and their sessions.
+public struct ListWorkers: MessageBody, Hashable {
+    public static let messageType = "WORKERS"
+    public init() {}
+}
+
+/// ENROLL: admit a worker key.
+public struct EnrollWorker: MessageBody, Hashable {
+    public static let messageType = "ENROLL"
+    public var publicKey: CurvePublicKey
+    /// A label for `splice workers`.
+    public var name: String?
+    public init(publicKey: CurvePublicKey, name: String? = nil) {
+        self.publicKey = publicKey
+        self.name = name
+    }
+}
+
+/// REVOKE: refuse a worker key from now on and end its live session.
+public struct RevokeWorker: MessageBody, Hashable {
+    public static let messageType = "REVOKE"
+    public var publicKey: CurvePublicKey
+    public init(publicKey: CurvePublicKey) { self.publicKey = publicKey }
+}
+
+// MARK: - Replies
+
+/// SUBMITTED: the job is recorded.
+public struct JobSubmitted: MessageBody, Hashable {
+    public static let messageType = "SUBMITTED"
+    public var job: JobID
+    public init(job: JobID) { self.job = job }
+}
+
+/// JOB_STATUS: a job's state and progress.
+public struct JobStatus: MessageBody, Hashable {
+    public static let messageType = "JOB_STATUS"
+    public var job: JobID
+    /// `queued`, `planning`, `running`, `stitching`, `succeeded`, `failed`, `cancelled`.
+    public var state: String
+    public var input: String
+    public var output: String
+    public var priority: Int
+    /// Known once planning is done.
+    public var segmentsTotal: Int?
+    public var segmentsDone: Int
+    /// 0…1 over the whole job.
+    public var fraction: Double
+    public var submittedAtMilliseconds: Int64
+    public var finishedAtMilliseconds: Int64?
+    /// Why the job failed, for people.
+    public var error: String?
+
+    public init(
+        job: JobID, state: String, input: String, output: String, priority: Int, segmentsTotal: Int?,
+        segmentsDone: Int, fraction: Double, submittedAtMilliseconds: Int64, finishedAtMilliseconds: Int64? = nil,
+        error: String? = nil
+    ) {
+        self.job = job
+        self.state = state
+        self.input = input
+        self.output = output
+        self.priority = priority
+        self.segmentsTotal = segmentsTotal
+        self.segmentsDone = segmentsDone
+        self.fraction = fraction
+        self.submittedAtMilliseconds = submittedAtMilliseconds
+        self.finishedAtMilliseconds = finishedAtMilliseconds
+        self.error = error
+    }
+}
+
+/// JOB_LIST: the answer to LIST.
+public struct JobList: MessageBody, Hashable {
+    public static let messageType = "JOB_LIST"
+    public var jobs: [JobStatus]
+    public init(jobs: [JobStatus]) { self.jobs = jobs }
+}
+
+/// CANCELLED: the job's state after the cancel (already finished jobs keep their state).
+public struct JobCancelled: MessageBody, Hashable {
+    public static let messageType = "CANCELLED"
+    public var job: JobID
+    public var state: String
+    public init(job: JobID, state: String) {
+        self.job = job
+        self.state = state
+    }
+}
+
+/// One worker as `splice workers` shows it.
+public struct WorkerInfo: Codable, Sendable, Hashable {
+    public var publicKey: CurvePublicKey
+    public var name: String?
+    /// False once revoked.
+    public var enrolled: Bool
+    public var connected: Bool
+    public var slots: Int?
+    public var running: Int
+    public var lastSeenAtMilliseconds: Int64?
+
+    public init(
+        publicKey: CurvePublicKey, name: String?, enrolled: Bool, connected: Bool, slots: Int?, running: Int,
+        lastSeenAtMilliseconds: Int64?
+    ) {
+        self.publicKey = publicKey
+        self.name = name
+        self.enrolled = enrolled
+        self.connected = connected
+        self.slots = slots
+        self.running = running
+        self.lastSeenAtMilliseconds = lastSeenAtMilliseconds
+    }
+}
+
+/// WORKER_LIST: the answer to WORKERS.
+public struct WorkerList: MessageBody, Hashable {
+    public static let messageType = "WORKER_LIST"
+    public var workers: [WorkerInfo]
+    public init(workers: [WorkerInfo]) { self.workers = workers }
+}
+
+/// WORKER_KEY: the answer to ENROLL and REVOKE.
+public struct WorkerKeyChanged: MessageBody, Hashable {
+    public static let messageType = "WORKER_KEY"
+    public var publicKey: CurvePublicKey
+    /// Whether the key is now admitted.
+    public var enrolled: Bool
+    /// Live sessions ended (REVOKE).
+    public var sessionsClosed: Int
+    public init(publicKey: CurvePublicKey, enrolled: Bool, sessionsClosed: Int = 0) {
+        self.publicKey = publicKey
+        self.enrolled = enrolled
+        self.sessionsClosed = sessionsClosed
+    }
+}
+
+/// ERROR: the request failed.
+public struct APIError: MessageBody, Hashable, Error {
+    public static let messageType = "ERROR"
+    /// Stable code: `not-found`, `invalid-request`, `unavailable`, `internal`…
+    public var code: String
+    /// What went wrong and what to do, for people.
+    public var message: String
+    /// Whether sending the same request later may succeed.
+    public var retryable: Bool
+    public init(code: String, message: String, retryable: Bool = false) {
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+    }
+}

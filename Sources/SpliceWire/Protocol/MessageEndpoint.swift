@@ -1,0 +1,108 @@
+internal import Foundation
+
+/// What a `MessageEndpoint` received: a decoded message, or a rejection (already counted) that
+/// the caller may log or answer (e.g. DISCONNECT `protocol-error`) before dropping it.
+public enum Received<Message: WireMessage>: Sendable {
+    case message(Envelope<Message>, from: WirePeer)
+    case rejected(WireRejection, from: WirePeer)
+
+    /// The sender.
+    public var peer: WirePeer {
+        switch self {
+        case .message(_, let peer), .rejected(_, let peer): peer
+        }
+    }
+}
+
+/// A `WireEndpoint` speaking one protocol: it decodes `Inbound` messages (counting and
+/// reporting rejections) and encodes `Outbound` ones.
+public final class MessageEndpoint<Inbound: WireMessage, Outbound: WireMessage>: Sendable {
+    /// The underlying socket endpoint.
+    public let wire: WireEndpoint
+    public let codec: WireCodec
+
+    /// Wraps an open endpoint; the codec's size limit is the endpoint's.
+    public init(_ wire: WireEndpoint) {
+        self.wire = wire
+        self.codec = WireCodec(maxMessageBytes: wire.options.maxMessageBytes)
+    }
+
+    /// Received / delivered / dropped counts (shared with `wire`).
+    public var counters: WireCounters { wire.counters }
+
+    /// The next message or rejection; nil once the endpoint is closed, or when the calling task
+    /// is cancelled.
+    public func receive() async -> Received<Inbound>? {
+        guard let delivery = await wire.receiveUncounted() else { return nil }
+        switch codec.decode(delivery.frames, as: Inbound.self) {
+        case .success(let envelope):
+            counters.recordDelivered()
+            return .message(envelope, from: delivery.peer)
+        case .failure(let rejection):
+            counters.recordDropped(rejection.reason)
+            return .rejected(rejection, from: delivery.peer)
+        }
+    }
+
+    /// The next decoded message, skipping rejections; nil once closed or when cancelled.
+    public func receiveMessage() async -> (Envelope<Inbound>, WirePeer)? {
+        while let received = await receive() {
+            if case .message(let envelope, let peer) = received { return (envelope, peer) }
+        }
+        return nil
+    }
+
+    /// Sends `message` to `peer` (see `WireEndpoint.send(_:to:)` for the checks and errors).
+    public func send(_ message: Outbound, to peer: WirePeer = .upstream, requestID: String? = nil) async throws(WireError) {
+        try await wire.send(codec.encode(message, requestID: requestID), to: peer)
+    }
+
+    /// Sends `message` to the most recent connection of authenticated `key`.
+    public func send(_ message: Outbound, toKey key: CurvePublicKey, requestID: String? = nil) async throws(WireError) {
+        try await wire.send(codec.encode(message, requestID: requestID), toKey: key)
+    }
+
+    /// Ends the live sessions of `key`, sending them `farewell` (e.g. DISCONNECT `revoked`).
+    /// See `WireEndpoint.disconnect(key:farewell:)`.
+    @discardableResult
+    public func disconnect(key: CurvePublicKey, farewell: Outbound? = nil) async -> Int {
+        let frames = farewell.flatMap { try? codec.encode($0) }
+        return await wire.disconnect(key: key, farewell: frames)
+    }
+
+    /// Closes the endpoint (see `WireEndpoint.close(linger:)`).
+    public func close(linger: Duration? = nil) async {
+        await wire.close(linger: linger)
+    }
+}
+
+/// The coordinator's side of the worker protocol (ROUTER).
+public typealias CoordinatorWorkerEndpoint = MessageEndpoint<WorkerMessage, CoordinatorMessage>
+/// A worker's side of the worker protocol (DEALER).
+public typealias WorkerEndpoint = MessageEndpoint<CoordinatorMessage, WorkerMessage>
+/// The coordinator's client API endpoint (ROUTER).
+public typealias APIServerEndpoint = MessageEndpoint<APIRequest, APIReply>
+/// A client of the API (DEALER).
+public typealias APIClientEndpoint = MessageEndpoint<APIReply, APIRequest>
+
+extension MessageEndpoint where Inbound == APIReply, Outbound == APIRequest {
+    /// Sends `request` with a fresh request id and waits up to `timeout` for the reply carrying
+    /// that id (replies to earlier, abandoned requests are skipped). Throws `.timedOut`
+    /// (retryable) when none arrives, `.wouldBlock` when the coordinator is not connected.
+    public func request(_ request: APIRequest, timeout: Duration = .seconds(10)) async throws(WireError) -> APIReply {
+        let id = UUID().uuidString
+        try await send(request, requestID: id)
+        let reply = await withDeadline(timeout) { () -> APIReply? in
+            while let received = await self.receive() {
+                if case .message(let envelope, _) = received, envelope.requestID == id { return envelope.message }
+            }
+            return nil
+        }
+        guard let reply else {
+            throw WireError(
+                code: .timedOut, message: "no reply from the coordinator within \(timeout)", isRetryable: true
+            )
+        }
+        return reply
+    }
+}

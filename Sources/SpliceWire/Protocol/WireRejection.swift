@@ -1,0 +1,38 @@
+/// Why a received message was dropped. Decoding is total: every malformed, unexpected or
+/// unauthorized input ends up as one of these, is counted in `WireCounters` and dropped.
+public struct WireRejection: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable reason, usable as a metric label.
+    public enum Reason: String, Sendable, Hashable, CaseIterable, Codable {
+        /// Larger than the endpoint's or codec's byte limit.
+        case oversized = "oversized"
+        /// More frames than the protocol allows.
+        case tooManyFrames = "too-many-frames"
+        /// Fewer frames than the protocol needs (for example an empty message).
+        case missingFrames = "missing-frames"
+        /// Not a JSON object, truncated JSON, or no envelope fields.
+        case garbled = "garbled"
+        /// The envelope names another protocol.
+        case wrongProtocol = "wrong-protocol"
+        /// The envelope's protocol version is not the one this build speaks.
+        case unsupportedVersion = "unsupported-version"
+        /// The type is unknown, or not one this side accepts.
+        case unknownType = "unknown-type"
+        /// The body does not match its type (missing or mistyped fields, invalid key text).
+        case invalidBody = "invalid-body"
+        /// A CURVE server received a message without an authenticated key (no ZAP handler ran).
+        case unauthenticated = "unauthenticated"
+        /// The sender's key has been revoked since its handshake.
+        case revoked = "revoked"
+    }
+
+    public let reason: Reason
+    /// What exactly was wrong, for logs (never contains the message body).
+    public let detail: String
+
+    public init(_ reason: Reason, _ detail: String) {
+        self.reason = reason
+        self.detail = detail
+    }
+
+    public var description: String { "\(reason.rawValue): \(detail)" }
+}

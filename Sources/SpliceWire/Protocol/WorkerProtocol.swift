@@ -1,0 +1,120 @@
+/// The worker protocol: the messages between the coordinator's worker endpoint (ROUTER, CURVE
+/// server) and the worker daemons (DEALER, CURVE client). See docs/protocol.md.
+public enum WorkerProtocol {
+    public static let name = "splice-worker"
+    public static let version = 1
+}
+
+/// A string identifier that encodes as a plain JSON string.
+public protocol WireIdentifier: RawRepresentable<String>, Hashable, Sendable, Codable, CustomStringConvertible,
+    ExpressibleByStringLiteral
+{
+    init(rawValue: String)
+}
+
+extension WireIdentifier {
+    public init(stringLiteral value: String) { self.init(rawValue: value) }
+    public var description: String { rawValue }
+}
+
+/// A job's id as the wire carries it (the store's id in text form).
+public struct JobID: WireIdentifier {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+}
+
+/// The fencing token of one lease: fresh for every attempt, so a late message from an earlier
+/// attempt is recognisably stale.
+public struct LeaseToken: WireIdentifier {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+}
+
+/// One attempt at one segment. Every worker→coordinator segment message carries it, so the
+/// coordinator can fence on the lease token and recognise duplicates and stale attempts.
+public struct SegmentAttempt: Hashable, Sendable, Codable, CustomStringConvertible {
+    public var job: JobID
+    /// The segment's index in the job's plan.
+    public var segment: Int
+    /// 1 for the first attempt, then 2, 3…
+    public var attempt: Int
+    public var leaseToken: LeaseToken
+
+    public init(job: JobID, segment: Int, attempt: Int, leaseToken: LeaseToken) {
+        self.job = job
+        self.segment = segment
+        self.attempt = attempt
+        self.leaseToken = leaseToken
+    }
+
+    public var description: String { "job=\(job) segment=\(segment) attempt=\(attempt)" }
+}
+
+// MARK: - The two directions
+
+/// What a worker sends to the coordinator.
+public enum WorkerMessage: WireMessage, Hashable {
+    case hello(Hello)
+    case accept(Accept)
+    case progress(Progress)
+    case complete(Complete)
+    case fail(Fail)
+    case heartbeat(Heartbeat)
+    case disconnect(Disconnect)
+
+    public static let protocolName = WorkerProtocol.name
+    public static let protocolVersion = WorkerProtocol.version
+    public static let catalogue = MessageCatalogue<WorkerMessage>([
+        .body(Hello.self, WorkerMessage.hello),
+        .body(Accept.self, WorkerMessage.accept),
+        .body(Progress.self, WorkerMessage.progress),
+        .body(Complete.self, WorkerMessage.complete),
+        .body(Fail.self, WorkerMessage.fail),
+        .body(Heartbeat.self, WorkerMessage.heartbeat),
+        .body(Disconnect.self, WorkerMessage.disconnect),
+    ])
+
+    public var body: any MessageBody {
+        switch self {
+        case .hello(let body): body
+        case .accept(let body): body
+        case .progress(let body): body
+        case .complete(let body): body
+        case .fail(let body): body
+        case .heartbeat(let body): body
+        case .disconnect(let body): body
+        }
+    }
+}
+
+/// What the coordinator sends to a worker.
+public enum CoordinatorMessage: WireMessage, Hashable {
+    case welcome(Welcome)
+    case assign(Assign)
+    case cancel(Cancel)
+    case ack(Ack)
+    case heartbeat(Heartbeat)
+    case disconnect(Disconnect)
+
+    public static let protocolName = WorkerProtocol.name
+    public static let protocolVersion = WorkerProtocol.version
+    public static let catalogue = MessageCatalogue<CoordinatorMessage>([
+        .body(Welcome.self, CoordinatorMessage.welcome),
+        .body(Assign.self, CoordinatorMessage.assign),
+        .body(Cancel.self, CoordinatorMessage.cancel),
+        .body(Ack.self, CoordinatorMessage.ack),
+        .body(Heartbeat.self, CoordinatorMessage.heartbeat),
+        .body(Disconnect.self, CoordinatorMessage.disconnect),
+    ])
+
+    public var body: any MessageBody {
+        switch self {
+        case .welcome(let body): body
+        case .assign(let body): body
+        case .cancel(let body): body
+        case .ack(let body): body
+        case .heartbeat(let body): body
+        case .disconnect(let body): body
+        }
+    }
+}

@@ -1,0 +1,106 @@
+internal import Synchronization
+
+/// What the ZAP handler asks about a client during its CURVE handshake.
+public struct AuthorizationRequest: Sendable, Hashable {
+    /// The ZAP domain of the server socket (`CurveRole.server(domain:)`).
+    public let domain: String
+    /// The client's IP address, as libzmq reports it.
+    public let address: String
+    /// The client's public key, proven by the CURVE handshake.
+    public let publicKey: CurvePublicKey
+
+    public init(domain: String, address: String, publicKey: CurvePublicKey) {
+        self.domain = domain
+        self.address = address
+        self.publicKey = publicKey
+    }
+}
+
+/// The answer to an `AuthorizationRequest`.
+public enum AuthorizationDecision: Sendable, Hashable {
+    case allow
+    /// Refuse the client; `reason` goes into the ZAP reply (the client sees status 400).
+    case deny(reason: String)
+}
+
+/// Decides which client keys a CURVE server admits.
+///
+/// `authorize` runs once per handshake, from the ZAP handler, and may be slow (a database
+/// lookup): it has a deadline, after which the client is refused (fail closed).
+/// `isStillAuthorized` runs for every received message and for every send to an authenticated
+/// peer, so it must answer from memory; returning false cuts off live sessions of a revoked key.
+public protocol Authorizer: Sendable {
+    func authorize(_ request: AuthorizationRequest) async -> AuthorizationDecision
+    func isStillAuthorized(_ key: CurvePublicKey, domain: String) -> Bool
+}
+
+extension Authorizer {
+    /// Without an in-memory view, live sessions are not re-checked: revocation takes effect at
+    /// the next handshake only. Prefer `EnrolledKeys`, which re-checks.
+    public func isStillAuthorized(_ key: CurvePublicKey, domain: String) -> Bool { true }
+}
+
+/// The in-memory set of enrolled, unrevoked keys, shared by the ZAP handler (handshakes) and the
+/// endpoints (every message). The coordinator loads it from the `workers` table at start and
+/// updates it after each enroll/revoke commit; removing a key immediately refuses new handshakes
+/// and drops the live sessions' messages (`WireRejection.Reason.revoked`).
+public final class EnrolledKeys: Authorizer {
+    private let keys: Mutex<Set<CurvePublicKey>>
+
+    public init(_ keys: some Sequence<CurvePublicKey> = []) {
+        self.keys = Mutex(Set(keys))
+    }
+
+    /// Admits `key`. Returns false if it was already enrolled.
+    @discardableResult
+    public func enroll(_ key: CurvePublicKey) -> Bool {
+        keys.withLock { $0.insert(key).inserted }
+    }
+
+    /// Revokes `key`. Returns false if it was not enrolled.
+    @discardableResult
+    public func revoke(_ key: CurvePublicKey) -> Bool {
+        keys.withLock { $0.remove(key) != nil }
+    }
+
+    /// Replaces the whole set (after reloading it from the database).
+    public func replaceAll(with keys: some Sequence<CurvePublicKey>) {
+        let fresh = Set(keys)
+        self.keys.withLock { $0 = fresh }
+    }
+
+    public func contains(_ key: CurvePublicKey) -> Bool {
+        keys.withLock { $0.contains(key) }
+    }
+
+    public func authorize(_ request: AuthorizationRequest) async -> AuthorizationDecision {
+        contains(request.publicKey) ? .allow : .deny(reason: "key not enrolled")
+    }
+
+    public func isStillAuthorized(_ key: CurvePublicKey, domain: String) -> Bool {
+        contains(key)
+    }
+}
+
+/// An `Authorizer` from a closure (for a database-backed check). Live sessions are not
+/// re-checked unless `stillAuthorized` is given.
+public struct ClosureAuthorizer: Authorizer {
+    private let decide: @Sendable (AuthorizationRequest) async -> AuthorizationDecision
+    private let stillAuthorized: (@Sendable (CurvePublicKey, String) -> Bool)?
+
+    public init(
+        stillAuthorized: (@Sendable (CurvePublicKey, String) -> Bool)? = nil,
+        _ decide: @escaping @Sendable (AuthorizationRequest) async -> AuthorizationDecision
+    ) {
+        self.decide = decide
+        self.stillAuthorized = stillAuthorized
+    }
+
+    public func authorize(_ request: AuthorizationRequest) async -> AuthorizationDecision {
+        await decide(request)
+    }
+
+    public func isStillAuthorized(_ key: CurvePublicKey, domain: String) -> Bool {
+        stillAuthorized?(key, domain) ?? true
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import SpliceWire
+import Testing
+
+@Suite("The cluster protocol over real sockets", .timeLimit(.minutes(1)))
+struct ProtocolEndpointTests {
+    private let attempt = SegmentAttempt(job: "job-1", segment: 3, attempt: 1, leaseToken: "lease-a")
+
+    @Test("garbage is counted and dropped while a well-behaved worker keeps working")
+    func garbage() async throws {
+        let context = try WireContext()
+        var options = WireOptions.router()
+        options.maxMessageBytes = 32 << 10
+        let coordinator = CoordinatorWorkerEndpoint(
+            try await WireEndpoint.bind([anyLoopbackPort], type: .router, context: context, options: options)
+        )
+        let address = coordinator.wire.endpoints[0]
+        let worker = WorkerEndpoint(try await WireEndpoint.connect(address, type: .dealer, context: context))
+        let vandal = try await WireEndpoint.connect(address, type: .dealer, context: context)
+
+        try await worker.send(.hello(Hello(workerName: "good", slots: 2, encoders: ["libx264"])))
+        let hello = try #require(await within(.seconds(3)) { await coordinator.receiveMessage() })
+        guard case .hello(let body) = hello.0.message else {
+            Issue.record("expected HELLO")
+            return
+        }
+        #expect(body.workerName == "good")
+
+        let codec = WireCodec()
+        let json = { (text: String) in [Data(text: text)] }
+        let garbage: [([Data], WireRejection.Reason)] = [
+            ([Data([0xDE, 0xAD, 0xBE, 0xEF])], .garbled),
+            ([Data()], .garbled),
+            (json(#"{"protocol": "splice-worker", "version": 1, "type": "HEL"#), .garbled),
+            (json(#"{"protocol": "MDPW01", "version": 1, "type": "HELLO", "body": {}}"#), .wrongProtocol),
+            (json(#"{"protocol": "splice-worker", "version": 9, "type": "HELLO", "body": {}}"#), .unsupportedVersion),
+            (json(#"{"protocol": "splice-worker", "version": 1, "type": "SELF_DESTRUCT", "body": {}}"#), .unknownType),
+            (try codec.encode(CoordinatorMessage.cancel(Cancel(attempt: attempt, reason: .leaseLost))), .unknownType),
+            (json(#"{"protocol": "splice-worker", "version": 1, "type": "COMPLETE", "body": {"x": 1}}"#), .invalidBody),
+            (Array(repeating: Data(text: "f"), count: 40), .tooManyFrames),
+            ([Data(count: 20 << 10), Data(count: 20 << 10)], .oversized),
+            (try codec.encode(WorkerMessage.heartbeat(Heartbeat())) + [Data(text: "extra")], .tooManyFrames),
+        ]
+        for (frames, _) in garbage { try await vandal.send(frames) }
+        // One frame over ZMQ_MAXMSGSIZE: libzmq drops the vandal's connection (it reconnects).
+        try await vandal.send([Data(count: 64 << 10)])
+
+        try await worker.send(.accept(Accept(attempt: attempt)))
+        var rejections: [WireRejection.Reason] = []
+        var accepted = false
+        // The two connections are fair-queued: read until the ACCEPT and every piece of garbage are in.
+        while !accepted || coordinator.counters.snapshot().totalDropped < garbage.count,
+            let received = await within(.seconds(3), { await coordinator.receive() })
+        {
+            switch received {
+            case .message(let envelope, let peer):
+                #expect(envelope.message == .accept(Accept(attempt: attempt)))
+                #expect(peer.routingID == hello.1.routingID)
+                accepted = true
+            case .rejected(let rejection, _):
+                rejections.append(rejection.reason)
+            }
+        }
+        #expect(accepted)
+        let counts = coordinator.counters.snapshot()
+        let expected = Dictionary(garbage.map { ($0.1, 1) }, uniquingKeysWith: +)
+        #expect(counts.dropped == expected)
+        #expect(counts.delivered == 2)
+        #expect(counts.received == counts.delivered + counts.totalDropped)
+        // Rejections found by decoding are also handed to the caller (to log or answer); the
+        // socket thread drops the two over its frame and byte limits before decoding.
+        #expect(rejections.count == garbage.count - 2)
+
+        // The coordinator still answers the good worker.
+        try await coordinator.send(.welcome(Welcome(session: "s", heartbeatIntervalMilliseconds: 1000, heartbeatLiveness: 3)), to: hello.1)
+        let welcome = try #require(await within(.seconds(3)) { await worker.receiveMessage() })
+        #expect(welcome.0.message == .welcome(Welcome(session: "s", heartbeatIntervalMilliseconds: 1000, heartbeatLiveness: 3)))
+
+        for endpoint in [worker.wire, vandal, coordinator.wire] { await endpoint.close(linger: .zero) }
+        await context.terminate()
+    }
+
+    @Test("a segment's life over CURVE, addressed by the worker's key")
+    func segmentLifecycle() async throws {
+        let context = try WireContext()
+        let workerKeys = try CurveKeyPair.generate()
+        let coordinatorKeys = try CurveKeyPair.generate()
+        let enrolled = EnrolledKeys([workerKeys.publicKey])
+        let zap = try await ZAPHandler.start(context: context, authorizer: enrolled)
+        let coordinator = CoordinatorWorkerEndpoint(try await WireEndpoint.bind(
+            [anyLoopbackPort], type: .router, context: context, options: .router(curve: .server(keys: coordinatorKeys))
+        ))
+        let workerOptions = WireOptions.dealer(
+            routingID: RoutingID("w:" + workerKeys.publicKey.z85),
+            curve: .client(keys: workerKeys, serverKey: coordinatorKeys.publicKey), immediate: false
+        )
+        let worker = WorkerEndpoint(try await WireEndpoint.connect(
+            coordinator.wire.endpoints[0], type: .dealer, context: context, options: workerOptions
+        ))
+
+        let complete = Complete(
+            attempt: attempt, outputPath: "/spool/job-1/3-lease-a.mkv", checksum: "sha256:00", sizeBytes: 42,
+            encodeMilliseconds: 5
+        )
+        try await worker.send(.hello(Hello(workerName: "w", slots: 1, encoders: ["libx264"])))
+        let spec: JSONValue = .object(["start": .integer(0), "duration": .integer(90_000)])
+        let script: [(worker: WorkerMessage?, coordinator: CoordinatorMessage?)] = [
+            (nil, .welcome(Welcome(session: "s1", heartbeatIntervalMilliseconds: 500, heartbeatLiveness: 3))),
+            (nil, .assign(Assign(attempt: attempt, outputPath: complete.outputPath, leaseMilliseconds: 10_000,
+                                 progressIntervalMilliseconds: 500, spec: spec))),
+            (.accept(Accept(attempt: attempt)), .ack(Ack(attempt: attempt, acknowledges: .accept, outcome: .accepted))),
+            (.progress(Progress(attempt: attempt, fraction: 0.5, frames: 10)),
+             .ack(Ack(attempt: attempt, acknowledges: .progress, outcome: .accepted))),
+            (.complete(complete), .ack(Ack(attempt: attempt, acknowledges: .complete, outcome: .accepted))),
+            (.complete(complete), .ack(Ack(attempt: attempt, acknowledges: .complete, outcome: .duplicate))),
+        ]
+        let hello = try #require(await within(.seconds(3)) { await coordinator.receiveMessage() })
+        #expect(hello.1.publicKey == workerKeys.publicKey)
+        for step in script {
+            if let message = step.worker {
+                try await worker.send(message)
+                let received = try #require(await within(.seconds(3)) { await coordinator.receiveMessage() })
+                #expect(received.0.message == message)
+                #expect(received.1.publicKey == workerKeys.publicKey)
+            }
+            if let message = step.coordinator {
+                try await coordinator.send(message, toKey: workerKeys.publicKey)
+                let received = try #require(await within(.seconds(3)) { await worker.receiveMessage() })
+                #expect(received.0.message == message)
+            }
+        }
+
+        // Revocation ends the session with a DISCONNECT the worker understands.
+        enrolled.revoke(workerKeys.publicKey)
+        let cut = await coordinator.disconnect(
+            key: workerKeys.publicKey, farewell: .disconnect(Disconnect(reason: .revoked, detail: "revoked by operator"))
+        )
+        #expect(cut == 1)
+        let farewell = try #require(await within(.seconds(3)) { await worker.receiveMessage() })
+        #expect(farewell.0.message == .disconnect(Disconnect(reason: .revoked, detail: "revoked by operator")))
+
+        await worker.close(linger: .zero)
+        await coordinator.close(linger: .zero)
+        await zap.close()
+        await context.terminate()
+    }
+
+    @Test("client API: a request gets the reply with its id; stale replies are skipped; silence times out")
+    func apiRequestReply() async throws {
+        let context = try WireContext()
+        let server = APIServerEndpoint(try await WireEndpoint.bind([anyLoopbackPort], type: .router, context: context))
+        let client = APIClientEndpoint(try await WireEndpoint.connect(
+            server.wire.endpoints[0], type: .dealer, context: context, options: .dealer(immediate: false)
+        ))
+        let serving = Task {
+            var answered = 0
+            while let (envelope, peer) = await server.receiveMessage() {
+                answered += 1
+                guard case .status(let query) = envelope.message else { continue }
+                if answered == 2 { continue }  // stay silent once, to test the timeout
+                // A stale reply first (an earlier request's id), then the real one.
+                try await server.send(.error(APIError(code: "late", message: "old")), to: peer, requestID: "old-request")
+                try await server.send(
+                    .submitted(JobSubmitted(job: query.job)), to: peer, requestID: envelope.requestID
+                )
+            }
+        }
+        let reply = try await client.request(.status(JobStatusQuery(job: "job-9")))
+        #expect(reply == .submitted(JobSubmitted(job: "job-9")))
+        let unanswered = await wireError {
+            _ = try await client.request(.status(JobStatusQuery(job: "job-10")), timeout: .milliseconds(300))
+        }
+        #expect(unanswered?.code == .timedOut)
+        #expect(unanswered?.isRetryable == true)
+        await client.close(linger: .zero)
+        await server.close(linger: .zero)
+        _ = await serving.result
+        await context.terminate()
+    }
+}

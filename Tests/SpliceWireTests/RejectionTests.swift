@@ -1,0 +1,126 @@
+import Foundation
+import SpliceWire
+import Testing
+
+@Suite("Total decoding: everything malformed becomes a typed rejection")
+struct RejectionTests {
+    let codec = WireCodec(maxMessageBytes: 4096)
+
+    private func reason<M: WireMessage>(_ frames: [Data], as type: M.Type) -> WireRejection.Reason? {
+        switch codec.decode(frames, as: type) {
+        case .success: nil
+        case .failure(let rejection): rejection.reason
+        }
+    }
+
+    private func reason(_ frames: [Data]) -> WireRejection.Reason? { reason(frames, as: WorkerMessage.self) }
+    private func reason(json: String) -> WireRejection.Reason? { reason([Data(json.utf8)]) }
+
+    @Test("frame count")
+    func frames() throws {
+        #expect(reason([]) == .missingFrames)
+        let good = try codec.encode(WorkerMessage.heartbeat(Heartbeat()))
+        #expect(reason(good + good) == .tooManyFrames)
+        #expect(reason(good + [Data()]) == .tooManyFrames)
+        #expect(reason(good) == nil)
+    }
+
+    @Test("garbage, empty and non-object frames are garbled")
+    func garbled() {
+        #expect(reason([Data()]) == .garbled)
+        #expect(reason([Data([0xFF, 0x00, 0x13, 0x37])]) == .garbled)
+        #expect(reason(json: "not json") == .garbled)
+        #expect(reason(json: "[1, 2, 3]") == .garbled)
+        #expect(reason(json: "42") == .garbled)
+        #expect(reason(json: "{}") == .garbled)
+        #expect(reason(json: #"{"protocol": 7, "version": 1, "type": "HEARTBEAT", "body": {}}"#) == .garbled)
+        #expect(reason(json: #"{"protocol": "splice-worker", "type": "HEARTBEAT", "body": {}}"#) == .garbled)
+        #expect(reason(json: #"{"protocol": "splice-worker", "version": 1, "body": {}}"#) == .garbled)
+    }
+
+    @Test("a message cut short anywhere is rejected, never decoded")
+    func truncated() throws {
+        let frame = try codec.encode(Samples.worker[0])[0]
+        for length in stride(from: 0, to: frame.count, by: 7) {
+            guard case .failure(let rejection) = codec.decode([frame.prefix(length)], as: WorkerMessage.self) else {
+                Issue.record("a \(length)-byte prefix decoded")
+                continue
+            }
+            #expect(rejection.reason == .garbled)
+        }
+    }
+
+    @Test("wrong protocol and wrong version")
+    func protocolAndVersion() throws {
+        #expect(reason(json: #"{"protocol": "MDPW01", "version": 1, "type": "HEARTBEAT", "body": {}}"#) == .wrongProtocol)
+        #expect(reason(json: #"{"protocol": "splice-worker", "version": 2, "type": "HEARTBEAT", "body": {}}"#)
+            == .unsupportedVersion)
+        #expect(reason(json: #"{"protocol": "splice-worker", "version": 0, "type": "HEARTBEAT", "body": {}}"#)
+            == .unsupportedVersion)
+        // An API request arriving on the worker endpoint.
+        #expect(reason(try codec.encode(APIRequest.workers(ListWorkers()))) == .wrongProtocol)
+    }
+
+    @Test("unknown types, and types of the other direction")
+    func unknownType() throws {
+        #expect(reason(json: #"{"protocol": "splice-worker", "version": 1, "type": "EXPLODE", "body": {}}"#)
+            == .unknownType)
+        #expect(reason(json: #"{"protocol": "splice-worker", "version": 1, "type": "hello", "body": {}}"#)
+            == .unknownType)
+        // ASSIGN is a coordinator→worker message: the coordinator does not accept it.
+        let assign = try codec.encode(Samples.coordinator[1])
+        #expect(reason(assign, as: WorkerMessage.self) == .unknownType)
+        #expect(reason(assign, as: CoordinatorMessage.self) == nil)
+    }
+
+    @Test("bodies that do not match their type")
+    func invalidBody() {
+        let header = #""protocol": "splice-worker", "version": 1"#
+        #expect(reason(json: "{\(header), \"type\": \"ACCEPT\"}") == .invalidBody)
+        #expect(reason(json: "{\(header), \"type\": \"ACCEPT\", \"body\": {}}") == .invalidBody)
+        #expect(reason(json: "{\(header), \"type\": \"ACCEPT\", \"body\": []}") == .invalidBody)
+        #expect(reason(json: """
+            {\(header), "type": "PROGRESS", "body": {"attempt": {"job": "j", "segment": "one", "attempt": 1,
+            "leaseToken": "t"}, "fraction": 0.5, "frames": 1}}
+            """) == .invalidBody)
+        #expect(reason(json: "{\(header), \"type\": \"DISCONNECT\", \"body\": {\"reason\": \"tired\", \"detail\": \"\"}}")
+            == .invalidBody)
+        #expect(reason(json: "{\(header), \"type\": \"HEARTBEAT\", \"id\": 5, \"body\": {}}") == .invalidBody)
+        // An invalid key inside an API body.
+        let enroll = #"{"protocol": "splice-api", "version": 1, "type": "ENROLL", "body": {"publicKey": "short"}}"#
+        #expect(reason([Data(enroll.utf8)], as: APIRequest.self) == .invalidBody)
+    }
+
+    @Test("unknown extra fields are tolerated (forward compatible within a version)")
+    func extraFields() {
+        let json = #"{"protocol": "splice-worker", "version": 1, "type": "HEARTBEAT", "body": {"load": 3}, "x": 1}"#
+        #expect(reason(json: json) == nil)
+    }
+
+    @Test("oversized messages are rejected before parsing")
+    func oversized() {
+        let padding = String(repeating: " ", count: 5000)
+        #expect(reason(json: #"{"protocol": "splice-worker", "version": 1, "type": "HEARTBEAT", "body": {}}"# + padding)
+            == .oversized)
+    }
+
+    @Test("random bytes and mutated messages never crash the decoder")
+    func fuzz() throws {
+        let valid = try Samples.worker.map { try codec.encode($0)[0] }
+        for round in 0..<2000 {
+            var bytes: [UInt8]
+            if round % 2 == 0 {
+                bytes = (0..<Int.random(in: 0...300)).map { _ in UInt8.random(in: 0...255) }
+            } else {
+                bytes = [UInt8](valid[round % valid.count])
+                for _ in 0..<Int.random(in: 1...4) { bytes[Int.random(in: 0..<bytes.count)] = UInt8.random(in: 0...255) }
+            }
+            switch codec.decode([Data(bytes)], as: WorkerMessage.self) {
+            case .success(let envelope):
+                #expect(WorkerMessage.catalogue.messageTypes.contains(type(of: envelope.message.body).messageType))
+            case .failure(let rejection):
+                #expect(!rejection.detail.isEmpty)
+            }
+        }
+    }
+}

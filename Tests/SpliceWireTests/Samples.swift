@@ -1,0 +1,81 @@
+import Foundation
+import SpliceWire
+
+/// One sample of every message type of every direction, with optional fields both set and unset.
+enum Samples {
+    static let attempt = SegmentAttempt(job: "job-7f3a", segment: 12, attempt: 2, leaseToken: "7c1e9d2a-lease")
+    static let key = try! CurvePublicKey(z85: "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7")
+
+    static let complete = Complete(
+        attempt: attempt, outputPath: "/spool/job-7f3a/0012-2.mkv",
+        checksum: "sha256:" + String(repeating: "ab", count: 32), sizeBytes: 12_345_678_901, encodeMilliseconds: 8_100
+    )
+    static let fail = Fail(attempt: attempt, code: "undecodable-input", reason: "no frames decoded", retryable: false)
+    static let spec: JSONValue = .object([
+        "range": .object([
+            "start": .integer(9_007_199_254_740_993), "duration": .integer(90_000), "timescale": .integer(90_000),
+        ]),
+        "codec": .string("libx264"), "crf": .double(20.5), "audio": .bool(true), "filters": .array([]), "note": .null,
+    ])
+
+    static let worker: [WorkerMessage] = [
+        .hello(Hello(
+            workerName: "encoder-3", slots: 4, encoders: ["libx264", "aac"], running: [attempt], finished: [complete],
+            failed: [fail], software: "0.1.0"
+        )),
+        .hello(Hello(workerName: "fresh", slots: 1, encoders: [])),
+        .accept(Accept(attempt: attempt)),
+        .progress(Progress(attempt: attempt, fraction: 0.25, frames: 300, totalFrames: 1200)),
+        .progress(Progress(attempt: attempt, fraction: 0, frames: 0)),
+        .complete(complete),
+        .fail(fail),
+        .heartbeat(Heartbeat()),
+        .disconnect(Disconnect(reason: .shutdown, detail: "SIGTERM")),
+    ]
+
+    static let coordinator: [CoordinatorMessage] = [
+        .welcome(Welcome(session: "c-1", heartbeatIntervalMilliseconds: 1000, heartbeatLiveness: 3)),
+        .assign(Assign(
+            attempt: attempt, outputPath: "/spool/job-7f3a/0012-2.mkv", leaseMilliseconds: 30_000,
+            progressIntervalMilliseconds: 1_000, spec: spec
+        )),
+        .cancel(Cancel(attempt: attempt, reason: .jobCancelled)),
+        .ack(Ack(attempt: attempt, acknowledges: .complete, outcome: .accepted)),
+        .ack(Ack(attempt: attempt, acknowledges: .fail, outcome: .stale)),
+        .ack(Ack(attempt: attempt, acknowledges: .progress, outcome: .accepted)),
+        .ack(Ack(attempt: attempt, acknowledges: .accept, outcome: .duplicate)),
+        .heartbeat(Heartbeat()),
+        .disconnect(Disconnect(reason: .revoked)),
+    ]
+
+    static let status = JobStatus(
+        job: "job-7f3a", state: "running", input: "/in/a.mov", output: "/out/a.mp4", priority: 0, segmentsTotal: 40,
+        segmentsDone: 12, fraction: 0.3, submittedAtMilliseconds: 1_790_000_000_000
+    )
+
+    static let requests: [APIRequest] = [
+        .submit(SubmitJob(input: "/in/a.mov", output: "/out/a.mp4", export: spec, segmentSeconds: 10, priority: 5,
+                          submissionKey: "0b7e2c1e-submit")),
+        .submit(SubmitJob(input: "/in/b.mov", output: "/out/b.mp4", export: .object([:]))),
+        .status(JobStatusQuery(job: "job-7f3a")),
+        .list(ListJobs(state: "running", limit: 20)),
+        .list(ListJobs()),
+        .cancel(CancelJob(job: "job-7f3a")),
+        .workers(ListWorkers()),
+        .enroll(EnrollWorker(publicKey: key, name: "encoder-3")),
+        .revoke(RevokeWorker(publicKey: key)),
+    ]
+
+    static let replies: [APIReply] = [
+        .submitted(JobSubmitted(job: "job-7f3a")),
+        .status(status),
+        .jobs(JobList(jobs: [status, status])),
+        .cancelled(JobCancelled(job: "job-7f3a", state: "cancelled")),
+        .workers(WorkerList(workers: [WorkerInfo(
+            publicKey: key, name: "encoder-3", enrolled: true, connected: true, slots: 4, running: 2,
+            lastSeenAtMilliseconds: 1_790_000_000_500
+        )])),
+        .workerKey(WorkerKeyChanged(publicKey: key, enrolled: false, sessionsClosed: 1)),
+        .error(APIError(code: "not-found", message: "no job job-0", retryable: false)),
+    ]
+}
