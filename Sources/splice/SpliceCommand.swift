@@ -14,6 +14,8 @@ struct SpliceCommand: Command {
         subcommands: [
             ProbeCommand.self,
             ExportCommand.self,
+            TranscodeCommand.self,
+            StitchCommand.self,
             HelpCommand.self,
             ProgressDemoCommand.self,
         ]

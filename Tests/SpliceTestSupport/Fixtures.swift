@@ -101,10 +101,12 @@ public enum Fixtures {
         return path
     }
 
-    /// An lavfi audio source: an exponential sweep 100 Hz → 8 kHz repeating every 1.7 s plus
-    /// pink noise at −30 dB. Not periodic at any block size, so a lag of one sample shows up.
+    /// An lavfi audio source: a tone sweeping smoothly between 200 Hz and 1.4 kHz (frequency
+    /// modulated at 0.37 Hz, so no block size divides its period) over pink noise at −20 dB.
+    /// Not periodic, so a lag of one sample shows up; continuous, so a lossless encode of it has
+    /// an even block SNR and a dip at a join stands out.
     public static func sweepSource(rate: Int, seconds: String) -> String {
-        "aevalsrc=exprs='0.5*sin(2*PI*100*1.7/log(80)*(exp(log(80)*mod(t\\,1.7)/1.7)-1))':s=\(rate):d=\(seconds)[s];"
-            + "anoisesrc=c=pink:a=0.03:r=\(rate):d=\(seconds)[n];[s][n]amix=inputs=2:normalize=0[out0]"
+        "aevalsrc=exprs='0.3*sin(2*PI*800*t+(600/0.37)*sin(2*PI*0.37*t))':s=\(rate):d=\(seconds)[s];"
+            + "anoisesrc=c=pink:a=0.1:r=\(rate):d=\(seconds)[n];[s][n]amix=inputs=2:normalize=0[out0]"
     }
 }

@@ -40,6 +40,22 @@ public struct Asset: Sendable, Codable, Hashable {
         try await BlockingThread.run("splice.probe") { try Asset(probing: location) }
     }
 
+    /// An asset described directly (tests, and plans built from a stored probe).
+    init(location: String, formatName: String, formatLongName: String, duration: MediaTime?, origin: MediaTime,
+         bitRate: Int64?, metadata: [String: String], tracks: [Track], preferredVideoTrackID: Int?,
+         preferredAudioTrackID: Int?) {
+        self.location = location
+        self.formatName = formatName
+        self.formatLongName = formatLongName
+        self.duration = duration
+        self.origin = origin
+        self.bitRate = bitRate
+        self.metadata = metadata
+        self.tracks = tracks
+        self.preferredVideoTrackID = preferredVideoTrackID
+        self.preferredAudioTrackID = preferredAudioTrackID
+    }
+
     /// Probes synchronously on the calling thread (callers must be on a blocking-safe thread).
     init(probing location: String) throws(MediaError) {
         let demuxer = try Demuxer(location: location)

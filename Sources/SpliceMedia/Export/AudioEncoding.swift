@@ -56,3 +56,36 @@ struct AudioEncoding: Sendable, Hashable, Codable {
                              channelLayout: layout.name, channels: layout.channelCount, bitrate: bitrate)
     }
 }
+
+extension AudioEncoding {
+    /// The encoder's packet size and priming, learned by opening it, with the pre-roll and tail
+    /// segments need. Pre-roll is longer than the bare minimum (AAC 2 packets, Opus 80 ms)
+    /// because encoders also settle their rate control: measured on 1 s segments of a lossless
+    /// FM sweep over pink noise, FFmpeg's AAC at 256 kbit/s dipped 5–9 dB in the packets after a
+    /// join with 2–8 packets of pre-roll and stayed within 2.4 dB of the median with 16; libopus
+    /// matched a single pass at every join with 16 (320 ms) but not with 4. Sixteen packets cost
+    /// a third of a second of audio encoding per segment. PCM needs none.
+    func framing() throws(MediaError) -> AudioFraming {
+        let encoder = try CodecContext.encoder(named: encoderName)
+        guard let layout = ChannelLayout(name: channelLayout) else {
+            throw MediaError(.invalidSettings, "unknown channel layout '\(channelLayout)'")
+        }
+        let ctx = encoder.pointer
+        ctx.pointee.sample_rate = Int32(sampleRate)
+        _ = av_channel_layout_copy(&ctx.pointee.ch_layout, &layout.layout)
+        ctx.pointee.time_base = AVRational(num: 1, den: Int32(sampleRate))
+        if let b = bitrate { ctx.pointee.bit_rate = Int64(b) }
+        if let formats = encoder.codec.pointee.sample_fmts { ctx.pointee.sample_fmt = formats.pointee }
+        try encoder.open(options: [:])
+        let frameSize = ctx.pointee.frame_size > 0 ? Int(ctx.pointee.frame_size) : 1024
+        let priming = Int(ctx.pointee.initial_padding)
+        let preRoll: Int, tail: Int
+        switch codec {
+        case .aac: (preRoll, tail) = (16, 2)
+        case .opus: (preRoll, tail) = (max(16, (sampleRate * 80 / 1000 + frameSize - 1) / frameSize), 2)
+        case .pcm: (preRoll, tail) = (0, 0)
+        }
+        return AudioFraming(sampleRate: sampleRate, samplesPerPacket: frameSize, priming: priming,
+                            preRollPackets: preRoll, tailPackets: tail)
+    }
+}

@@ -149,6 +149,44 @@ struct ExportPlan: Sendable {
             progressDuration: progressDuration)
     }
 
+    /// The plan for one segment of a ``SegmentPlan``: encode only, exact windows, absolute audio
+    /// positions, written to a segment file.
+    static func segment(_ plan: SegmentPlan, spec: SegmentSpec, asset: Asset, destination: String,
+                        codecThreads: Int) throws -> ExportPlan {
+        var notices: [String] = []
+        var videoRoute: VideoRoute?, videoStream: Int?
+        if let settings = plan.videoSettings {
+            guard let track = asset.videoTrack else {
+                throw MediaError(.noUsableTrack, "'\(asset.location)' has no video track")
+            }
+            videoRoute = .encode(try VideoEncoding.resolve(settings, source: track, fileType: plan.outputFileType,
+                                                           threads: codecThreads, closedGOP: true, notices: &notices))
+            videoStream = track.id
+        }
+        var audioRoute: AudioRoute?, audioStream: Int?, samples: SampleWindow?, zeroSample: Int64 = 0
+        if let settings = plan.audioSettings, let range = spec.audio {
+            guard let track = asset.audioTrack else {
+                throw MediaError(.noUsableTrack, "'\(asset.location)' has no audio track")
+            }
+            let encoding = try AudioEncoding.resolve(settings, source: track, fileType: plan.outputFileType)
+            audioRoute = .encode(encoding)
+            audioStream = track.id
+            zeroSample = plan.outputZero.count(of: MediaTime(value: 1, timescale: Int32(encoding.sampleRate)), rounding: .nearest)
+            samples = SampleWindow(start: zeroSample + range.encodeStart, end: range.encodeEnd.map { zeroSample + $0 })
+        }
+        guard videoRoute != nil || audioRoute != nil else {
+            throw MediaError(.noUsableTrack, "segment \(spec.index) of '\(asset.location)' has nothing to encode")
+        }
+        return ExportPlan(
+            location: asset.location, origin: asset.origin, destination: destination,
+            output: .segment(planID: plan.id, index: spec.index),
+            videoStream: videoStream, video: videoRoute, audioStream: audioStream, audio: audioRoute,
+            videoWindow: Window(start: spec.videoStart ?? .distantPast, end: spec.videoEnd),
+            audioSamples: samples, outputZero: plan.outputZero, audioZeroSample: zeroSample,
+            fastStart: false, metadata: [:], codecThreads: codecThreads, notices: notices,
+            progressDuration: plan.approximateDuration(of: spec))
+    }
+
     /// Pass-through needs a container that can hold the source codec.
     private static func checkCopy(_ track: Track, into fileType: OutputFileType) throws {
         if !ContainerSupport.canHold(codecName: track.codecName, in: fileType.muxerName) {

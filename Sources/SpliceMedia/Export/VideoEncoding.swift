@@ -38,8 +38,9 @@ struct VideoEncoding: Sendable, Hashable, Codable {
 
     /// Resolves `settings` for `source`. Adds human-readable notes to `notices` for anything it
     /// had to adjust (odd sizes rounded for chroma subsampling).
+    /// `closedGOP` (for segments) makes every keyframe a clean entry point (x265 defaults to open GOPs).
     static func resolve(_ settings: VideoSettings, source: Track, fileType: OutputFileType?,
-                        threads: Int, notices: inout [String]) throws(SettingsError) -> VideoEncoding {
+                        threads: Int, closedGOP: Bool = false, notices: inout [String]) throws(SettingsError) -> VideoEncoding {
         try settings.validate()
         if let fileType {
             let allowed: [VideoSettings.Codec] = switch fileType {
@@ -144,6 +145,7 @@ struct VideoEncoding: Sendable, Hashable, Codable {
             if let p = settings.profile { options["profile"] = p }
             if let l = settings.level { x265.append("level-idc=\(l)") }
             if threads == 1 { x265.append(contentsOf: ["pools=none", "frame-threads=1"]) }
+            if closedGOP { x265.append("open-gop=0") }
         case .vp9:
             options["cpu-used"] = settings.preset ?? "4"
             options["deadline"] = "good"

@@ -1,4 +1,5 @@
 internal import CFFmpeg
+internal import CSpliceShims
 import Foundation
 
 /// Owns an output `AVFormatContext` and its file. Writes to a temporary file beside the
@@ -78,6 +79,26 @@ final class Muxer: PacketWriter {
         return st
     }
 
+    /// MP4/MOV muxer options: `faststart`, tags beyond the standard ones, and a movie timescale
+    /// every track's clock divides — FFmpeg's default of 1000 rounds edit lists and track
+    /// durations to the millisecond. Call after adding the streams.
+    func quickTimeOptions(fastStart: Bool, customTags: Bool) -> [String: String] {
+        var options: [String: String] = [:]
+        var flags: [String] = []
+        if fastStart { flags.append("+faststart") }
+        if customTags { flags.append("+use_metadata_tags") }
+        if !flags.isEmpty { options["movflags"] = flags.joined() }
+        var scale: Int32?
+        for i in 0..<Int(context.pointee.nb_streams) {
+            let st = context.pointee.streams[i]!.pointee
+            let clock = st.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO ? st.codecpar.pointee.sample_rate : st.time_base.den
+            guard clock > 0 else { continue }
+            scale = scale.map { MediaTime.commonTimescale($0, clock) } ?? clock
+        }
+        if let scale { options["movie_timescale"] = "\(scale)" }
+        return options
+    }
+
     /// Writes the container header with muxer options (e.g. `movflags`).
     func writeHeader(metadata: [String: String], options: [String: String]) throws(MediaError) {
         for (k, v) in metadata { av_dict_set(&context.pointee.metadata, k, v, 0) }
@@ -102,8 +123,9 @@ final class Muxer: PacketWriter {
         packet.pointer.pointee.pos = -1
         let ret = av_interleaved_write_frame(context, packet.pointer)
         if ret < 0 {
-            throw FFmpeg.error(.writeFailed, "cannot write to '\(destination)'", ret,
-                               hint: "check free disk space")
+            let diskTrouble = ret == splice_AVERROR(ENOSPC) || ret == splice_AVERROR(EIO) || ret == splice_AVERROR(EDQUOT)
+            throw FFmpeg.error(diskTrouble ? .writeFailed : .internalError, "cannot write to '\(destination)'", ret,
+                               hint: diskTrouble ? "check free disk space" : nil)
         }
     }
 

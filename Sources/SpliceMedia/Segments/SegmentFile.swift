@@ -259,7 +259,7 @@ final class SegmentFileReader {
             return nil
         }
         guard kind == SegmentFile.packetRecord else { throw SegmentFileReader.corrupt(path, "unknown record \(kind)") }
-        var head = [UInt8](repeating: 0, count: 3 + SegmentFile.recordHeaderSize - 1)
+        var head = [UInt8](repeating: 0, count: SegmentFile.recordHeaderSize - 1)
         try read(into: &head)
         let stream = Int(head[0]), flags = head[1], sideCount = Int(head[2])
         guard stream < header.streams.count else { throw SegmentFileReader.corrupt(path, "packet for unknown stream \(stream)") }

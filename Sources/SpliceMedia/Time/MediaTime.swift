@@ -24,6 +24,9 @@ public struct MediaTime: Sendable, Codable {
     /// Zero seconds.
     public static let zero = MediaTime(value: 0, timescale: 1)
 
+    /// Earlier than any time a file holds (about −36 million years); an open lower bound.
+    public static let distantPast = MediaTime(value: -(Int64(1) << 60), timescale: 1)
+
     /// How a conversion to a coarser timescale resolves a value that falls between two units.
     public enum Rounding: Sendable, Codable {
         /// To the nearest unit; a value exactly halfway rounds away from zero (FFmpeg's

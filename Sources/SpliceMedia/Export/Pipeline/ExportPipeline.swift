@@ -133,25 +133,8 @@ final class ExportPipeline {
     }
 
     private func muxerOptions(_ muxer: Muxer) -> [String: String] {
-        var options = plan.muxerOptions
-        if case .file(_, isQuickTime: true) = plan.output {
-            // The movie timescale sets the precision of edit lists and track durations; FFmpeg's
-            // default of 1000 rounds them to the millisecond. Use one every track's clock divides.
-            let scales = (0..<Int(muxer.context.pointee.nb_streams)).map {
-                let st = muxer.context.pointee.streams[$0]!.pointee
-                return st.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO
-                    ? Int32(st.codecpar.pointee.sample_rate) : st.time_base.den
-            }
-            if options["movie_timescale"] == nil, let scale = scales.filter({ $0 > 0 }).reduce(nil, { (acc: Int32?, s) in
-                acc.map { MediaTime.commonTimescale($0, s) } ?? s
-            }) {
-                options["movie_timescale"] = "\(scale)"
-            }
-            var flags: [String] = []
-            if plan.fastStart { flags.append("+faststart") }
-            if !plan.metadata.isEmpty { flags.append("+use_metadata_tags") }
-            if !flags.isEmpty { options["movflags"] = flags.joined() }
-        }
-        return options
+        guard case .file(_, isQuickTime: true) = plan.output else { return plan.muxerOptions }
+        return muxer.quickTimeOptions(fastStart: plan.fastStart, customTags: !plan.metadata.isEmpty)
+            .merging(plan.muxerOptions) { _, explicit in explicit }
     }
 }

@@ -1,0 +1,68 @@
+public import Foundation
+
+/// What encoding one segment produced.
+public struct SegmentResult: Sendable, Codable, Hashable {
+    public var index: Int
+    /// Where the segment file is.
+    public var path: String
+    /// SHA-256 of the file, hex.
+    public var checksum: String
+    public var bytes: Int64
+    public var videoFrames: Int
+    public var audioSamples: Int64
+    /// CPU time the encode took on its thread (decoders and encoders single-threaded), µs.
+    public var cpuMicroseconds: Int64
+}
+
+/// Encodes one segment of a ``SegmentPlan``: video frames presented in the segment's range (the
+/// first an IDR of a closed GOP), audio from its pre-roll to its tail, into a segment file.
+/// Every segment of a plan resolves the same settings against the same source, so encoder
+/// parameters — and the codec headers the stitcher compares — are identical.
+public struct SegmentExporter: Sendable {
+    public let plan: SegmentPlan
+
+    public init(plan: SegmentPlan) {
+        self.plan = plan
+    }
+
+    /// Encodes segment `index` into `output` (written beside it and renamed into place; nothing
+    /// is left on failure or cancellation). `codecThreads` 1 suits several segments in parallel.
+    public func export(segment index: Int, to output: URL, codecThreads: Int = 1,
+                       progress: @escaping @Sendable (Double) -> Void = { _ in }) async throws -> SegmentResult {
+        guard let spec = plan.segments.first(where: { $0.index == index }) else {
+            throw MediaError(.internalError, "plan \(plan.id) has no segment \(index)")
+        }
+        let plan = self.plan
+        let flag = CancelFlag()
+        return try await withTaskCancellationHandler {
+            try await BlockingThread.run("splice.segment.\(index)") {
+                let cpuStart = threadCPUMicroseconds()
+                _ = FFmpeg.setUp
+                let asset = try Asset(probing: plan.source)
+                let exportPlan = try ExportPlan.segment(plan, spec: spec, asset: asset, destination: output.path,
+                                                        codecThreads: codecThreads)
+                let pipeline = ExportPipeline(plan: exportPlan, isCancelled: { flag.isSet }, onProgress: progress)
+                let result: ExportPipeline.Result
+                do {
+                    result = try pipeline.run()
+                } catch let error as MediaError where error.code == .decodeFailed && error.message.hasPrefix("no video frame") {
+                    throw MediaError(.decodeFailed, "segment \(index) of '\(plan.source)' has no decodable video frame "
+                                     + "in its range; the source may be damaged there", isRetryable: false)
+                }
+                let bytes = (try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int64) ?? 0
+                return SegmentResult(index: index, path: output.path, checksum: result.checksum ?? "", bytes: bytes,
+                                     videoFrames: result.videoFrames, audioSamples: result.audioSamples,
+                                     cpuMicroseconds: threadCPUMicroseconds() - cpuStart)
+            }
+        } onCancel: {
+            flag.set()
+        }
+    }
+}
+
+/// CPU time consumed by the calling thread, in microseconds.
+func threadCPUMicroseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
+}

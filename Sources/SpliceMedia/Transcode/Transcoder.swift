@@ -1,0 +1,192 @@
+public import Foundation
+import Synchronization
+
+/// The embedded single-machine mode: plan, encode segments in parallel, stitch, clean up.
+/// Uses exactly the planner, segment exporter and stitcher the cluster uses.
+public final class Transcoder: Sendable {
+    /// What to make.
+    public struct Options: Sendable {
+        public var source: String
+        public var output: URL
+        public var video: VideoSettings?
+        public var audio: AudioSettings?
+        public var fileType: OutputFileType
+        public var range: MediaTimeRange?
+        public var segmentDuration: MediaTime
+        /// Segments encoded at once; each encoder runs single-threaded when this is above 1.
+        public var jobs: Int
+        public var optimizesForNetworkUse: Bool
+        public var metadata: [String: String]
+        /// Keep the plan and segment files here instead of deleting them.
+        public var keepSegmentsIn: URL?
+
+        public init(source: String, output: URL, video: VideoSettings?, audio: AudioSettings?, fileType: OutputFileType,
+                    range: MediaTimeRange? = nil, segmentDuration: MediaTime = MediaTime(seconds: 10),
+                    jobs: Int = ProcessInfo.processInfo.activeProcessorCount, optimizesForNetworkUse: Bool = false,
+                    metadata: [String: String] = [:], keepSegmentsIn: URL? = nil) {
+            self.source = source
+            self.output = output
+            self.video = video
+            self.audio = audio
+            self.fileType = fileType
+            self.range = range
+            self.segmentDuration = segmentDuration
+            self.jobs = max(1, jobs)
+            self.optimizesForNetworkUse = optimizesForNetworkUse
+            self.metadata = metadata
+            self.keepSegmentsIn = keepSegmentsIn
+        }
+    }
+
+    /// How far a transcode is.
+    public struct Progress: Sendable, Hashable {
+        public var completedSegments: Int
+        public var totalSegments: Int
+        /// 0…1 over the whole job (encoding weighted by segment length, then stitching).
+        public var fraction: Double
+    }
+
+    /// What a transcode did, with timings for reports and benchmarks.
+    public struct Summary: Sendable, Codable {
+        public var plan: SegmentPlan
+        public var segments: [SegmentResult]
+        public var stitch: StitchSummary
+        public var planNanoseconds: UInt64
+        public var encodeNanoseconds: UInt64
+        public var stitchNanoseconds: UInt64
+    }
+
+    private struct State: Sendable {
+        var fractions: [Int: Double] = [:]
+        var weights: [Int: Int64] = [:]
+        var completed = 0
+        var total = 0
+        var stitching = false
+        var observers: [UUID: AsyncStream<Progress>.Continuation] = [:]
+    }
+
+    public let options: Options
+    private let state = Mutex(State())
+
+    public init(options: Options) {
+        self.options = options
+    }
+
+    /// Progress updates until the transcode ends. Each access is a new subscription.
+    public var progressUpdates: AsyncStream<Progress> {
+        let (stream, continuation) = AsyncStream<Progress>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let id = UUID()
+        state.withLock { $0.observers[id] = continuation }
+        continuation.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.observers.removeValue(forKey: id) } }
+        return stream
+    }
+
+    /// Runs the transcode. Temporary segments are removed on success, failure and cancellation.
+    public func run() async throws -> Summary {
+        defer { finishObservers() }
+        let clock = ContinuousClock()
+        let t0 = clock.now
+        let asset = try await Asset.open(options.source)
+        let planner = SegmentPlanner(targetDuration: options.segmentDuration)
+        var metadata = asset.metadata.filter { !["major_brand", "minor_version", "compatible_brands", "encoder"].contains($0.key) }
+        metadata.merge(options.metadata) { _, mine in mine }
+        let plan = try await planner.plan(asset: asset, video: options.video, audio: options.audio, fileType: options.fileType,
+                                          range: options.range, fastStart: options.optimizesForNetworkUse, metadata: metadata)
+        let t1 = clock.now
+        state.withLock { s in
+            s.total = plan.segments.count
+            for spec in plan.segments {
+                s.weights[spec.index] = max(1, plan.approximateDuration(of: spec)?.converted(to: 1000).value ?? 1)
+            }
+        }
+        publish()
+
+        let fm = FileManager.default
+        let work: URL
+        if let keep = options.keepSegmentsIn {
+            work = keep
+        } else {
+            work = options.output.deletingLastPathComponent().appendingPathComponent(".splice-\(plan.id.prefix(8))")
+        }
+        do {
+            try fm.createDirectory(at: work, withIntermediateDirectories: true)
+        } catch {
+            throw MediaError(.writeFailed, "cannot create the working folder '\(work.path)': \(error.localizedDescription)")
+        }
+        defer { if options.keepSegmentsIn == nil { try? fm.removeItem(at: work) } }
+        if options.keepSegmentsIn != nil {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(plan).write(to: work.appendingPathComponent("plan.json"))
+        }
+
+        let results = try await encodeSegments(plan, into: work)
+        let t2 = clock.now
+        state.withLock { $0.stitching = true }
+        publish()
+        let paths = Dictionary(uniqueKeysWithValues: results.map { ($0.index, $0.path) })
+        let checksums = Dictionary(uniqueKeysWithValues: results.map { ($0.index, $0.checksum) })
+        try Task.checkCancellation()
+        let stitch = try await Stitcher(plan: plan).stitch(segments: paths, checksums: checksums, to: options.output)
+        let t3 = clock.now
+        return Summary(plan: plan, segments: results.sorted { $0.index < $1.index }, stitch: stitch,
+                       planNanoseconds: nanoseconds(t1 - t0), encodeNanoseconds: nanoseconds(t2 - t1),
+                       stitchNanoseconds: nanoseconds(t3 - t2))
+    }
+
+    private func encodeSegments(_ plan: SegmentPlan, into work: URL) async throws -> [SegmentResult] {
+        let exporter = SegmentExporter(plan: plan)
+        let threads = options.jobs > 1 ? 1 : 0
+        var pending = plan.segments.map(\.index)[...]
+        var results: [SegmentResult] = []
+        try await withThrowingTaskGroup(of: SegmentResult.self) { group in
+            func startNext() {
+                guard let index = pending.popFirst() else { return }
+                let url = work.appendingPathComponent(String(format: "segment-%05d.splseg", index))
+                group.addTask { [self] in
+                    try await exporter.export(segment: index, to: url, codecThreads: threads) { fraction in
+                        self.state.withLock { $0.fractions[index] = fraction }
+                        self.publish()
+                    }
+                }
+            }
+            for _ in 0..<min(options.jobs, pending.count) { startNext() }
+            while let result = try await group.next() {
+                results.append(result)
+                state.withLock {
+                    $0.fractions[result.index] = 1
+                    $0.completed += 1
+                }
+                publish()
+                startNext()
+            }
+        }
+        return results
+    }
+
+    private func publish() {
+        state.withLock { s in
+            let totalWeight = s.weights.values.reduce(0, +)
+            let done = s.weights.reduce(Int64(0)) { sum, entry in
+                sum + Int64((s.fractions[entry.key] ?? 0) * 1000) * entry.value / 1000
+            }
+            let encodeFraction = totalWeight > 0 ? Double(done) / Double(totalWeight) : 0
+            let progress = Progress(completedSegments: s.completed, totalSegments: s.total,
+                                    fraction: s.stitching ? 0.97 : encodeFraction * 0.97)
+            for c in s.observers.values { c.yield(progress) }
+        }
+    }
+
+    private func finishObservers() {
+        let observers = state.withLock { s -> [AsyncStream<Progress>.Continuation] in
+            defer { s.observers.removeAll() }
+            return Array(s.observers.values)
+        }
+        for c in observers { c.finish() }
+    }
+
+    private func nanoseconds(_ d: Duration) -> UInt64 {
+        let (s, atto) = d.components
+        return UInt64(s) * 1_000_000_000 + UInt64(atto / 1_000_000_000)
+    }
+}

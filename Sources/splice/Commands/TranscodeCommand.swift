@@ -1,0 +1,91 @@
+import Foundation
+import SpliceMedia
+
+/// `splice transcode INPUT OUTPUT [flags] --segment-seconds S --jobs N`: the embedded
+/// single-machine mode — segments encoded in parallel here, then stitched.
+struct TranscodeCommand: Command {
+    static let input = Positional<String>("input", help: "The source media file or URL.") { $0 }
+    static let output = Positional<String>("output", help: "The file to write (.mp4, .mov, .mkv, .webm).") { $0 }
+    static let segmentSeconds = Option<MediaTime>("segment-seconds", valueName: "time",
+        help: "Target segment length; cuts fall on source keyframes.", default: MediaTime(seconds: 10))
+    static let jobs = Option<Int>("jobs", short: "j", valueName: "count",
+        help: "Segments encoded at once (default: number of cores).", default: ProcessInfo.processInfo.activeProcessorCount)
+    static let keepSegments = Option<String>("keep-segments", valueName: "dir",
+        help: "Keep the plan and segment files in this folder (for inspection or `splice stitch`).")
+    static let json = Flag("json", help: "Print a JSON summary (segments, CPU time, timings) instead of a line.")
+
+    static let configuration = CommandConfiguration(
+        name: "transcode", abstract: "Transcode one file on this machine, segment-parallel.",
+        discussion: """
+            Cuts the source at keyframes into segments of about --segment-seconds, encodes --jobs of \
+            them at once and stitches them into one file that plays like a single-pass encode. \
+            Temporary segments are removed on success, failure and Ctrl-C.
+            """,
+        arguments: [input, output, segmentSeconds, jobs, keepSegments, json] + ExportOptions.arguments)
+
+    let input: String
+    let output: String
+    let segmentSeconds: MediaTime
+    let jobs: Int
+    let keepSegments: String?
+    let json: Bool
+    let options: ExportOptions
+
+    init(_ arguments: ParsedArguments) throws {
+        input = try arguments.value(Self.input)
+        output = try arguments.value(Self.output)
+        segmentSeconds = try arguments.value(Self.segmentSeconds)
+        jobs = try arguments.value(Self.jobs)
+        keepSegments = arguments[Self.keepSegments]
+        json = arguments[Self.json]
+        options = try ExportOptions(arguments)
+    }
+
+    func validate() throws {
+        try options.validate(output: output)
+        if options.copyVideo || options.copyAudio {
+            throw UsageError("transcode re-encodes in segments; to copy tracks unchanged use `splice export --copy-video/--copy-audio`")
+        }
+        guard jobs >= 1 && jobs <= 256 else { throw UsageError("--jobs must be from 1 to 256; got \(jobs)") }
+        guard segmentSeconds >= MediaTime(seconds: 1) else {
+            throw UsageError("--segment-seconds must be at least 1; got \(segmentSeconds)")
+        }
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitCode {
+        let type = try options.fileType(for: output)
+        let outputURL = URL(fileURLWithPath: output)
+        let transcoder = Transcoder(options: Transcoder.Options(
+            source: input, output: outputURL, video: try options.videoSettings(for: type),
+            audio: try options.audioSettings(for: type), fileType: type, range: options.timeRange,
+            segmentDuration: segmentSeconds, jobs: jobs, optimizesForNetworkUse: options.faststart,
+            metadata: options.metadata, keepSegmentsIn: keepSegments.map { URL(fileURLWithPath: $0) }))
+        let bar = ProgressBar(label: outputURL.lastPathComponent, output: context.errorOutput)
+        let progress = Task {
+            for await p in transcoder.progressUpdates {
+                bar.update(fraction: p.fraction)
+            }
+        }
+        let summary: Transcoder.Summary
+        do {
+            summary = try await transcoder.run()
+        } catch {
+            progress.cancel()
+            bar.clear()
+            throw error
+        }
+        _ = await progress.value
+        bar.update(fraction: 1)
+        bar.finish()
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            context.output.writeLine(String(decoding: try encoder.encode(summary), as: UTF8.self))
+        } else {
+            let audio = summary.stitch.audioPackets > 0 ? ", \(summary.stitch.audioPackets) audio packets" : ""
+            context.output.writeLine("wrote \(output): \(summary.plan.segments.count) segments, "
+                                     + "\(summary.stitch.videoFrames) video frames\(audio), \(summary.stitch.bytes / 1024) KiB")
+        }
+        return .success
+    }
+}

@@ -1,0 +1,253 @@
+import Foundation
+import SpliceMedia
+import SpliceTestSupport
+import Testing
+
+/// Segment-parallel transcodes checked against the source and a single-pass encode, decoded by
+/// ffmpeg: same frames in the same places, audio aligned to the sample at every join.
+@Suite("Segmented transcode and stitching")
+struct TranscodeTests {
+    /// A clip with a keyframe every second and non-periodic audio (sweep over pink noise), kept
+    /// lossless (PCM in MOV). Lossless matters: FFmpeg's AAC decoder fills noise-substituted
+    /// (PNS) bands from a running random generator, so an AAC source decoded from a seek point
+    /// differs from a continuous decode at about −40 dB, which would hide the very joins the
+    /// block SNR is meant to show.
+    static func clip(seconds: Int, fps: String, rate: Int, width: Int = 160, height: Int = 120) -> Fixtures.ClipSpec {
+        let gop = fps == "30000/1001" ? "30" : fps
+        return Fixtures.ClipSpec(seconds: "\(seconds)", width: width, height: height, frameRate: fps, sampleRate: rate,
+                                 videoCodec: ["-c:v", "libx264", "-preset", "ultrafast", "-g", gop, "-keyint_min", gop,
+                                              "-sc_threshold", "0", "-pix_fmt", "yuv420p"],
+                                 audioCodec: ["-c:a", "pcm_s16le"], container: "mov")
+    }
+
+    struct Outcome {
+        var source: String
+        var output: String
+        var single: String
+        var summary: Transcoder.Summary
+    }
+
+    /// Transcodes `source` in segments and also in one pass with the same settings.
+    func transcode(_ source: String, container: String = "mp4", audio: AudioSettings? = AudioSettings(codec: .aac),
+                   video: VideoSettings? = VideoSettings(codec: .h264, quality: 26, preset: "ultrafast"),
+                   segmentSeconds: Int64, range: MediaTimeRange? = nil, jobs: Int = 2,
+                   keep: URL? = nil) async throws -> Outcome {
+        let dir = Fixtures.temporaryDirectory("transcode")
+        let output = dir.appendingPathComponent("stitched.\(container)")
+        let type = try #require(OutputFileType(pathExtension: container))
+        let transcoder = Transcoder(options: .init(source: source, output: output, video: video, audio: audio, fileType: type,
+                                                   range: range, segmentDuration: MediaTime(seconds: segmentSeconds), jobs: jobs,
+                                                   keepSegmentsIn: keep))
+        let summary = try await transcoder.run()
+        let single = dir.appendingPathComponent("single.\(container)")
+        let session = ExportSession(asset: try await Asset.open(source), outputURL: single)
+        session.videoSettings = video
+        session.audioSettings = audio
+        session.includesVideo = video != nil
+        session.includesAudio = audio != nil
+        session.timeRange = range
+        try await session.export()
+        // Nothing but the outputs is left in the folder: the segments were cleaned up.
+        if keep == nil {
+            #expect(Set(try FileManager.default.contentsOfDirectory(atPath: dir.path)) == ["stitched.\(container)", "single.\(container)"])
+        }
+        return Outcome(source: source, output: output.path, single: single.path, summary: summary)
+    }
+
+    /// Presentation times in microseconds, from decoded frames.
+    func frameTimes(_ path: String) throws -> [Int64] {
+        let tb = try #require(Probe(path).first("video")?.time_base).split(separator: "/").compactMap { Int64($0) }
+        return try Probe.frames(path, select: "v:0").compactMap(\.best_effort_timestamp).map { $0 * 1_000_000 * tb[0] / tb[1] }
+    }
+
+    /// Frames: same count, same times (as the single pass's; and the source's, where the output
+    /// container keeps them exactly — Matroska rounds to 1 ms), each in its place.
+    func checkVideo(_ o: Outcome) throws {
+        let output = try frameTimes(o.output)
+        #expect(output.count == o.summary.stitch.videoFrames)
+        #expect(output == (try frameTimes(o.single)), "presentation times differ from the single pass's")
+        if o.output.hasSuffix(".mp4") {
+            #expect(output == (try frameTimes(o.source)), "presentation times differ from the source's")
+        }
+        #expect(zip(output, output.dropFirst()).allSatisfy { $0 < $1 })
+        #expect(VideoAnalysis.misplacedFrames(try VideoAnalysis.greyFrames(o.output), source: try VideoAnalysis.greyFrames(o.single)).isEmpty)
+    }
+
+    enum QualityCheck {
+        /// The rule for AAC: every 1024-sample block within ±2 blocks of a join is within
+        /// 3 dB of the file's median block SNR.
+        case blocksNearMedian
+        /// Opus (CELT) is not waveform-matching block by block — a single pass itself has blocks
+        /// 5 dB under its median — so a 4096-sample window centred on each join must be within
+        /// 3 dB of the median or no worse than the single pass's same window less 1 dB.
+        case windowLikeSinglePass
+        /// The source is lossy: only alignment and length are checked.
+        case none
+    }
+
+    /// Audio: the single pass's length; lag 0 at every join and at the end; no quality dip.
+    func checkAudio(_ o: Outcome, sourceOffset: Int = 0, quality: QualityCheck = .blocksNearMedian) throws {
+        let output = try AudioAnalysis.decodeMono(o.output)
+        let single = try AudioAnalysis.decodeMono(o.single)
+        let source = Array(try AudioAnalysis.decodeMono(o.source).dropFirst(sourceOffset))
+        #expect(output.count == single.count, "stitched audio has \(output.count) samples, single pass \(single.count)")
+        let joins = o.summary.plan.segments.compactMap { $0.audio?.keepStart }.map { Int($0) }
+        for join in joins + [output.count - 2048] {
+            #expect(AudioAnalysis.lag(of: output, against: source, around: join, maxLag: 1100) == 0, "lag at sample \(join)")
+        }
+        switch quality {
+        case .blocksNearMedian:
+            let snr = AudioAnalysis.blockSNR(output, reference: source)
+            let median = AudioAnalysis.median(snr)
+            for join in joins {
+                let block = join / 1024
+                for b in max(0, block - 2)...min(snr.count - 1, block + 1) {
+                    #expect(snr[b] >= median - 3, "block \(b) next to the join at \(join): \(snr[b]) dB, median \(median) dB")
+                }
+            }
+        case .windowLikeSinglePass:
+            let windows = (0..<(min(output.count, source.count) / 4096)).map {
+                AudioAnalysis.snr(output, reference: source, range: ($0 * 4096)..<(($0 + 1) * 4096))
+            }
+            let median = AudioAnalysis.median(windows)
+            for join in joins {
+                let range = (join - 2048)..<(join + 2048)
+                let ours = AudioAnalysis.snr(output, reference: source, range: range)
+                let theirs = AudioAnalysis.snr(single, reference: source, range: range)
+                #expect(ours >= min(median - 3, theirs - 1), "join at \(join): \(ours) dB, single pass \(theirs) dB, median \(median) dB")
+            }
+        case .none:
+            break
+        }
+    }
+
+    /// AAC in MP4: packets = ceil((L + priming) / 1024) and exactly one audio edit list.
+    func checkAACPackets(_ o: Outcome, consumedSamples: Int) throws {
+        let packets = try Probe.packets(o.output, select: "a:0")
+        #expect(packets.count == (consumedSamples + 1024 + 1023) / 1024)
+        #expect(packets.first?.pts == -1024)
+        let audioEdits = try MP4Boxes.editLists(o.output).filter { $0.handler == "soun" }
+        #expect(audioEdits.count == 1)
+        #expect(audioEdits.first?.entries.count == 1)
+        #expect(audioEdits.first?.entries.first?.mediaTime == 1024)
+    }
+
+    @Test(arguments: [("25", 48000), ("30000/1001", 44100), ("30", 48000), ("60", 44100)])
+    func joinsAreSeamlessAtCommonRates(fps: String, rate: Int) async throws {
+        let source = try Fixtures.clip(Self.clip(seconds: 4, fps: fps, rate: rate))
+        let o = try await transcode(source, segmentSeconds: 1)
+        #expect(o.summary.plan.segments.count == 4)
+        try checkVideo(o)
+        try checkAudio(o)
+        try checkAACPackets(o, consumedSamples: try AudioAnalysis.decodeMono(source).count)
+    }
+
+    @Test func opusJoinsAreSeamless() async throws {
+        let source = try Fixtures.clip(Self.clip(seconds: 4, fps: "30", rate: 48000))
+        let o = try await transcode(source, container: "mkv", audio: AudioSettings(codec: .opus), segmentSeconds: 1)
+        #expect(o.summary.plan.audioFraming?.samplesPerPacket == 960)
+        #expect(o.summary.plan.segments.count == 4)
+        try checkVideo(o)
+        try checkAudio(o, quality: .windowLikeSinglePass)
+    }
+
+    @Test(arguments: [(4, 10, 1), (4, 2, 2), (50, 1, 50)])
+    func segmentCounts(seconds: Int, segmentSeconds: Int64, expected: Int) async throws {
+        let source = try Fixtures.clip(Self.clip(seconds: seconds, fps: "25", rate: 48000, width: 96, height: 64))
+        let o = try await transcode(source, segmentSeconds: segmentSeconds)
+        #expect(o.summary.plan.segments.count == expected)
+        try checkVideo(o)
+        try checkAudio(o)
+        try checkAACPackets(o, consumedSamples: try AudioAnalysis.decodeMono(source).count)
+    }
+
+    @Test func theLongGOPFileIsCutAtEachOfItsSparseKeyframes() async throws {
+        let source = Fixtures.shared("h264_1080p30_362s_videoonly.mp4")
+        let range = MediaTimeRange(start: .zero, duration: MediaTime(seconds: 40))
+        let o = try await transcode(source, audio: nil, video: VideoSettings(codec: .h264, width: 192, preset: "ultrafast"),
+                                    segmentSeconds: 10, range: range)
+        // Keyframes every 8.33 s: cuts at 8.33, 16.67, 25, 33.33.
+        #expect(o.summary.plan.segments.compactMap(\.videoEnd) == [25, 50, 75, 100, 120].map { MediaTime(value: $0, timescale: 3) })
+        #expect(o.summary.stitch.videoFrames == 1200)
+        #expect(try frameTimes(o.output) == Array(try frameTimes(source).prefix(1200)))
+    }
+
+    @Test func aRealPhoneClipWithUnevenTrackLengths() async throws {
+        let source = Fixtures.shared("h264_aac_320x240_60fps_5s.mp4")
+        let o = try await transcode(source, segmentSeconds: 1)
+        #expect(o.summary.plan.segments.count >= 2)
+        try checkVideo(o)
+        try checkAudio(o, quality: .none)
+    }
+
+    @Test func aTimeRangeIsTranscodedLikeASinglePassExport() async throws {
+        let source = try Fixtures.clip(Self.clip(seconds: 8, fps: "30", rate: 48000))
+        let range = MediaTimeRange(start: MediaTime(value: 3, timescale: 2), duration: MediaTime(seconds: 5))
+        let o = try await transcode(source, segmentSeconds: 2, range: range)
+        #expect(o.summary.stitch.videoFrames == 150)
+        #expect(try frameTimes(o.output) == frameTimes(o.single))
+        try checkAudio(o, sourceOffset: 72000)
+    }
+
+    // MARK: - The stitcher refuses what does not belong together
+
+    @Test func theStitcherRefusesMissingForeignDamagedAndAlteredSegments() async throws {
+        let source = try Fixtures.clip(Self.clip(seconds: 4, fps: "25", rate: 48000, width: 96, height: 64))
+        let keep = Fixtures.temporaryDirectory("kept")
+        let o = try await transcode(source, segmentSeconds: 1, keep: keep)
+        let plan = o.summary.plan
+        var files = Dictionary(uniqueKeysWithValues: o.summary.segments.map { ($0.index, $0.path) })
+        let checksums = Dictionary(uniqueKeysWithValues: o.summary.segments.map { ($0.index, $0.checksum) })
+        let out = keep.appendingPathComponent("restitched.mp4")
+        // The kept segments stitch again to the same frames.
+        let again = try await Stitcher(plan: plan).stitch(segments: files, checksums: checksums, to: out)
+        #expect(again.videoFrames == o.summary.stitch.videoFrames)
+
+        func refusal(_ segments: [Int: String], _ sums: [Int: String] = [:], plan p: SegmentPlan? = nil) async -> String? {
+            do {
+                _ = try await Stitcher(plan: p ?? plan).stitch(segments: segments, checksums: sums, to: keep.appendingPathComponent("x.mp4"))
+                return nil
+            } catch let e as MediaError {
+                #expect(e.code == .incompatibleSegments)
+                return e.description
+            } catch {
+                return "\(error)"
+            }
+        }
+        var missing = files
+        missing[2] = nil
+        #expect(await refusal(missing)?.contains("segment 2 of 4 is missing") == true)
+        var swapped = files
+        swapped[1] = files[2]
+        #expect(await refusal(swapped)?.contains("holds segment 2, not 1") == true)
+        var foreign = plan
+        foreign.id = "another-job"
+        #expect(await refusal(files, plan: foreign)?.contains("belongs to another job") == true)
+
+        // Truncated: a worker killed mid-write.
+        let data = try Data(contentsOf: URL(fileURLWithPath: files[3]!))
+        let cut = keep.appendingPathComponent("cut.splseg").path
+        _ = FileManager.default.createFile(atPath: cut, contents: data.prefix(data.count - 100))
+        var truncated = files
+        truncated[3] = cut
+        #expect(await refusal(truncated)?.contains("truncated") == true)
+
+        // One flipped byte in the middle: only the checksum can tell.
+        var bytes = [UInt8](data)
+        bytes[bytes.count / 2] ^= 0xFF
+        let flipped = keep.appendingPathComponent("flipped.splseg").path
+        _ = FileManager.default.createFile(atPath: flipped, contents: Data(bytes))
+        var altered = files
+        altered[3] = flipped
+        #expect(await refusal(altered, checksums)?.contains("checksum") == true)
+
+        // A segment encoded with other settings has other codec headers.
+        var other = plan
+        other.videoSettings?.preset = "veryslow"
+        let odd = keep.appendingPathComponent("odd.splseg")
+        _ = try await SegmentExporter(plan: other).export(segment: 1, to: odd)
+        files[1] = odd.path
+        #expect(await refusal(files)?.contains("differs from segment 0's") == true)
+        #expect(!FileManager.default.fileExists(atPath: keep.appendingPathComponent("x.mp4").path))
+    }
+}
