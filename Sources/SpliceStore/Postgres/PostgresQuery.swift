@@ -63,6 +63,11 @@ public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation, CustomS
             parts.append(.bind(PostgresBind(value)))
         }
 
+        /// Binds an optional value (nil is SQL NULL) as the next `$n` parameter.
+        public mutating func appendInterpolation<Value: PostgresEncodable>(_ value: Value?) {
+            parts.append(.bind(PostgresBind(value)))
+        }
+
         /// Splices another query in (its values are renumbered), for composing statements from parts.
         public mutating func appendInterpolation(_ fragment: PostgresQuery) {
             parts += fragment.parts

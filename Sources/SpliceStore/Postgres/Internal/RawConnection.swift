@@ -50,6 +50,9 @@ final class RawConnection: @unchecked Sendable {
             throw StoreError(.connectionFailed, message: "cannot connect to PostgreSQL (\(configuration)): "
                                  + redact(reason))
         }
+        // Server notices (e.g. "relation already exists, skipping") are not errors; libpq's default
+        // receiver would print them to stderr.
+        PQsetNoticeProcessor(opened, { _, _ in }, nil)
         handle = opened
         statements = [:]
         try executeScript("SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'")
