@@ -72,6 +72,10 @@ final class RawConnection: @unchecked Sendable {
     func execute(_ query: PostgresQuery, prepare: Bool = true) throws(StoreError) -> PostgresRows {
         let handle = try openHandle()
         let (sql, binds) = query.rendered
+        guard binds.count <= Int(UInt16.max) else {
+            throw StoreError(.invalidValue, message: "\(binds.count) parameters: PostgreSQL takes at most 65535; "
+                                 + "bind an array instead", isRetryable: false)
+        }
         for bind in binds where bind.text?.contains("\0") == true {
             throw StoreError(.invalidValue, message: "a text value contains a NUL byte, which PostgreSQL cannot store",
                              isRetryable: false)
@@ -113,7 +117,7 @@ final class RawConnection: @unchecked Sendable {
     /// Turns a PGresult into rows or a `StoreError`, and frees it.
     private func consume(_ result: OpaquePointer?) throws(StoreError) -> PostgresRows {
         guard let result else {
-            throw connectionError(fallback: "no result from libpq")
+            throw connectionLost(nil)
         }
         defer { PQclear(result) }
         switch PQresultStatus(result) {
@@ -144,25 +148,28 @@ final class RawConnection: @unchecked Sendable {
         func field(_ code: Int32) -> String? {
             PQresultErrorField(result, code).map { String(cString: $0) }
         }
-        let sqlState = field(splice_PG_DIAG_SQLSTATE())
-        if sqlState == nil, !isHealthy {
-            return connectionError(fallback: String(cString: PQresultErrorMessage(result)))
+        guard let sqlState = field(splice_PG_DIAG_SQLSTATE()) else {
+            // No SQLSTATE: libpq made this error itself, which (parameters being checked before
+            // sending) means the session failed. After a failed *write* libpq still reports
+            // CONNECTION_OK for a while, so the status alone cannot be trusted.
+            return connectionLost(String(cString: PQresultErrorMessage(result)))
         }
         var message = field(splice_PG_DIAG_MESSAGE_PRIMARY()) ?? String(cString: PQresultErrorMessage(result))
         if let detail = field(splice_PG_DIAG_MESSAGE_DETAIL()) { message += " (\(detail))" }
         if let constraint = field(splice_PG_DIAG_CONSTRAINT_NAME()) { message += " [constraint \(constraint)]" }
-        if sqlState?.hasPrefix("57P") == true || sqlState?.hasPrefix("08") == true {
+        if sqlState.hasPrefix("57P") || sqlState.hasPrefix("08") {
             // The server is going away (shutdown, crash): this session is finished.
             close()
         }
         return StoreError(.queryFailed, sqlState: sqlState, message: redact(message))
     }
 
-    private func connectionError(fallback: String) -> StoreError {
-        let reason = handle.map { String(cString: PQerrorMessage($0)) } ?? fallback
+    /// The session is unusable: close it and say why (`reason` is libpq's message, if any).
+    private func connectionLost(_ reason: String?) -> StoreError {
+        let message = reason ?? handle.map { String(cString: PQerrorMessage($0)) } ?? ""
         close()
         return StoreError(.connectionLost, message: "lost the connection to PostgreSQL: "
-                              + redact(reason.isEmpty ? fallback : reason))
+                              + redact(message.isEmpty ? "no reason given" : message))
     }
 
     private func redact(_ text: String) -> String {
@@ -178,7 +185,7 @@ final class RawConnection: @unchecked Sendable {
     func takeNotifications() throws(StoreError) -> [String] {
         let handle = try openHandle()
         guard PQconsumeInput(handle) == 1 else {
-            throw connectionError(fallback: "reading notifications failed")
+            throw connectionLost(nil)
         }
         var channels: [String] = []
         while let notification = PQnotifies(handle) {
