@@ -133,3 +133,45 @@ import Testing
         #expect(try both[0].decode(Int.self, at: 0) == 0)
     }
 }
+
+@Suite struct GroupCommitTests {
+    @Test func aBatchAnswersEachCompletionAndStitchesOnce() async throws {
+        let store = try await StoreFixture()
+        let worker = try await store.makeWorker()
+        let job = try await store.makeRunningJob(segments: 3)
+        let leases = try await store.repository.claimSegments(for: worker.id, limit: 3, leaseDuration: .seconds(60))
+        let forged = LeaseReference(segmentID: leases[0].reference.segmentID, token: UUID())
+        func completion(_ reference: LeaseReference) -> SegmentCompletion {
+            SegmentCompletion(lease: reference, outputURL: "out-\(reference.segmentID)", checksum: "c")
+        }
+        let outcomes = try await store.repository.completeSegments([
+            completion(leases[0].reference), completion(forged), completion(leases[1].reference),
+            completion(leases[0].reference), completion(leases[2].reference),
+        ])
+        #expect(outcomes == [.completed(jobReadyToStitch: false), .staleLease, .completed(jobReadyToStitch: false),
+                             .alreadyCompleted, .completed(jobReadyToStitch: true)])
+        let stored = try #require(try await store.repository.job(id: job.id))
+        #expect(stored.state == .stitching && stored.segmentsDone == 3)
+        #expect(try await store.repository.completeSegments([completion(leases[1].reference)]) == [.alreadyCompleted])
+    }
+
+    @Test func concurrentSingleCompletionsShareCommitsAndStitchOnce() async throws {
+        let store = try await StoreFixture(connections: 8)
+        let worker = try await store.makeWorker()
+        let job = try await store.makeRunningJob(segments: 200)
+        let leases = try await store.repository.claimSegments(for: worker.id, limit: 200, leaseDuration: .seconds(60))
+        let outcomes = try await withThrowingTaskGroup(of: CompletionOutcome.self) { group in
+            for lease in leases {
+                group.addTask {
+                    try await store.repository.completeSegment(lease.reference, outputURL: "o", checksum: "c")
+                }
+            }
+            return try await group.reduce(into: [CompletionOutcome]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 == .completed(jobReadyToStitch: true) }.count == 1)
+        #expect(outcomes.filter { $0 == .completed(jobReadyToStitch: false) }.count == 199)
+        let events = try await store.repository.events(ofJob: job.id)
+        #expect(events.filter { $0.kind == "job_stitching" }.count == 1)
+        #expect(events.filter { $0.kind == "segment_done" }.count == 200)
+    }
+}

@@ -71,27 +71,50 @@ extension JobRepository {
     // MARK: - Completing
 
     /// Records a segment's result, only for the current lease. The job's counter moves in the same
-    /// statement, and the last segment moves the job to `stitching`. Reporting the same attempt
+    /// transaction, and the last segment moves the job to `stitching`. Reporting the same attempt
     /// again answers `.alreadyCompleted` and changes nothing.
+    ///
+    /// Concurrent calls are group-committed: while one batch is being written, new completions
+    /// queue and go together in the next statement, so many completions share one commit.
     public func completeSegment(_ lease: LeaseReference, outputURL: String, checksum: String) async throws
         -> CompletionOutcome {
+        try await completionBatcher.submit(SegmentCompletion(lease: lease, outputURL: outputURL, checksum: checksum))
+    }
+
+    /// Records several results in one transaction; answers in the same order.
+    public func completeSegments(_ completions: [SegmentCompletion]) async throws -> [CompletionOutcome] {
+        try await Self.writeCompletions(completions, on: client)
+    }
+
+    static func writeCompletions(_ completions: [SegmentCompletion], on client: PostgresClient) async throws
+        -> [CompletionOutcome] {
+        guard !completions.isEmpty else { return [] }
         let rows = try await client.query("""
-            WITH target AS (
-                SELECT id, leased_by FROM segments
-                WHERE id = \(lease.segmentID) AND lease_token = \(lease.token) AND state = 'leased'
-                FOR UPDATE
+            WITH input AS (
+                SELECT * FROM unnest(\(completions.map(\.lease.segmentID)), \(completions.map(\.lease.token)),
+                                     \(completions.map(\.outputURL)), \(completions.map(\.checksum)))
+                    WITH ORDINALITY AS input(id, token, output_url, checksum, n)
+            ), target AS (
+                SELECT s.id, s.leased_by, input.token, input.output_url, input.checksum
+                FROM segments s JOIN input ON s.id = input.id AND s.lease_token = input.token
+                WHERE s.state = 'leased'
+                ORDER BY s.id
+                FOR UPDATE OF s
             ), segment AS (
                 UPDATE segments s
-                SET state = 'done', output_url = \(outputURL), checksum = \(checksum), finished_at = now(),
+                SET state = 'done', output_url = target.output_url, checksum = target.checksum, finished_at = now(),
                     updated_at = now(), leased_by = NULL, lease_expires_at = NULL
                 FROM target
-                WHERE s.id = target.id AND s.lease_token = \(lease.token) AND s.state = 'leased'
+                WHERE s.id = target.id AND s.lease_token = target.token AND s.state = 'leased'
                 RETURNING s.id, s.job_id, s.attempt, s.lease_token, target.leased_by AS worker_id
+            ), counted AS (
+                SELECT job_id, count(*) AS done FROM segment GROUP BY job_id
             ), job AS (
                 UPDATE jobs j
-                SET segments_done = j.segments_done + 1, updated_at = now(),
-                    state = CASE WHEN j.segments_done + 1 = j.segments_total THEN 'stitching' ELSE j.state END
-                FROM segment WHERE j.id = segment.job_id AND j.state = 'running'
+                SET segments_done = j.segments_done + counted.done, updated_at = now(),
+                    state = CASE WHEN j.segments_done + counted.done = j.segments_total THEN 'stitching'
+                                 ELSE j.state END
+                FROM counted WHERE j.id = counted.job_id AND j.state = 'running'
                 RETURNING j.id, j.state
             ), event AS (
                 INSERT INTO job_events (job_id, segment_id, kind, from_state, to_state, attempt, worker_id, lease_token)
@@ -100,19 +123,39 @@ extension JobRepository {
                 SELECT id, NULL, 'job_stitching', 'running', 'stitching', NULL, NULL, NULL
                 FROM job WHERE state = 'stitching'
             )
-            SELECT (SELECT count(*) FROM segment) AS completed,
-                   (SELECT state FROM job) AS job_state,
-                   (SELECT state FROM segments WHERE id = \(lease.segmentID) AND lease_token = \(lease.token))
-                       AS earlier_state
+            SELECT input.n, earlier.job_id,
+                   EXISTS (SELECT 1 FROM segment WHERE segment.id = input.id AND segment.lease_token = input.token)
+                       AS completed,
+                   (SELECT state FROM job WHERE job.id = earlier.job_id) AS job_state,
+                   earlier.state AS earlier_state, earlier.lease_token = input.token AS same_token
+            FROM input LEFT JOIN segments earlier ON earlier.id = input.id
+            ORDER BY input.n
             """)
-        let row = rows[0]
-        if try row.decode(Int.self, column: "completed") == 1 {
-            let jobState = try row.decode(JobState?.self, column: "job_state")
-            return .completed(jobReadyToStitch: jobState == .stitching)
+        // The statement's snapshot predates its own writes: `earlier_*` is the state before this batch.
+        var outcomes: [CompletionOutcome] = []
+        var counted: Set<LeaseReference> = []
+        var lastOfJob: [UUID: Int] = [:]
+        for (offset, row) in rows.enumerated() {
+            let reference = completions[offset].lease
+            if try row.decode(Bool.self, column: "completed"), counted.insert(reference).inserted {
+                outcomes.append(.completed(jobReadyToStitch: false))
+                if try row.decode(JobState?.self, column: "job_state") == .stitching,
+                   let jobID = try row.decode(UUID?.self, column: "job_id") {
+                    lastOfJob[jobID] = offset
+                }
+                continue
+            }
+            let earlierState = try row.decode(SegmentState?.self, column: "earlier_state")
+            let sameToken = try row.decode(Bool?.self, column: "same_token") == true
+            if counted.contains(reference) || (earlierState == .done && sameToken) {
+                outcomes.append(.alreadyCompleted)
+            } else {
+                outcomes.append(.staleLease)
+            }
         }
-        // Nothing changed. The statement's snapshot says whether this very attempt had completed before.
-        let earlier = try row.decode(SegmentState?.self, column: "earlier_state")
-        return earlier == .done ? .alreadyCompleted : .staleLease
+        // Exactly one caller learns that the job is ready to stitch.
+        for offset in lastOfJob.values { outcomes[offset] = .completed(jobReadyToStitch: true) }
+        return outcomes
     }
 
     // MARK: - Failing, reaping, releasing

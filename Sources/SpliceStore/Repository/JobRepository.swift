@@ -32,10 +32,14 @@ public final class JobRepository: Sendable {
 
     public let client: PostgresClient
     public let policy: Policy
+    let completionBatcher: GroupCommitter<SegmentCompletion, CompletionOutcome>
 
     public init(client: PostgresClient, policy: Policy = Policy()) {
         self.client = client
         self.policy = policy
+        completionBatcher = GroupCommitter(maxBatch: 256) { [client] batch in
+            try await JobRepository.writeCompletions(batch, on: client)
+        }
     }
 
     // MARK: - Creating and planning jobs

@@ -166,6 +166,20 @@ public struct SegmentLease: Sendable, Equatable {
     public var expiresAt: Date
 }
 
+/// A worker's result for one attempt.
+public struct SegmentCompletion: Sendable, Equatable {
+    public var lease: LeaseReference
+    /// Where the attempt wrote its output (unique per attempt).
+    public var outputURL: String
+    public var checksum: String
+
+    public init(lease: LeaseReference, outputURL: String, checksum: String) {
+        self.lease = lease
+        self.outputURL = outputURL
+        self.checksum = checksum
+    }
+}
+
 /// What `completeSegment` did.
 public enum CompletionOutcome: Sendable, Equatable {
     /// Recorded. `jobReadyToStitch` is true when this was the job's last segment (the job is now `stitching`).
