@@ -23,10 +23,14 @@ public struct ConnectionConfiguration: Sendable, Equatable, CustomStringConverti
         guard let options = PQconninfoParse(connectionString, &errorMessage) else {
             let reason = errorMessage.map { String(cString: $0) } ?? "out of memory"
             PQfreemem(errorMessage)
-            let redactor = Redactor(secrets: [connectionString])
+            // libpq quotes the piece it choked on, and that piece can be the password (a bad
+            // percent-escape in it, say): drop every quoted piece rather than guess.
+            let unquoted = reason.trimmingCharacters(in: .whitespacesAndNewlines)
+                .replacing(#/"[^"]*"/#, with: "\"…\"")
             throw StoreError(.invalidConfiguration,
-                             message: "cannot parse the database URL: "
-                                 + redactor.redact(reason.trimmingCharacters(in: .whitespacesAndNewlines)),
+                             message: "cannot parse the database URL: " + Redactor(secrets: [connectionString])
+                                 .redact(unquoted) + ". Expected postgresql://user:password@host:port/database "
+                                 + "or key=value pairs.",
                              isRetryable: false)
         }
         defer { PQconninfoFree(options) }
