@@ -92,7 +92,10 @@ public final class JobRepository: Sendable {
         }
         return try await client.transaction { connection in
             guard let job = try await lockJob(jobID, on: connection) else { throw notFound(jobID) }
-            if job.state == .running && job.segmentsTotal == segments.count { return job }
+            // A retry after a lost COMMIT answer finds its own plan already recorded.
+            if [.running, .stitching, .completed].contains(job.state) && job.segmentsTotal == segments.count {
+                return job
+            }
             guard job.state == .planning else { throw invalidTransition(job, to: .running) }
             try await connection.query("""
                 INSERT INTO segments (job_id, index, range_start, range_end, range_timescale, spec,
