@@ -41,7 +41,12 @@ let package = Package(
         .target(name: "SpliceLog", swiftSettings: strict),
         .target(name: "SpliceMedia", dependencies: ["CFFmpeg", "CSpliceShims"], swiftSettings: strict),
         .target(name: "SpliceWire", dependencies: ["CZeroMQ", "CSpliceShims"], swiftSettings: strict),
-        .target(name: "SpliceStore", dependencies: ["CLibPQ", "CSpliceShims"], swiftSettings: strict),
+        .target(
+            name: "SpliceStore",
+            dependencies: ["CLibPQ", "CSpliceShims"],
+            swiftSettings: strict,
+            plugins: ["EmbedMigrations"]
+        ),
         .target(
             name: "SpliceCluster",
             dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog"],
@@ -56,6 +61,17 @@ let package = Package(
             name: "splice-bench",
             dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster"],
             swiftSettings: strict
+        ),
+
+        // MARK: - Build tools
+        // Migrations/*.sql are the only copy of the schema; this plugin embeds them into SpliceStore at
+        // build time so a deployed `splice` binary carries them (see docs/store.md).
+        .executableTarget(name: "EmbedMigrationsTool", path: "Plugins/EmbedMigrationsTool"),
+        .plugin(
+            name: "EmbedMigrations",
+            capability: .buildTool(),
+            dependencies: ["EmbedMigrationsTool"],
+            path: "Plugins/EmbedMigrations"
         ),
 
         // MARK: - Tests

@@ -1,11 +1,13 @@
+// splice-bench: benchmarks that print figures (never pass/fail tests). One case per benchmark;
+// each lives in its own file.
 import Foundation
 
-// splice-bench: benchmarks that print figures (never pass/fail tests).
 let arguments = Array(CommandLine.arguments.dropFirst())
-let usage = "usage: splice-bench export [runs]"
+let usage = "usage: splice-bench export [runs] | transcode [runs] | store [options]"
 do {
     switch arguments.first {
     case "export": try ExportBenchmark.run(arguments: Array(arguments.dropFirst()))
+    case "store": try await StoreBenchmark.run(Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data((usage + "\n").utf8))
         exit(64)

@@ -5,4 +5,5 @@
 #include "splice_ffmpeg.h"
 #include "splice_zmq.h"
 #include "splice_pq.h"
+#include "splice_process.h"
 #endif

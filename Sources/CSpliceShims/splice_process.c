@@ -1,0 +1,11 @@
+// The posix_spawn wrappers described in splice_process.h.
+#define _GNU_SOURCE
+#include "splice_process.h"
+
+int splice_spawn_actions_closefrom(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
+int splice_spawn_actions_chdir(posix_spawn_file_actions_t *actions, const char *directory) {
+    return posix_spawn_file_actions_addchdir_np(actions, directory);
+}

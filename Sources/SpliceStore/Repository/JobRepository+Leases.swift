@@ -1,0 +1,263 @@
+public import Foundation
+
+extension JobRepository {
+    // MARK: - Claiming
+
+    /// Leases up to `limit` claimable segments to a worker: highest job priority first, then oldest
+    /// job, then segment order. Rows other claimers hold are skipped (`FOR UPDATE SKIP LOCKED`), so
+    /// concurrent claimers never wait on or receive the same attempt. Every lease gets a fresh token.
+    /// A revoked or unknown worker gets nothing.
+    public func claimSegments(for workerID: UUID, limit: Int, leaseDuration: Duration) async throws -> [SegmentLease] {
+        guard limit > 0 else { return [] }
+        let rows = try await client.query("""
+            WITH target AS (
+                SELECT s.id FROM segments s
+                WHERE s.state = 'pending' AND s.next_attempt_at <= now()
+                  AND EXISTS (SELECT 1 FROM workers w WHERE w.id = \(workerID) AND w.state <> 'revoked')
+                ORDER BY s.priority DESC, s.job_created_at, s.job_id, s.index
+                LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED
+            ), segment AS (
+                UPDATE segments s
+                SET state = 'leased', attempt = s.attempt + 1, lease_token = gen_random_uuid(),
+                    leased_by = \(workerID), heartbeat_at = now(), updated_at = now(),
+                    lease_expires_at = now() + \(leaseDuration.milliseconds) * interval '1 millisecond'
+                FROM target WHERE s.id = target.id AND s.state = 'pending'
+                RETURNING s.*
+            ), event AS (
+                INSERT INTO job_events (job_id, segment_id, kind, from_state, to_state, attempt, worker_id, lease_token)
+                SELECT job_id, id, 'segment_leased', 'pending', 'leased', attempt, leased_by, lease_token FROM segment
+            )
+            SELECT \(Segment.columns) FROM segment
+            ORDER BY priority DESC, job_created_at, job_id, index
+            """)
+        return try rows.map { row throws(StoreError) in
+            let segment = try Segment(row: row)
+            guard let reference = segment.lease, let expiresAt = segment.leaseExpiresAt else {
+                throw StoreError(.decodingFailed, message: "a claimed segment came back without its lease")
+            }
+            return SegmentLease(segment: segment, reference: reference, expiresAt: expiresAt)
+        }
+    }
+
+    // MARK: - Extending
+
+    /// Pushes a lease's expiry to `duration` from now. Returns the new expiry, or nil when the lease
+    /// is no longer current (the worker should drop the segment).
+    public func extendLease(_ lease: LeaseReference, by duration: Duration) async throws -> Date? {
+        try await extendLeases([lease], by: duration)[lease]
+    }
+
+    /// Extends several leases in one statement (a worker's heartbeat lists all of its segments).
+    /// Leases missing from the answer are no longer current.
+    public func extendLeases(_ leases: [LeaseReference], by duration: Duration) async throws -> [LeaseReference: Date] {
+        guard !leases.isEmpty else { return [:] }
+        let rows = try await client.query("""
+            UPDATE segments s
+            SET lease_expires_at = now() + \(duration.milliseconds) * interval '1 millisecond',
+                heartbeat_at = now(), updated_at = now()
+            FROM unnest(\(leases.map(\.segmentID)), \(leases.map(\.token))) AS lease(id, token)
+            WHERE s.id = lease.id AND s.lease_token = lease.token AND s.state = 'leased'
+            RETURNING s.id, s.lease_token, s.lease_expires_at
+            """)
+        var extended: [LeaseReference: Date] = [:]
+        for row in rows {
+            let reference = LeaseReference(segmentID: try row.decode(at: 0), token: try row.decode(at: 1))
+            extended[reference] = try row.decode(Date.self, at: 2)
+        }
+        return extended
+    }
+
+    // MARK: - Completing
+
+    /// Records a segment's result, only for the current lease. The job's counter moves in the same
+    /// transaction, and the last segment moves the job to `stitching`. Reporting the same attempt
+    /// again answers `.alreadyCompleted` and changes nothing.
+    ///
+    /// Concurrent calls are group-committed: while one batch is being written, new completions
+    /// queue and go together in the next statement, so many completions share one commit.
+    public func completeSegment(_ lease: LeaseReference, outputURL: String, checksum: String) async throws
+        -> CompletionOutcome {
+        try await completionBatcher.submit(SegmentCompletion(lease: lease, outputURL: outputURL, checksum: checksum))
+    }
+
+    /// Records several results in one transaction; answers in the same order.
+    public func completeSegments(_ completions: [SegmentCompletion]) async throws -> [CompletionOutcome] {
+        try await Self.writeCompletions(completions, on: client)
+    }
+
+    static func writeCompletions(_ completions: [SegmentCompletion], on client: PostgresClient) async throws
+        -> [CompletionOutcome] {
+        guard !completions.isEmpty else { return [] }
+        let rows = try await client.query("""
+            WITH input AS (
+                SELECT * FROM unnest(\(completions.map(\.lease.segmentID)), \(completions.map(\.lease.token)),
+                                     \(completions.map(\.outputURL)), \(completions.map(\.checksum)))
+                    WITH ORDINALITY AS input(id, token, output_url, checksum, n)
+            ), target AS (
+                SELECT s.id, s.leased_by, input.token, input.output_url, input.checksum
+                FROM segments s JOIN input ON s.id = input.id AND s.lease_token = input.token
+                WHERE s.state = 'leased'
+                ORDER BY s.id
+                FOR UPDATE OF s
+            ), segment AS (
+                UPDATE segments s
+                SET state = 'done', output_url = target.output_url, checksum = target.checksum, finished_at = now(),
+                    updated_at = now(), leased_by = NULL, lease_expires_at = NULL
+                FROM target
+                WHERE s.id = target.id AND s.lease_token = target.token AND s.state = 'leased'
+                RETURNING s.id, s.job_id, s.attempt, s.lease_token, target.leased_by AS worker_id
+            ), counted AS (
+                SELECT job_id, count(*) AS done FROM segment GROUP BY job_id
+            ), job AS (
+                UPDATE jobs j
+                SET segments_done = j.segments_done + counted.done, updated_at = now(),
+                    state = CASE WHEN j.segments_done + counted.done = j.segments_total THEN 'stitching'
+                                 ELSE j.state END
+                FROM counted WHERE j.id = counted.job_id AND j.state = 'running'
+                RETURNING j.id, j.state
+            ), event AS (
+                INSERT INTO job_events (job_id, segment_id, kind, from_state, to_state, attempt, worker_id, lease_token)
+                SELECT job_id, id, 'segment_done', 'leased', 'done', attempt, worker_id, lease_token FROM segment
+                UNION ALL
+                SELECT id, NULL, 'job_stitching', 'running', 'stitching', NULL, NULL, NULL
+                FROM job WHERE state = 'stitching'
+            )
+            SELECT input.n, earlier.job_id,
+                   EXISTS (SELECT 1 FROM segment WHERE segment.id = input.id AND segment.lease_token = input.token)
+                       AS completed,
+                   (SELECT state FROM job WHERE job.id = earlier.job_id) AS job_state,
+                   earlier.state AS earlier_state, earlier.lease_token = input.token AS same_token
+            FROM input LEFT JOIN segments earlier ON earlier.id = input.id
+            ORDER BY input.n
+            """)
+        // The statement's snapshot predates its own writes: `earlier_*` is the state before this batch.
+        var outcomes: [CompletionOutcome] = []
+        var counted: Set<LeaseReference> = []
+        var lastOfJob: [UUID: Int] = [:]
+        for (offset, row) in rows.enumerated() {
+            let reference = completions[offset].lease
+            if try row.decode(Bool.self, column: "completed"), counted.insert(reference).inserted {
+                outcomes.append(.completed(jobReadyToStitch: false))
+                if try row.decode(JobState?.self, column: "job_state") == .stitching,
+                   let jobID = try row.decode(UUID?.self, column: "job_id") {
+                    lastOfJob[jobID] = offset
+                }
+                continue
+            }
+            let earlierState = try row.decode(SegmentState?.self, column: "earlier_state")
+            let sameToken = try row.decode(Bool?.self, column: "same_token") == true
+            if counted.contains(reference) || (earlierState == .done && sameToken) {
+                outcomes.append(.alreadyCompleted)
+            } else {
+                outcomes.append(.staleLease)
+            }
+        }
+        // Exactly one caller learns that the job is ready to stitch.
+        for offset in lastOfJob.values { outcomes[offset] = .completed(jobReadyToStitch: true) }
+        return outcomes
+    }
+
+    // MARK: - Failing, reaping, releasing
+
+    /// Records a failed attempt, only for the current lease. A retryable failure with attempts left
+    /// puts the segment back with backoff; a permanent one, the last attempt, or failures on
+    /// `deadAfterDistinctWorkers` different workers end the segment (`failed` / `dead`) and fail its job.
+    public func failSegment(_ lease: LeaseReference, failure: SegmentFailure) async throws -> FailureOutcome {
+        try await client.transaction { connection in
+            let locked = try await lockLeases(
+                where: "id = \(lease.segmentID) AND lease_token = \(lease.token) AND state = 'leased'",
+                limit: 1, on: connection)
+            guard let segment = locked.first else { return .staleLease }
+            let outcome = try await endAttempt(segment, failure: failure, kind: "segment_failed", on: connection)
+            return outcome.map(FailureOutcome.recorded) ?? .staleLease
+        }
+    }
+
+    /// Takes back leases that expired (their worker stopped extending them). The reaper's
+    /// predicate is repeated inside each UPDATE, so a completion that committed first always wins.
+    @discardableResult
+    public func reapExpiredLeases(limit: Int = 1000) async throws -> [ReleasedLease] {
+        try await releaseLeases(where: "state = 'leased' AND lease_expires_at < now()",
+                                failure: SegmentFailure(message: "lease expired: the worker stopped reporting",
+                                                        isRetryable: true),
+                                kind: "segment_lease_expired", limit: limit)
+    }
+
+    /// Takes back every lease a worker holds at once (it disconnected, was revoked, or a send to it failed).
+    @discardableResult
+    public func releaseLeases(ofWorker workerID: UUID, reason: String) async throws -> [ReleasedLease] {
+        try await releaseLeases(where: "state = 'leased' AND leased_by = \(workerID)",
+                                failure: SegmentFailure(message: reason, isRetryable: true),
+                                kind: "segment_lease_released", limit: 100_000)
+    }
+
+    private func releaseLeases(where predicate: PostgresQuery, failure: SegmentFailure, kind: String,
+                               limit: Int) async throws -> [ReleasedLease] {
+        try await client.transaction { connection in
+            try await releaseLeases(where: predicate, failure: failure, kind: kind, limit: limit, on: connection)
+        }
+    }
+
+    func releaseLeases(where predicate: PostgresQuery, failure: SegmentFailure, kind: String, limit: Int,
+                       on connection: PostgresConnection) async throws -> [ReleasedLease] {
+        var released: [ReleasedLease] = []
+        for segment in try await lockLeases(where: predicate, limit: limit, on: connection) {
+            guard let reference = segment.lease, let workerID = segment.leasedBy,
+                  let outcome = try await endAttempt(segment, failure: failure, kind: kind, also: predicate,
+                                                     on: connection)
+            else { continue }
+            released.append(ReleasedLease(reference: reference, jobID: segment.jobID, workerID: workerID,
+                                          outcome: outcome))
+        }
+        if !released.isEmpty { try await notify(Channel.segments, on: connection) }
+        return released
+    }
+
+    /// Locks the leased segments matching `predicate`, skipping rows another transaction holds.
+    private func lockLeases(where predicate: PostgresQuery, limit: Int,
+                            on connection: PostgresConnection) async throws -> [Segment] {
+        try await connection.query("""
+            SELECT \(Segment.columns) FROM segments WHERE \(predicate) ORDER BY id LIMIT \(limit)
+            FOR UPDATE SKIP LOCKED
+            """).map(Segment.init(row:))
+    }
+
+    /// Ends the attempt `segment.leaseToken` without a result: back to pending with backoff, or the
+    /// segment ends and its job fails. The UPDATE repeats the fence (and `also`, the caller's own
+    /// predicate). Nil when the fence no longer holds.
+    private func endAttempt(_ segment: Segment, failure: SegmentFailure, kind: String, also: PostgresQuery = "TRUE",
+                            on connection: PostgresConnection) async throws -> AttemptOutcome? {
+        guard let token = segment.leaseToken, let workerID = segment.leasedBy else { return nil }
+        let failedOn = Set(segment.failedWorkers + [workerID])
+        let retry = failure.isRetryable && segment.attempt < segment.maxAttempts
+            && failedOn.count < policy.deadAfterDistinctWorkers
+        let endState: SegmentState = retry ? .pending : (failure.isRetryable ? .dead : .failed)
+        let delay = retry ? policy.segmentBackoff.delay(attempt: segment.attempt) : .zero
+        let rows = try await connection.query("""
+            WITH segment AS (
+                UPDATE segments
+                SET state = \(endState), leased_by = NULL, lease_expires_at = NULL, updated_at = now(),
+                    last_error = \(failure.message), failed_workers = array_append(failed_workers, \(workerID)),
+                    next_attempt_at = now() + \(delay.milliseconds) * interval '1 millisecond',
+                    finished_at = CASE WHEN \(retry) THEN NULL ELSE now() END
+                WHERE id = \(segment.id) AND lease_token = \(token) AND state = 'leased' AND \(also)
+                RETURNING id, job_id, attempt, lease_token, next_attempt_at
+            ), event AS (
+                INSERT INTO job_events (job_id, segment_id, kind, from_state, to_state, attempt, worker_id,
+                                        lease_token, detail)
+                SELECT job_id, id, \(kind), 'leased', \(endState), attempt, \(workerID), lease_token, \(failure.message)
+                FROM segment
+            )
+            SELECT next_attempt_at FROM segment
+            """)
+        guard let row = rows.first else { return nil }
+        if retry { return .willRetry(at: try row.decode(Date.self, at: 0)) }
+        let why = endState == .dead ? "gave up after \(segment.attempt) attempt(s) on \(failedOn.count) worker(s)"
+            : "permanent error"
+        _ = try await endJob(segment.jobID, as: .failed,
+                             reason: "segment \(segment.plan.index) \(endState.rawValue) (\(why)): \(failure.message)",
+                             on: connection)
+        return .jobFailed(segmentState: endState)
+    }
+}

@@ -1,0 +1,257 @@
+public import Foundation
+
+// MARK: - States
+
+/// Where a job is: `queued → planning → running → stitching → completed`, or `failed` /
+/// `cancelled` from any unfinished state.
+public enum JobState: String, Sendable, CaseIterable, PostgresEncodable, PostgresDecodable, PostgresArrayElement {
+    case queued, planning, running, stitching, completed, failed, cancelled
+
+    /// Whether the job has finished for good (it then has `finishedAt`).
+    public var isTerminal: Bool { self == .completed || self == .failed || self == .cancelled }
+    /// The states a coordinator resumes after a restart.
+    public static let unfinished: [JobState] = [.queued, .planning, .running, .stitching]
+}
+
+/// Where a segment is: `pending → leased → done`, back to `pending` after a retryable failure or
+/// an expired lease, or `failed` (permanent error), `dead` (out of attempts, or failed on several
+/// workers) or `cancelled` (its job failed or was cancelled).
+public enum SegmentState: String, Sendable, CaseIterable, PostgresEncodable, PostgresDecodable, PostgresArrayElement {
+    case pending, leased, done, failed, dead, cancelled
+}
+
+/// A worker's connection state as the coordinator last recorded it.
+public enum WorkerState: String, Sendable, CaseIterable, PostgresEncodable, PostgresDecodable {
+    case online, draining, offline, revoked
+}
+
+/// String-backed enums travel as their raw value.
+extension PostgresEncodable where Self: RawRepresentable, RawValue == String {
+    public static var postgresType: PostgresType { .text }
+    public var postgresText: String? { rawValue }
+}
+
+extension PostgresArrayElement where Self: RawRepresentable, RawValue == String {
+    public static var postgresArrayType: PostgresType { .textArray }
+}
+
+extension PostgresDecodable where Self: RawRepresentable, RawValue == String {
+    public static func decode(postgresText text: String?) throws -> Self {
+        let text = try String.decode(postgresText: text)
+        guard let value = Self(rawValue: text) else { throw PostgresDecodingIssue("unknown \(Self.self): \(text)") }
+        return value
+    }
+}
+
+// MARK: - Jobs
+
+/// What a client submits. Submitting the same `idempotencyKey` again returns the first job.
+public struct JobSubmission: Sendable, Equatable {
+    public var idempotencyKey: String
+    public var sourceURL: String
+    public var outputURL: String
+    /// The job's settings as JSON, opaque to the store.
+    public var settings: PostgresJSON
+    /// Higher runs first.
+    public var priority: Int
+    /// Attempts each segment gets before it is dead.
+    public var maxAttempts: Int
+
+    public init(idempotencyKey: String, sourceURL: String, outputURL: String, settings: PostgresJSON = .emptyObject,
+                priority: Int = 0, maxAttempts: Int = 5) {
+        self.idempotencyKey = idempotencyKey
+        self.sourceURL = sourceURL
+        self.outputURL = outputURL
+        self.settings = settings
+        self.priority = priority
+        self.maxAttempts = maxAttempts
+    }
+}
+
+/// A job as stored.
+public struct Job: Sendable, Equatable, Identifiable {
+    public var id: UUID
+    public var idempotencyKey: String
+    public var sourceURL: String
+    public var outputURL: String
+    public var settings: PostgresJSON
+    /// The segment plan as JSON, once planning recorded it.
+    public var plan: PostgresJSON?
+    public var state: JobState
+    public var priority: Int
+    public var maxAttempts: Int
+    public var segmentsTotal: Int
+    public var segmentsDone: Int
+    /// Why the job failed or was cancelled.
+    public var error: String?
+    public var createdAt: Date
+    public var updatedAt: Date
+    public var startedAt: Date?
+    public var finishedAt: Date?
+}
+
+/// The answer to `createJob`: the job, and whether this call created it.
+public struct JobCreation: Sendable, Equatable {
+    public var job: Job
+    /// False when a job with the same idempotency key already existed (that job is returned).
+    public var created: Bool
+}
+
+// MARK: - Segments
+
+/// One piece of a plan: a media time range `[rangeStart, rangeEnd)` in units of `1/timescale` s,
+/// plus anything else the planner wants the worker to know (`spec`, opaque JSON).
+public struct SegmentPlan: Sendable, Equatable {
+    public var index: Int
+    public var rangeStart: Int64
+    public var rangeEnd: Int64
+    public var timescale: Int32
+    public var spec: PostgresJSON
+
+    public init(index: Int, rangeStart: Int64, rangeEnd: Int64, timescale: Int32, spec: PostgresJSON = .emptyObject) {
+        self.index = index
+        self.rangeStart = rangeStart
+        self.rangeEnd = rangeEnd
+        self.timescale = timescale
+        self.spec = spec
+    }
+}
+
+/// A segment as stored.
+public struct Segment: Sendable, Equatable, Identifiable {
+    public var id: Int64
+    public var jobID: UUID
+    public var plan: SegmentPlan
+    public var state: SegmentState
+    /// How many attempts have started (the current one included while leased).
+    public var attempt: Int
+    public var maxAttempts: Int
+    /// The current lease's token while leased; afterwards the last attempt's.
+    public var leaseToken: UUID?
+    public var leasedBy: UUID?
+    public var leaseExpiresAt: Date?
+    public var heartbeatAt: Date?
+    /// Not claimable before this (backoff after a failure).
+    public var nextAttemptAt: Date
+    /// Workers whose attempts failed or were taken back.
+    public var failedWorkers: [UUID]
+    public var outputURL: String?
+    public var checksum: String?
+    public var lastError: String?
+    public var finishedAt: Date?
+
+    /// The fence a worker must present to extend, complete or fail this attempt.
+    public var lease: LeaseReference? {
+        leaseToken.map { LeaseReference(segmentID: id, token: $0) }
+    }
+}
+
+/// Names one attempt at one segment: only the holder of the current token can act on it.
+public struct LeaseReference: Sendable, Hashable, CustomStringConvertible {
+    public var segmentID: Int64
+    public var token: UUID
+
+    public init(segmentID: Int64, token: UUID) {
+        self.segmentID = segmentID
+        self.token = token
+    }
+
+    public var description: String { "segment=\(segmentID) lease=\(token.uuidString.lowercased())" }
+}
+
+/// A segment just leased to a worker.
+public struct SegmentLease: Sendable, Equatable {
+    public var segment: Segment
+    public var reference: LeaseReference
+    public var expiresAt: Date
+}
+
+/// A worker's result for one attempt.
+public struct SegmentCompletion: Sendable, Equatable {
+    public var lease: LeaseReference
+    /// Where the attempt wrote its output (unique per attempt).
+    public var outputURL: String
+    public var checksum: String
+
+    public init(lease: LeaseReference, outputURL: String, checksum: String) {
+        self.lease = lease
+        self.outputURL = outputURL
+        self.checksum = checksum
+    }
+}
+
+/// What `completeSegment` did.
+public enum CompletionOutcome: Sendable, Equatable {
+    /// Recorded. `jobReadyToStitch` is true when this was the job's last segment (the job is now `stitching`).
+    case completed(jobReadyToStitch: Bool)
+    /// This very attempt had already completed: a duplicate report, acknowledged again, changing nothing.
+    case alreadyCompleted
+    /// The token is not the segment's current lease (taken back, re-leased, cancelled): rejected.
+    case staleLease
+}
+
+/// Why an attempt failed, as the worker reports it.
+public struct SegmentFailure: Sendable, Equatable {
+    public var message: String
+    /// False for deterministic failures (undecodable input) that no retry can fix.
+    public var isRetryable: Bool
+
+    public init(message: String, isRetryable: Bool) {
+        self.message = message
+        self.isRetryable = isRetryable
+    }
+}
+
+/// What happened to a segment whose attempt ended without a result (failure, expired or released lease).
+public enum AttemptOutcome: Sendable, Equatable {
+    /// Back to `pending`, claimable again from `at`.
+    case willRetry(at: Date)
+    /// The segment is `failed` or `dead`, and its job has failed.
+    case jobFailed(segmentState: SegmentState)
+}
+
+/// What `failSegment` did.
+public enum FailureOutcome: Sendable, Equatable {
+    case recorded(AttemptOutcome)
+    /// The token is not the segment's current lease (or the failure was already recorded): no effect.
+    case staleLease
+}
+
+/// A lease the reaper (or a worker's revocation) took back.
+public struct ReleasedLease: Sendable, Equatable {
+    public var reference: LeaseReference
+    public var jobID: UUID
+    public var workerID: UUID
+    public var outcome: AttemptOutcome
+}
+
+// MARK: - Workers and events
+
+/// A worker machine, known by its CURVE public key.
+public struct Worker: Sendable, Equatable, Identifiable {
+    public var id: UUID
+    public var publicKey: String
+    public var name: String
+    public var slots: Int
+    public var capabilities: PostgresJSON
+    public var state: WorkerState
+    public var enrolledAt: Date
+    public var lastSeenAt: Date?
+    public var revokedAt: Date?
+}
+
+/// One line of a job's audit log.
+public struct JobEvent: Sendable, Equatable {
+    public var id: Int64
+    public var jobID: UUID
+    public var segmentID: Int64?
+    public var at: Date
+    /// `job_created`, `job_planning`, `segment_leased`, `segment_done`, `segment_retry`, …
+    public var kind: String
+    public var fromState: String?
+    public var toState: String?
+    public var attempt: Int?
+    public var workerID: UUID?
+    public var leaseToken: UUID?
+    public var detail: String?
+}

@@ -1,0 +1,76 @@
+// Column lists and row decoders for the repository's types; every query that returns one of
+// these types selects `\(X.columns)` and decodes with `X(row:)`, so the two cannot drift apart.
+
+extension Job {
+    static let columns: PostgresQuery = """
+        id, idempotency_key, source_url, output_url, settings, plan, state, priority, max_attempts, \
+        segments_total, segments_done, error, created_at, updated_at, started_at, finished_at
+        """
+
+    init(row: PostgresRow) throws(StoreError) {
+        self.init(
+            id: try row.decode(column: "id"), idempotencyKey: try row.decode(column: "idempotency_key"),
+            sourceURL: try row.decode(column: "source_url"), outputURL: try row.decode(column: "output_url"),
+            settings: try row.decode(column: "settings"), plan: try row.decode(column: "plan"),
+            state: try row.decode(column: "state"), priority: try row.decode(column: "priority"),
+            maxAttempts: try row.decode(column: "max_attempts"), segmentsTotal: try row.decode(column: "segments_total"),
+            segmentsDone: try row.decode(column: "segments_done"), error: try row.decode(column: "error"),
+            createdAt: try row.decode(column: "created_at"), updatedAt: try row.decode(column: "updated_at"),
+            startedAt: try row.decode(column: "started_at"), finishedAt: try row.decode(column: "finished_at"))
+    }
+}
+
+extension Segment {
+    static let columns: PostgresQuery = """
+        id, job_id, index, range_start, range_end, range_timescale, spec, state, attempt, max_attempts, \
+        lease_token, leased_by, lease_expires_at, heartbeat_at, next_attempt_at, failed_workers, output_url, \
+        checksum, last_error, finished_at
+        """
+
+    init(row: PostgresRow) throws(StoreError) {
+        let plan = SegmentPlan(
+            index: try row.decode(column: "index"), rangeStart: try row.decode(column: "range_start"),
+            rangeEnd: try row.decode(column: "range_end"), timescale: try row.decode(column: "range_timescale"),
+            spec: try row.decode(column: "spec"))
+        self.init(
+            id: try row.decode(column: "id"), jobID: try row.decode(column: "job_id"), plan: plan,
+            state: try row.decode(column: "state"), attempt: try row.decode(column: "attempt"),
+            maxAttempts: try row.decode(column: "max_attempts"), leaseToken: try row.decode(column: "lease_token"),
+            leasedBy: try row.decode(column: "leased_by"), leaseExpiresAt: try row.decode(column: "lease_expires_at"),
+            heartbeatAt: try row.decode(column: "heartbeat_at"), nextAttemptAt: try row.decode(column: "next_attempt_at"),
+            failedWorkers: try row.decode(column: "failed_workers"), outputURL: try row.decode(column: "output_url"),
+            checksum: try row.decode(column: "checksum"), lastError: try row.decode(column: "last_error"),
+            finishedAt: try row.decode(column: "finished_at"))
+    }
+}
+
+extension Worker {
+    static let columns: PostgresQuery = """
+        id, public_key, name, slots, capabilities, state, enrolled_at, last_seen_at, revoked_at
+        """
+
+    init(row: PostgresRow) throws(StoreError) {
+        self.init(
+            id: try row.decode(column: "id"), publicKey: try row.decode(column: "public_key"),
+            name: try row.decode(column: "name"), slots: try row.decode(column: "slots"),
+            capabilities: try row.decode(column: "capabilities"), state: try row.decode(column: "state"),
+            enrolledAt: try row.decode(column: "enrolled_at"), lastSeenAt: try row.decode(column: "last_seen_at"),
+            revokedAt: try row.decode(column: "revoked_at"))
+    }
+}
+
+extension JobEvent {
+    static let columns: PostgresQuery = """
+        id, job_id, segment_id, at, kind, from_state, to_state, attempt, worker_id, lease_token, detail
+        """
+
+    init(row: PostgresRow) throws(StoreError) {
+        self.init(
+            id: try row.decode(column: "id"), jobID: try row.decode(column: "job_id"),
+            segmentID: try row.decode(column: "segment_id"), at: try row.decode(column: "at"),
+            kind: try row.decode(column: "kind"), fromState: try row.decode(column: "from_state"),
+            toState: try row.decode(column: "to_state"), attempt: try row.decode(column: "attempt"),
+            workerID: try row.decode(column: "worker_id"), leaseToken: try row.decode(column: "lease_token"),
+            detail: try row.decode(column: "detail"))
+    }
+}

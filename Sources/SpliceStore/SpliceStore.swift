@@ -1,2 +1,0 @@
-/// SpliceStore: libpq in Swift, migrations and the job/segment repository.
-public enum SpliceStore {}

@@ -1,0 +1,155 @@
+import Foundation
+import SpliceStore
+import SpliceTestSupport
+import Testing
+
+@Suite struct JobLifecycleTests {
+    @Test func jobRunsFromQueuedToCompleted() async throws {
+        let store = try await StoreFixture()
+        let worker = try await store.makeWorker()
+        let job = try await store.makeRunningJob(segments: 3)
+        #expect(job.state == .running && job.segmentsTotal == 3 && job.startedAt != nil)
+
+        let leases = try await store.repository.claimSegments(for: worker.id, limit: 10, leaseDuration: .seconds(30))
+        #expect(leases.map(\.segment.plan.index) == [0, 1, 2])
+        #expect(Set(leases.map(\.reference.token)).count == 3)
+        #expect(leases.allSatisfy { $0.segment.attempt == 1 && $0.segment.state == .leased })
+
+        for lease in leases.dropLast() {
+            #expect(try await store.repository.completeSegment(lease.reference, outputURL: "o", checksum: "c")
+                == .completed(jobReadyToStitch: false))
+        }
+        #expect(try await store.repository.completeSegment(leases[2].reference, outputURL: "o", checksum: "c")
+            == .completed(jobReadyToStitch: true))
+        #expect(try await store.repository.job(id: job.id)?.state == .stitching)
+        #expect(try await store.repository.completeSegment(leases[2].reference, outputURL: "o", checksum: "c")
+            == .alreadyCompleted)
+
+        let completed = try await store.repository.completeJob(jobID: job.id)
+        #expect(completed.state == .completed && completed.finishedAt != nil && completed.segmentsDone == 3)
+        let kinds = try await store.repository.events(ofJob: job.id).map(\.kind)
+        #expect(kinds.first == "job_created" && kinds.last == "job_completed")
+        #expect(kinds.filter { $0 == "segment_done" }.count == 3)
+        #expect(kinds.contains("job_stitching"))
+    }
+
+    @Test func retryableFailureBacksOffThenExhaustsAndFailsTheJob() async throws {
+        let store = try await StoreFixture()
+        let worker = try await store.makeWorker()
+        let job = try await store.makeRunningJob(segments: 2, maxAttempts: 2)
+        let failure = SegmentFailure(message: "encoder crashed", isRetryable: true)
+
+        let first = try await store.repository.claimSegments(for: worker.id, limit: 1, leaseDuration: .seconds(30))[0]
+        guard case .recorded(.willRetry) = try await store.repository.failSegment(first.reference, failure: failure)
+        else { Issue.record("first failure should retry"); return }
+        let retried = try await store.repository.segments(ofJob: job.id)[0]
+        #expect(retried.state == .pending && retried.lastError == "encoder crashed" && retried.nextAttemptAt > Date.distantPast)
+
+        try await Task.sleep(for: .milliseconds(20))
+        let second = try await store.repository.claimSegments(for: worker.id, limit: 1, leaseDuration: .seconds(30))[0]
+        #expect(second.segment.id == first.segment.id && second.segment.attempt == 2)
+        #expect(second.reference.token != first.reference.token)
+        #expect(try await store.repository.failSegment(second.reference, failure: failure)
+            == .recorded(.jobFailed(segmentState: .dead)))
+
+        let failed = try await store.repository.job(id: job.id)
+        #expect(failed?.state == .failed && failed?.finishedAt != nil && failed?.error?.contains("encoder crashed") == true)
+        let states = try await store.repository.segments(ofJob: job.id).map(\.state)
+        #expect(states == [.dead, .cancelled])
+    }
+
+    @Test func permanentFailureFailsTheJobAtOnce() async throws {
+        let store = try await StoreFixture()
+        let worker = try await store.makeWorker()
+        let job = try await store.makeRunningJob(segments: 3, maxAttempts: 5)
+        let leases = try await store.repository.claimSegments(for: worker.id, limit: 2, leaseDuration: .seconds(30))
+        let outcome = try await store.repository.failSegment(
+            leases[0].reference, failure: SegmentFailure(message: "moov atom not found", isRetryable: false))
+        #expect(outcome == .recorded(.jobFailed(segmentState: .failed)))
+        #expect(try await store.repository.segments(ofJob: job.id).map(\.state) == [.failed, .cancelled, .cancelled])
+        // The other worker's lease was cancelled with the job: its result is refused.
+        #expect(try await store.repository.completeSegment(leases[1].reference, outputURL: "o", checksum: "c")
+            == .staleLease)
+    }
+
+    @Test func failuresOnSeveralWorkersMakeASegmentDead() async throws {
+        let store = try await StoreFixture(policy: JobRepository.Policy(
+            segmentBackoff: Backoff(base: .milliseconds(1), cap: .milliseconds(1)), deadAfterDistinctWorkers: 2))
+        let job = try await store.makeRunningJob(segments: 1, maxAttempts: 10)
+        let failure = SegmentFailure(message: "segfault", isRetryable: true)
+        var outcomes: [FailureOutcome] = []
+        for name in ["a", "b"] {
+            let worker = try await store.makeWorker(name)
+            try await Task.sleep(for: .milliseconds(5))
+            let lease = try await store.repository.claimSegments(for: worker.id, limit: 1, leaseDuration: .seconds(30))
+            outcomes.append(try await store.repository.failSegment(lease[0].reference, failure: failure))
+        }
+        #expect(outcomes.last == .recorded(.jobFailed(segmentState: .dead)))
+        #expect(try await store.repository.job(id: job.id)?.state == .failed)
+    }
+
+    @Test func cancellingAJobCancelsItsSegmentsAndRejectsLateResults() async throws {
+        let store = try await StoreFixture()
+        let worker = try await store.makeWorker()
+        let job = try await store.makeRunningJob(segments: 3)
+        let lease = try await store.repository.claimSegments(for: worker.id, limit: 1, leaseDuration: .seconds(30))[0]
+        let cancelled = try await store.repository.cancelJob(jobID: job.id, reason: "user asked")
+        #expect(cancelled.state == .cancelled && cancelled.error == "user asked" && cancelled.finishedAt != nil)
+        #expect(try await store.repository.segments(ofJob: job.id).allSatisfy { $0.state == .cancelled })
+        #expect(try await store.repository.completeSegment(lease.reference, outputURL: "o", checksum: "c") == .staleLease)
+        #expect(try await store.repository.claimSegments(for: worker.id, limit: 5, leaseDuration: .seconds(30)).isEmpty)
+        // Cancelling again is a no-op; completing a cancelled job is refused.
+        #expect(try await store.repository.cancelJob(jobID: job.id, reason: "again").error == "user asked")
+        await #expect(throws: StoreError.self) { try await store.repository.completeJob(jobID: job.id) }
+    }
+
+    @Test func claimOrderIsPriorityThenAge() async throws {
+        let store = try await StoreFixture()
+        let worker = try await store.makeWorker()
+        let old = try await store.makeRunningJob(segments: 2, key: "old")
+        let urgent = try await store.makeRunningJob(segments: 1, key: "urgent", priority: 10)
+        let young = try await store.makeRunningJob(segments: 1, key: "young")
+        let claimed = try await store.repository.claimSegments(for: worker.id, limit: 10, leaseDuration: .seconds(30))
+        #expect(claimed.map(\.segment.jobID) == [urgent.id, old.id, old.id, young.id])
+    }
+
+    @Test func revokedWorkersLoseTheirLeasesAndCannotClaimOrEnroll() async throws {
+        let store = try await StoreFixture()
+        let worker = try await store.makeWorker("doomed")
+        let job = try await store.makeRunningJob(segments: 2)
+        let leases = try await store.repository.claimSegments(for: worker.id, limit: 2, leaseDuration: .seconds(30))
+        #expect(try await store.repository.workerSeen(id: worker.id)?.lastSeenAt != nil)
+        let revoked = try await store.repository.revokeWorker(id: worker.id)
+        #expect(revoked.state == .revoked && revoked.revokedAt != nil)
+        #expect(try await store.repository.segments(ofJob: job.id).allSatisfy { $0.state == .pending })
+        #expect(try await store.repository.completeSegment(leases[0].reference, outputURL: "o", checksum: "c")
+            == .staleLease)
+        #expect(try await store.repository.claimSegments(for: worker.id, limit: 2, leaseDuration: .seconds(30)).isEmpty)
+        #expect(try await store.repository.workerSeen(id: worker.id) == nil)
+        let error = await #expect(throws: StoreError.self) {
+            try await store.repository.enrollWorker(publicKey: "key-doomed", name: "doomed", slots: 1)
+        }
+        #expect(error?.code == .workerRevoked)
+    }
+
+    @Test func extendingALeaseNeedsTheCurrentToken() async throws {
+        let store = try await StoreFixture()
+        let worker = try await store.makeWorker()
+        try await store.makeRunningJob(segments: 1)
+        let lease = try await store.repository.claimSegments(for: worker.id, limit: 1, leaseDuration: .seconds(1))[0]
+        let extended = try #require(try await store.repository.extendLease(lease.reference, by: .seconds(600)))
+        #expect(extended.timeIntervalSince(lease.expiresAt) > 500)
+        let forged = LeaseReference(segmentID: lease.reference.segmentID, token: UUID())
+        #expect(try await store.repository.extendLease(forged, by: .seconds(600)) == nil)
+    }
+
+    @Test func eventsAreAppendOnly() async throws {
+        let store = try await StoreFixture()
+        let job = try await store.makeRunningJob(segments: 1)
+        let error = await #expect(throws: StoreError.self) {
+            try await store.query("DELETE FROM job_events WHERE job_id = \(job.id)")
+        }
+        #expect(error?.sqlState == "23001")
+        #expect(try await store.repository.events(ofJob: job.id).count == 3)
+    }
+}
