@@ -75,7 +75,7 @@ enum StoreBenchmark {
                 idempotencyKey: "bench-\(job)", sourceURL: "file:///in.mov", outputURL: "file:///out.mp4"))
             try await repository.startPlanning(jobID: created.job.id)
             let plan = (0..<perJob).map {
-                SegmentPlan(index: $0, rangeStart: Int64($0) * 900_000, rangeEnd: Int64($0 + 1) * 900_000,
+                PlannedSegment(index: $0, rangeStart: Int64($0) * 900_000, rangeEnd: Int64($0 + 1) * 900_000,
                             timescale: 90_000)
             }
             try await repository.recordPlan(jobID: created.job.id, plan: .emptyObject, segments: plan)

@@ -46,7 +46,7 @@ private final class Acknowledged: Sendable {
             == .completed(jobReadyToStitch: true))
         try await second.startPlanning(jobID: planning.id) // planning again after the restart is allowed
         try await second.recordPlan(jobID: planning.id, plan: PostgresJSON("{}"),
-                                    segments: [SegmentPlan(index: 0, rangeStart: 0, rangeEnd: 1, timescale: 1)])
+                                    segments: [PlannedSegment(index: 0, rangeStart: 0, rangeEnd: 1, timescale: 1)])
         for job in [running, stitching] { try await second.completeJob(jobID: job.id) }
         #expect(try await second.jobs(in: [.completed]).map(\.id).sorted { $0.uuidString < $1.uuidString }
             == [running.id, stitching.id].sorted { $0.uuidString < $1.uuidString })

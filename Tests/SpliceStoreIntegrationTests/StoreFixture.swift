@@ -31,7 +31,7 @@ struct StoreFixture {
             settings: PostgresJSON(#"{"codec":"h264"}"#), priority: priority, maxAttempts: maxAttempts))
         try await repository.startPlanning(jobID: created.job.id)
         let plan = (0..<segments).map {
-            SegmentPlan(index: $0, rangeStart: Int64($0) * 90_000, rangeEnd: Int64($0 + 1) * 90_000, timescale: 90_000)
+            PlannedSegment(index: $0, rangeStart: Int64($0) * 90_000, rangeEnd: Int64($0 + 1) * 90_000, timescale: 90_000)
         }
         return try await repository.recordPlan(jobID: created.job.id, plan: PostgresJSON(#"{"segments":\#(segments)}"#),
                                                segments: plan)

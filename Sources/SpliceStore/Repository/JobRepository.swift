@@ -85,7 +85,7 @@ public final class JobRepository: Sendable {
 
     /// `planning → running`: stores the plan and its segments. Recording the same plan again is a no-op.
     @discardableResult
-    public func recordPlan(jobID: UUID, plan: PostgresJSON, segments: [SegmentPlan]) async throws -> Job {
+    public func recordPlan(jobID: UUID, plan: PostgresJSON, segments: [PlannedSegment]) async throws -> Job {
         guard !segments.isEmpty else {
             throw StoreError(.invalidTransition, message: "job \(jobID): a plan needs at least one segment",
                              isRetryable: false)

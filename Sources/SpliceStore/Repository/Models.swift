@@ -101,7 +101,7 @@ public struct JobCreation: Sendable, Equatable {
 
 /// One piece of a plan: a media time range `[rangeStart, rangeEnd)` in units of `1/timescale` s,
 /// plus anything else the planner wants the worker to know (`spec`, opaque JSON).
-public struct SegmentPlan: Sendable, Equatable {
+public struct PlannedSegment: Sendable, Equatable {
     public var index: Int
     public var rangeStart: Int64
     public var rangeEnd: Int64
@@ -121,7 +121,7 @@ public struct SegmentPlan: Sendable, Equatable {
 public struct Segment: Sendable, Equatable, Identifiable {
     public var id: Int64
     public var jobID: UUID
-    public var plan: SegmentPlan
+    public var plan: PlannedSegment
     public var state: SegmentState
     /// How many attempts have started (the current one included while leased).
     public var attempt: Int

@@ -28,7 +28,7 @@ extension Segment {
         """
 
     init(row: PostgresRow) throws(StoreError) {
-        let plan = SegmentPlan(
+        let plan = PlannedSegment(
             index: try row.decode(column: "index"), rangeStart: try row.decode(column: "range_start"),
             rangeEnd: try row.decode(column: "range_end"), timescale: try row.decode(column: "range_timescale"),
             spec: try row.decode(column: "spec"))

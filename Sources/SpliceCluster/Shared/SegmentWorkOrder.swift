@@ -1,0 +1,43 @@
+public import Foundation
+public import SpliceMedia
+
+/// The `spec` of an ASSIGN: everything a worker needs to encode one segment. It carries the job's
+/// plan cut down to that one segment, so every worker resolves identical encoder settings from
+/// identical inputs (and the stitcher can join what they write).
+public struct SegmentWorkOrder: Sendable, Codable, Hashable {
+    /// The job's plan with `segments` holding only the segment to encode.
+    public var plan: SegmentPlan
+    /// The segment to encode.
+    public var segment: Int
+
+    /// The order for segment `index` of `plan`.
+    public init(plan: SegmentPlan, segment index: Int) {
+        var single = plan
+        single.segments = plan.segments.filter { $0.index == index }
+        self.plan = single
+        self.segment = index
+    }
+}
+
+/// Where segment files live in the spool directory that coordinator and workers share (a local
+/// folder for one machine, an NFS export for many). Every attempt writes its own file, so a slow
+/// worker's late output can never overwrite the one the database recorded.
+public struct SpoolLayout: Sendable, Hashable {
+    public var root: URL
+
+    public init(root: URL) {
+        self.root = root
+    }
+
+    /// `<root>/jobs/<job>/`.
+    public func jobDirectory(_ job: String) -> URL {
+        root.appendingPathComponent("jobs").appendingPathComponent(job)
+    }
+
+    /// `<root>/jobs/<job>/segment-00012.a2-7c1e9d2a.splseg` for segment 12, attempt 2, lease 7c1e9d2a….
+    public func segmentFile(job: String, segment: Int, attempt: Int, leaseToken: String) -> URL {
+        let index = String(segment)
+        let padded = String(repeating: "0", count: max(0, 5 - index.count)) + index
+        return jobDirectory(job).appendingPathComponent("segment-\(padded).a\(attempt)-\(leaseToken.prefix(8)).splseg")
+    }
+}
