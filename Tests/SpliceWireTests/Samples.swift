@@ -54,7 +54,7 @@ enum Samples {
     )
 
     static let requests: [APIRequest] = [
-        .submit(SubmitJob(input: "/in/a.mov", output: "/out/a.mp4", export: spec, segmentSeconds: 10, priority: 5,
+        .submit(SubmitJob(input: "/in/a.mov", output: "/out/a.mp4", export: spec, priority: 5,
                           submissionKey: "0b7e2c1e-submit")),
         .submit(SubmitJob(input: "/in/b.mov", output: "/out/b.mp4", export: .object([:]))),
         .status(JobStatusQuery(job: "job-7f3a")),

@@ -83,10 +83,9 @@ public struct SubmitJob: MessageBody, Hashable {
     public static let messageType = "SUBMIT"
     public var input: String
     public var output: String
-    /// The export settings (codec, size, bitrate…), encoded by the media module.
+    /// The export settings (codec, size, bitrate, range, segment length…) as the cluster module
+    /// encodes them (`JobRequest`); exact times inside, never floating-point seconds.
     public var export: JSONValue
-    /// Target segment length; nil lets the coordinator choose.
-    public var segmentSeconds: Double?
     /// Higher runs first; nil is the default priority.
     public var priority: Int?
     /// Makes the submit safe to resend: the client picks it once per job (a UUID) and reuses it
@@ -95,13 +94,11 @@ public struct SubmitJob: MessageBody, Hashable {
     public var submissionKey: String?
 
     public init(
-        input: String, output: String, export: JSONValue, segmentSeconds: Double? = nil, priority: Int? = nil,
-        submissionKey: String? = nil
+        input: String, output: String, export: JSONValue, priority: Int? = nil, submissionKey: String? = nil
     ) {
         self.input = input
         self.output = output
         self.export = export
-        self.segmentSeconds = segmentSeconds
         self.priority = priority
         self.submissionKey = submissionKey
     }
