@@ -7,6 +7,7 @@ let usage = "usage: splice-bench export [runs] | transcode [runs] | store [optio
 do {
     switch arguments.first {
     case "export": try ExportBenchmark.run(arguments: Array(arguments.dropFirst()))
+    case "transcode": try TranscodeBenchmark.run(arguments: Array(arguments.dropFirst()))
     case "store": try await StoreBenchmark.run(Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data((usage + "\n").utf8))
