@@ -143,9 +143,9 @@ private struct StitchRun {
                     try muxer.write(packet, stream: out, timeBase: videoTB)
                 } else if stream == audioStream, let out = outAudio, let keep {
                     let pts = packet.pts
-                    if let s = keep.keepStart, pts < s - 1024 { continue }
+                    if let s = keep.keepStart, pts < s { continue }
                     if let e = keep.keepEnd, pts >= e { continue }
-                    if let expected = nextAudioPTS, pts != expected, false {
+                    if let expected = nextAudioPTS, pts != expected {
                         throw MediaError(.incompatibleSegments,
                                          "segment \(spec.index)'s audio does not continue the previous segment's "
                                          + "(packet at sample \(pts), expected \(expected)); encode it again")
