@@ -65,7 +65,9 @@ struct CurveTests {
         // Reply by key and by peer.
         try await server.router.send([Data(text: "by key")], toKey: workerKeys.publicKey)
         #expect(await receive(worker)?.texts == ["by key"])
-        #expect(server.zap?.statistics.allowed == 1)
+        // At least the one handshake; a loaded machine may see the session reconnect (heartbeat
+        // timeout) and hand-shake again, which is allowed as well.
+        #expect((server.zap?.statistics.allowed ?? 0) >= 1)
         await server.stop(worker)
     }
 
