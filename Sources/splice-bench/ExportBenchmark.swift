@@ -11,11 +11,7 @@ enum ExportBenchmark {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let source = dir.appendingPathComponent("source-1080p.mp4").path
-        print("generating a \(seconds) s 1920x1080 30 fps clip with audio …")
-        _ = try MeasuredProcess.run(["ffmpeg", "-y", "-f", "lavfi", "-i", "testsrc2=size=1920x1080:rate=30:duration=\(seconds)",
-                                     "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)",
-                                     "-c:v", "libx264", "-preset", "veryfast", "-crf", "18", "-g", "60", "-pix_fmt", "yuv420p",
-                                     "-c:a", "aac", "-b:a", "192k", "-ac", "2", source])
+        try BenchmarkClip.generate(seconds: seconds, at: source)
         let ours = dir.appendingPathComponent("splice.mp4").path, theirs = dir.appendingPathComponent("ffmpeg.mp4").path
         let spliceCommand = [Binaries.splice, "export", source, ours, "--video-codec", "h264", "--preset", "medium",
                              "--crf", "23", "--keyframe-interval", "60", "--audio-codec", "aac", "--audio-bitrate", "128k"]

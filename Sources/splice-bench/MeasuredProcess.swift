@@ -71,3 +71,15 @@ enum Binaries {
         return me.deletingLastPathComponent().appendingPathComponent("splice").path
     }
 }
+
+/// The benchmarks' source clip: a generated 1920x1080 30 fps test pattern with a 440 Hz tone,
+/// keyframes every 2 s, high quality so decoding it is realistic.
+enum BenchmarkClip {
+    static func generate(seconds: Int, at path: String) throws {
+        print("generating a \(seconds) s 1920x1080 30 fps clip with audio …")
+        _ = try MeasuredProcess.run(["ffmpeg", "-y", "-f", "lavfi", "-i", "testsrc2=size=1920x1080:rate=30:duration=\(seconds)",
+                                     "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)",
+                                     "-c:v", "libx264", "-preset", "veryfast", "-crf", "18", "-g", "60", "-pix_fmt", "yuv420p",
+                                     "-c:a", "aac", "-b:a", "192k", "-ac", "2", path])
+    }
+}

@@ -81,6 +81,22 @@ final class CodecContext {
         return true
     }
 
+    /// Decodes `packet` (nil drains the decoder) and hands each frame that comes out to `body`,
+    /// while `shouldContinue` holds. EAGAIN on send means "read the output first": the frames are
+    /// handed over, then the packet is sent again.
+    func decode(_ packet: Packet?, into frame: Frame, while shouldContinue: () -> Bool,
+                _ body: (Frame) throws(MediaError) -> Void) throws(MediaError) {
+        func drain() throws(MediaError) {
+            while shouldContinue(), try receive(frame: frame) == .ready {
+                try body(frame)
+            }
+        }
+        while try !send(packet: packet) {
+            try drain()
+        }
+        try drain()
+    }
+
     enum Output { case ready, needsInput, finished }
 
     /// Reads one decoded frame.

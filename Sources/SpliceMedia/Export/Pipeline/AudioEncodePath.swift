@@ -95,24 +95,14 @@ final class AudioEncodePath: TrackPath {
 
     func handle(_ packet: Packet) throws(MediaError) {
         guard !isDone else { return }
-        while try !decoder.send(packet: packet) {
-            try drainDecoder()
-        }
-        try drainDecoder()
+        try decoder.decode(packet, into: decoded, while: { !isDone }) { frame throws(MediaError) in try accept(frame) }
     }
 
     func endOfInput() throws(MediaError) {
         guard !isDone else { return }
-        _ = try decoder.send(packet: nil)
-        try drainDecoder()
+        try decoder.decode(nil, into: decoded, while: { !isDone }) { frame throws(MediaError) in try accept(frame) }
         try flushResampler()
         isDone = true
-    }
-
-    private func drainDecoder() throws(MediaError) {
-        while !isDone, try decoder.receive(frame: decoded) == .ready {
-            try accept(decoded)
-        }
     }
 
     private func begin(with frame: Frame) {

@@ -69,23 +69,13 @@ final class VideoEncodePath: TrackPath {
 
     func handle(_ packet: Packet) throws(MediaError) {
         guard !isDone else { return }
-        while try !decoder.send(packet: packet) {
-            try drainDecoder()
-        }
-        try drainDecoder()
+        try decoder.decode(packet, into: decoded, while: { true }) { frame throws(MediaError) in try accept(frame) }
     }
 
     func endOfInput() throws(MediaError) {
         guard !isDone, !decoderDrained else { return }
         decoderDrained = true
-        _ = try decoder.send(packet: nil)
-        try drainDecoder()
-    }
-
-    private func drainDecoder() throws(MediaError) {
-        while try decoder.receive(frame: decoded) == .ready {
-            try accept(decoded)
-        }
+        try decoder.decode(nil, into: decoded, while: { true }) { frame throws(MediaError) in try accept(frame) }
     }
 
     private func accept(_ frame: Frame) throws(MediaError) {
