@@ -13,18 +13,7 @@ struct AudioEncoding: Sendable, Hashable, Codable {
 
     static func resolve(_ settings: AudioSettings, source: Track, fileType: OutputFileType?) throws(SettingsError) -> AudioEncoding {
         try settings.validate()
-        if let fileType {
-            let allowed: [AudioSettings.Codec] = switch fileType {
-            case .mp4: [.aac, .opus]
-            case .mov: [.aac, .pcm]
-            case .mkv: AudioSettings.Codec.allCases
-            case .webm: [.opus]
-            }
-            if !allowed.contains(settings.codec) {
-                throw SettingsError(field: "audio-codec", value: settings.codec.rawValue,
-                                    allowed: SettingsError.oneOf(allowed) + " for a .\(fileType) output")
-            }
-        }
+        if let fileType { try settings.validate(for: fileType) }
         let sourceRate = source.sampleRate ?? 48000
         let sampleRate: Int
         switch settings.codec {

@@ -42,18 +42,7 @@ struct VideoEncoding: Sendable, Hashable, Codable {
     static func resolve(_ settings: VideoSettings, source: Track, fileType: OutputFileType?,
                         threads: Int, closedGOP: Bool = false, notices: inout [String]) throws(SettingsError) -> VideoEncoding {
         try settings.validate()
-        if let fileType {
-            let allowed: [VideoSettings.Codec] = switch fileType {
-            case .mp4: [.h264, .hevc, .vp9, .av1]
-            case .mov: [.h264, .hevc, .prores]
-            case .mkv: VideoSettings.Codec.allCases
-            case .webm: [.vp9, .av1]
-            }
-            if !allowed.contains(settings.codec) {
-                throw SettingsError(field: "video-codec", value: settings.codec.rawValue,
-                                    allowed: SettingsError.oneOf(allowed) + " for a .\(fileType) output")
-            }
-        }
+        if let fileType { try settings.validate(for: fileType) }
         let encoderName = try encoderName(for: settings.codec)
         guard let encoder = avcodec_find_encoder_by_name(encoderName) else {
             throw SettingsError(field: "video-codec", value: settings.codec.rawValue,

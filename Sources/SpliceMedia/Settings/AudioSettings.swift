@@ -33,6 +33,25 @@ public struct AudioSettings: Sendable, Codable, Hashable {
     static let aacRates = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200, 96000]
     static let opusRates = [8000, 12000, 16000, 24000, 48000]
 
+    /// The codecs each container holds.
+    public static func codecs(for fileType: OutputFileType) -> [Codec] {
+        switch fileType {
+        case .mp4: [.aac, .opus]
+        case .mov: [.aac, .pcm]
+        case .mkv: Codec.allCases
+        case .webm: [.opus]
+        }
+    }
+
+    /// Checks that the codec fits the container.
+    public func validate(for fileType: OutputFileType) throws(SettingsError) {
+        let allowed = AudioSettings.codecs(for: fileType)
+        if !allowed.contains(codec) {
+            throw SettingsError(field: "audio-codec", value: codec.rawValue,
+                                allowed: SettingsError.oneOf(allowed) + " for a .\(fileType) output")
+        }
+    }
+
     /// Checks every field on its own terms. Throws the first problem found.
     public func validate() throws(SettingsError) {
         if let sampleRate {

@@ -164,6 +164,25 @@ public struct VideoSettings: Sendable, Codable, Hashable {
         }
     }
 
+    /// The codecs each container holds.
+    public static func codecs(for fileType: OutputFileType) -> [Codec] {
+        switch fileType {
+        case .mp4: [.h264, .hevc, .vp9, .av1]
+        case .mov: [.h264, .hevc, .prores]
+        case .mkv: Codec.allCases
+        case .webm: [.vp9, .av1]
+        }
+    }
+
+    /// Checks that the codec fits the container.
+    public func validate(for fileType: OutputFileType) throws(SettingsError) {
+        let allowed = VideoSettings.codecs(for: fileType)
+        if !allowed.contains(codec) {
+            throw SettingsError(field: "video-codec", value: codec.rawValue,
+                                allowed: SettingsError.oneOf(allowed) + " for a .\(fileType) output")
+        }
+    }
+
     /// "4.1" → 41, "4" → 40, "5.2" → 52 (FFmpeg's level numbering); nil when not a level.
     static func levelNumber(_ text: String) -> Int? {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)

@@ -170,7 +170,9 @@ struct ExportOptions: OptionGroup {
         if let duration, duration <= .zero { throw UsageError("--duration must be longer than zero") }
         do {
             try videoSettings(for: type)?.validate()
+            try videoSettings(for: type)?.validate(for: type)
             try audioSettings(for: type)?.validate()
+            try audioSettings(for: type)?.validate(for: type)
         } catch let error as SettingsError {
             throw UsageError("--\(error.field): '\(error.value)' is not valid; it must be \(error.allowed)")
         }
