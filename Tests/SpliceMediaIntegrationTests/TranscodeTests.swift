@@ -189,6 +189,27 @@ struct TranscodeTests {
         try checkAudio(o, sourceOffset: 72000)
     }
 
+    @Test func aDamagedSourceFailsWithAClearErrorAndLeavesNothing() async throws {
+        let source = try Fixtures.clip(Self.clip(seconds: 4, fps: "25", rate: 48000, width: 96, height: 64))
+        let dir = Fixtures.temporaryDirectory("damaged")
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: source)))
+        for i in (bytes.count * 40 / 100)..<(bytes.count * 60 / 100) { bytes[i] = 0xFF }
+        let damaged = dir.appendingPathComponent("damaged.mov")
+        try Data(bytes).write(to: damaged)
+        let output = dir.appendingPathComponent("out.mp4")
+        let transcoder = Transcoder(options: .init(source: damaged.path, output: output, video: VideoSettings(codec: .h264, preset: "ultrafast"),
+                                                   audio: AudioSettings(codec: .aac), fileType: .mp4,
+                                                   segmentDuration: MediaTime(seconds: 1), jobs: 2))
+        await #expect {
+            _ = try await transcoder.run()
+        } throws: { error in
+            guard let e = error as? MediaError else { return false }
+            return (e.code == .decodeFailed || e.code == .invalidMedia) && !e.isRetryable && e.description.contains("damaged.mov")
+        }
+        // No output, no working folder, no temporary files.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["damaged.mov"])
+    }
+
     // MARK: - The stitcher refuses what does not belong together
 
     @Test func theStitcherRefusesMissingForeignDamagedAndAlteredSegments() async throws {
