@@ -1,0 +1,197 @@
+import Foundation
+public import SpliceWire
+
+/// A client of the coordinator's API (`splice-api` 1, see docs/protocol.md): what `splice submit`,
+/// `status`, `jobs`, `cancel` and `workers` use.
+///
+///     let client = try await SpliceClient.connect(SpliceClientConfiguration(endpoint: "tcp://10.0.0.5:7451"))
+///     let job = try await client.submit(SubmitJob(input: "/media/in.mov", output: "/media/out.mp4", export: export))
+///     let final = try await client.waitForCompletion(of: job) { event in … }
+///     await client.close()
+///
+/// Every call sends its request, waits up to `attemptTimeout` for the reply, and sends it again
+/// (with a fresh request id, the same body) until `timeout` has passed; a reply to any of its sends
+/// is taken, replies meant for other calls are skipped. Every request is safe to repeat — SUBMIT
+/// because its body carries one submission key for all of its sends. A retryable `ERROR`
+/// (`unavailable`: the job store is restarting) is resent after a short backoff.
+///
+/// Errors are `SpliceClientError`s whose message is one line for people.
+public actor SpliceClient {
+    public nonisolated let configuration: SpliceClientConfiguration
+    private let context: WireContext
+    private let router = ReplyRouter()
+    private var connection: ClientConnection?
+    private var isClosed = false
+
+    /// Opens the connection (libzmq connects in the background; an absent coordinator shows up as
+    /// `.unreachable` on the first call, not here). Fails only for an unusable endpoint.
+    public static func connect(_ configuration: SpliceClientConfiguration) async throws(SpliceClientError) -> SpliceClient {
+        let client = try SpliceClient(configuration: configuration)
+        _ = try await client.currentConnection()
+        return client
+    }
+
+    private init(configuration: SpliceClientConfiguration) throws(SpliceClientError) {
+        self.configuration = configuration
+        do {
+            context = try WireContext()
+        } catch {
+            throw SpliceClientError(code: .transport, message: "cannot start ZeroMQ: \(error.message)")
+        }
+    }
+
+    // MARK: - Requests
+
+    /// Submits a job and returns its id. A `submissionKey` is chosen here when the body has none,
+    /// and the same key goes with every resend, so the coordinator creates the job once.
+    public func submit(_ job: SubmitJob) async throws(SpliceClientError) -> JobID {
+        var job = job
+        if job.submissionKey == nil { job.submissionKey = UUID().uuidString }
+        return try await send(.submit(job)) { (reply) -> JobSubmitted? in
+            if case .submitted(let body) = reply { body } else { nil }
+        }.job
+    }
+
+    /// One job's state and progress.
+    public func status(of job: JobID) async throws(SpliceClientError) -> JobStatus {
+        try await send(.status(JobStatusQuery(job: job))) { (reply) -> JobStatus? in
+            if case .status(let body) = reply { body } else { nil }
+        }
+    }
+
+    /// Recent jobs, newest first; only those in `state` (an API state name) when given.
+    public func jobs(state: String? = nil, limit: Int? = nil) async throws(SpliceClientError) -> [JobStatus] {
+        try await send(.list(ListJobs(state: state, limit: limit))) { (reply) -> JobList? in
+            if case .jobs(let body) = reply { body } else { nil }
+        }.jobs
+    }
+
+    /// Cancels a job; the answer carries its state afterwards (a finished job keeps its own).
+    public func cancel(_ job: JobID) async throws(SpliceClientError) -> JobCancelled {
+        try await send(.cancel(CancelJob(job: job))) { (reply) -> JobCancelled? in
+            if case .cancelled(let body) = reply { body } else { nil }
+        }
+    }
+
+    /// The workers the coordinator knows.
+    public func workers() async throws(SpliceClientError) -> [WorkerInfo] {
+        try await send(.workers(ListWorkers())) { (reply) -> WorkerList? in
+            if case .workers(let body) = reply { body } else { nil }
+        }.workers
+    }
+
+    /// Admits a worker key.
+    public func enroll(_ key: CurvePublicKey, name: String? = nil) async throws(SpliceClientError) -> WorkerKeyChanged {
+        try await changeKey(.enroll(EnrollWorker(publicKey: key, name: name)))
+    }
+
+    /// Refuses a worker key from now on and ends its live sessions.
+    public func revoke(_ key: CurvePublicKey) async throws(SpliceClientError) -> WorkerKeyChanged {
+        try await changeKey(.revoke(RevokeWorker(publicKey: key)))
+    }
+
+    private func changeKey(_ request: APIRequest) async throws(SpliceClientError) -> WorkerKeyChanged {
+        try await send(request) { (reply) -> WorkerKeyChanged? in
+            if case .workerKey(let body) = reply { body } else { nil }
+        }
+    }
+
+    /// Replies that arrived for no waiting call (answers to sends a call had given up on).
+    public var skippedReplies: Int { router.skippedReplies }
+
+    // MARK: - Connection
+
+    /// Closes the connection. Later calls fail with `.transport`.
+    public func close() async {
+        isClosed = true
+        await connection?.close()
+        connection = nil
+        await context.terminate()
+    }
+
+    /// Drops the connection and opens a fresh one: after the coordinator restarted, a new socket
+    /// connects at once instead of waiting out libzmq's reconnect backoff.
+    func reconnect() async throws(SpliceClientError) {
+        let old = connection
+        connection = nil
+        await old?.close()
+        _ = try await currentConnection()
+    }
+
+    private func currentConnection() async throws(SpliceClientError) -> ClientConnection {
+        guard !isClosed else { throw SpliceClientError(code: .transport, message: "the client is closed") }
+        if let connection { return connection }
+        let opened = try await ClientConnection.open(configuration, context: context, router: router)
+        connection = opened
+        return opened
+    }
+
+    // MARK: - One call
+
+    /// Sends `request` until a reply arrives or `timeout` passes and returns the reply's body
+    /// (`Body`, as `extract` finds it); throws `.rejected` for an `ERROR`, `.unexpectedReply` for
+    /// any other type.
+    private func send<Body: MessageBody>(
+        _ request: APIRequest, _ extract: (APIReply) -> Body?
+    ) async throws(SpliceClientError) -> Body {
+        let reply = try await exchange(request)
+        if case .error(let error) = reply { throw SpliceClientError.rejected(error) }
+        guard let body = extract(reply) else {
+            let sent = Swift.type(of: request.body).messageType
+            let received = Swift.type(of: reply.body).messageType
+            throw SpliceClientError(
+                code: .unexpectedReply,
+                message: "the coordinator at \(configuration.endpoint) answered \(sent) with \(received) instead of "
+                    + "\(Body.messageType); are `splice` and the coordinator the same version?")
+        }
+        return body
+    }
+
+    /// The reply to `request` (possibly a non-retryable ERROR), resending as the type comment says.
+    private func exchange(_ request: APIRequest) async throws(SpliceClientError) -> APIReply {
+        let clock = ContinuousClock()
+        let deadline = clock.now + configuration.timeout
+        let mailbox = ReplyMailbox()
+        var ids: [String] = []
+        defer { router.forget(ids) }
+        var retryableErrors = 0
+        while true {
+            if Task.isCancelled { throw SpliceClientError.cancelledError }
+            let connection = try await currentConnection()
+            if let refusal = connection.refusal { throw refusal }
+            let id = UUID().uuidString
+            ids.append(id)
+            router.expect(id, in: mailbox)
+            do {
+                try await connection.endpoint.send(request, requestID: id)
+            } catch where error.code == .encoding || error.code == .messageTooLarge {
+                throw SpliceClientError(code: .transport, message: "cannot send the request: \(error.message)")
+            } catch {
+                // Queue full or socket replaced: wait out this attempt and send again.
+            }
+            let remaining = deadline - clock.now
+            if let result = await mailbox.next(within: min(configuration.attemptTimeout, max(remaining, .zero))) {
+                let reply = try result.get()
+                guard case .error(let error) = reply, error.retryable else { return reply }
+                retryableErrors += 1
+                let pause = configuration.retryBackoff.delay(attempt: retryableErrors)
+                guard clock.now + pause < deadline else { return reply }
+                do { try await Task.sleep(for: pause) } catch { throw SpliceClientError.cancelledError }
+                continue
+            }
+            if Task.isCancelled { throw SpliceClientError.cancelledError }
+            if clock.now >= deadline { throw connection.unreachableError(after: configuration.timeout) }
+        }
+    }
+
+    /// `10s`, `1.5s`, `250ms`: a duration as the messages show it.
+    nonisolated static func text(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let milliseconds = Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+        if milliseconds < 1000 { return "\(milliseconds)ms" }
+        var fraction = String(milliseconds % 1000)
+        fraction = String(repeating: "0", count: 3 - fraction.count) + fraction
+        while fraction.hasSuffix("0") { fraction.removeLast() }
+        return "\(milliseconds / 1000)" + (fraction.isEmpty ? "" : "." + fraction) + "s"
+    }
+}
