@@ -52,7 +52,7 @@ struct WorkerDaemonTests {
         try await session { coordinator, worker, _ in
             // The coordinator is alive (HEARTBEATs) but acknowledges nothing, as if its database were down.
             let lease = 2_000
-            let assign = try WorkerMedia.assign(try await WorkerMedia.plan(preset: "placebo"), spool: worker.spool,
+            let assign = try WorkerMedia.assign(try await WorkerMedia.slowPlan(), spool: worker.spool,
                                                 token: "expiring", lease: lease, progress: 100)
             let sent = ContinuousClock.now
             try await coordinator.send(.assign(assign))
@@ -63,7 +63,7 @@ struct WorkerDaemonTests {
             #expect(!extensions.isEmpty, "no PROGRESS at all")
             #expect(window.compactMap(\.message.asComplete).isEmpty && window.compactMap(\.message.asFail).isEmpty)
             #expect(extensions.allSatisfy { $0 - sent < .milliseconds(lease) }, "still extending at the deadline")
-            #expect(await eventually { files(under: worker.spool).isEmpty }, "left \(files(under: worker.spool))")
+            #expect(await eventually(within: .seconds(3)) { files(under: worker.spool).isEmpty }, "left \(files(under: worker.spool))")
             // Asked again, the worker holds nothing for that attempt.
             try await coordinator.send(.disconnect(Disconnect(reason: .reregister)))
             let hello = await coordinator.next { $0.asHello }
@@ -74,7 +74,7 @@ struct WorkerDaemonTests {
     @Test("CANCEL stops the encode and deletes the partial file")
     func cancel() async throws {
         try await session { coordinator, worker, _ in
-            let assign = try WorkerMedia.assign(try await WorkerMedia.plan(preset: "placebo"), spool: worker.spool,
+            let assign = try WorkerMedia.assign(try await WorkerMedia.slowPlan(), spool: worker.spool,
                                                 token: "cancelled")
             try await coordinator.send(.assign(assign))
             #expect(await coordinator.next { $0.asAccept } != nil)
@@ -82,7 +82,7 @@ struct WorkerDaemonTests {
             let jobDirectory = URL(fileURLWithPath: assign.outputPath).deletingLastPathComponent()
             #expect(await eventually { !files(under: jobDirectory).isEmpty }, "the encode wrote nothing")
             try await coordinator.send(.cancel(Cancel(attempt: assign.attempt, reason: .jobCancelled)))
-            #expect(await eventually { files(under: jobDirectory).isEmpty }, "left \(files(under: jobDirectory))")
+            #expect(await eventually(within: .seconds(3)) { files(under: jobDirectory).isEmpty }, "left \(files(under: jobDirectory))")
             try await coordinator.send(.disconnect(Disconnect(reason: .reregister)))
             let hello = await coordinator.next { $0.asHello }
             #expect(hello?.running == [] && hello?.finished == [] && hello?.failed == [])
@@ -175,7 +175,7 @@ struct WorkerDaemonTests {
     @Test("drain: after the drain timeout a running segment is handed back with FAIL drained, then run() returns")
     func drainHandsBack() async throws {
         try await session(drainTimeout: .milliseconds(300)) { coordinator, worker, _ in
-            let assign = try WorkerMedia.assign(try await WorkerMedia.plan(preset: "placebo"), spool: worker.spool,
+            let assign = try WorkerMedia.assign(try await WorkerMedia.slowPlan(), spool: worker.spool,
                                                 token: "handed-back")
             try await coordinator.send(.assign(assign))
             #expect(await coordinator.next { $0.asAccept } != nil)

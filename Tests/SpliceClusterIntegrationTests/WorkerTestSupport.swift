@@ -122,6 +122,7 @@ struct RunningWorker {
         configuration.reconnectInterval = .milliseconds(50)
         configuration.reconnectIntervalMax = .milliseconds(200)
         configuration.flushTimeout = .seconds(2)
+        configuration.codecThreads = 1  // two cores shared by every test running at once
         configure(&configuration)
         let daemon = try WorkerDaemon(configuration: configuration, logger: testLogger)
         return RunningWorker(daemon: daemon, task: Task { try await daemon.run() }, spool: spool)
@@ -148,14 +149,21 @@ struct RunningWorker {
 let testLogger: Logger = ProcessInfo.processInfo.environment[Logger.levelEnvironmentVariable] == nil
     ? Logger(level: .error) : Logger.configured(environment: ProcessInfo.processInfo.environment)
 
-/// Real segments of a generated clip (2 s, 320×240, video only) to assign.
+/// Real segments of a generated clip (320×240 at 30 fps, video only) to assign.
 enum WorkerMedia {
-    /// The one-segment plan of the clip, encoded with x264 at `preset` (`placebo` takes seconds).
-    static func plan(preset: String) async throws -> SegmentPlan {
-        let clip = try Fixtures.clip(Fixtures.ClipSpec(seconds: "2", width: 320, height: 240, sampleRate: nil))
+    /// The one-segment plan of a `seconds`-long clip, encoded with x264 at `preset`.
+    static func plan(preset: String, seconds: Int = 2) async throws -> SegmentPlan {
+        let clip = try Fixtures.clip(Fixtures.ClipSpec(seconds: "\(seconds)", width: 320, height: 240, sampleRate: nil))
         let asset = try await Asset.open(clip)
-        return try await SegmentPlanner(targetDuration: MediaTime(seconds: 10))
+        return try await SegmentPlanner(targetDuration: MediaTime(seconds: 60))
             .plan(asset: asset, video: VideoSettings(codec: .h264, preset: preset), audio: nil, fileType: .mp4)
+    }
+
+    /// A segment that takes seconds to encode (10 s at `veryslow`, one codec thread) and spends
+    /// them in the exporter's cancellable demux loop. (A clip no longer than x264's lookahead is
+    /// all encoded in the end-of-input flush, which does not check for cancellation.)
+    static func slowPlan() async throws -> SegmentPlan {
+        try await plan(preset: "veryslow", seconds: 10)
     }
 
     /// An ASSIGN of segment 0 of `plan` to an attempt-unique path in `spool`, as the coordinator makes it.
