@@ -199,8 +199,8 @@ public actor WorkerDaemon: Service {
     private func start(_ assign: Assign) {
         let token = assign.attempt.leaseToken
         let encode = SegmentEncode(assign: assign, spool: spool, codecThreads: configuration.effectiveCodecThreads)
-        log(assign.attempt).info("segment started", ["output": assign.outputPath])
         let logger = log(assign.attempt)
+        logger.info("segment started", ["output": assign.outputPath])
         encodes[token] = Task.detached { [eventSink] in
             let outcome = await encode.run { fraction in
                 eventSink.yield(.encodeProgress(token, fraction: fraction, frames: 0))
