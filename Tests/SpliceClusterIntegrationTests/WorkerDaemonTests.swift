@@ -137,7 +137,7 @@ struct WorkerDaemonTests {
             plan.segments[0].videoEnd = MediaTime(seconds: 101)
             let assign = try WorkerMedia.assign(plan, spool: worker.spool, token: "poison")
             try await coordinator.send(.assign(assign))
-            let fail = try #require(await coordinator.next { $0.asFail }, "no FAIL")
+            let fail = try #require(await coordinator.next { $0.asReportedFail }, "no FAIL")
             #expect(fail.attempt == assign.attempt)
             #expect(fail.code == "undecodable-input")
             #expect(!fail.retryable)

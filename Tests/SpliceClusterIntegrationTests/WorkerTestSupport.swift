@@ -215,6 +215,9 @@ extension WorkerMessage {
     var asProgress: Progress? { if case .progress(let body) = self { body } else { nil } }
     var asComplete: Complete? { if case .complete(let body) = self { body } else { nil } }
     var asFail: Fail? { if case .fail(let body) = self { body } else { nil } }
+    /// A FAIL sent on its own or carried in a HELLO (a loaded machine may make the worker think
+    /// the scripted coordinator went quiet and re-register, reporting what it holds).
+    var asReportedFail: Fail? { asFail ?? asHello?.failed.first }
     var asHello: Hello? { if case .hello(let body) = self { body } else { nil } }
     var asDisconnect: Disconnect? { if case .disconnect(let body) = self { body } else { nil } }
 }
