@@ -17,6 +17,7 @@ struct SpliceCommand: Command {
             TranscodeCommand.self,
             StitchCommand.self,
             SegmentRemuxCommand.self,
+            WorkerCommand.self,
             HelpCommand.self,
             ProgressDemoCommand.self,
         ]

@@ -265,13 +265,14 @@ final class AudioEncodePath: TrackPath {
         }
     }
 
-    func finish() throws(MediaError) {
+    func finish(checkCancelled: () throws(MediaError) -> Void) throws(MediaError) {
         try flushResampler()
         try drainFifo(final: true)
         _ = try encoder.send(frame: nil)
         let tb = AVRational(num: 1, den: Int32(outputRate))
         while try encoder.receive(packet: packet) == .ready {
             try sink.write(packet, timeBase: tb)
+            try checkCancelled()
         }
     }
 }

@@ -71,5 +71,5 @@ final class CopyPath: TrackPath {
 
     func endOfInput() throws(MediaError) { isDone = true }
 
-    func finish() throws(MediaError) {}
+    func finish(checkCancelled: () throws(MediaError) -> Void) throws(MediaError) {}
 }

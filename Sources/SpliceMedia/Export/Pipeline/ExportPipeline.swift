@@ -111,8 +111,11 @@ final class ExportPipeline {
         if reachedEnd {
             for path in paths { try path.endOfInput() }
         }
-        if isCancelled() { throw MediaError.cancelled("the export to '\(plan.destination)'") }
-        for path in paths { try path.finish() }
+        let checkCancelled = { [isCancelled, plan] () throws(MediaError) -> Void in
+            if isCancelled() { throw MediaError.cancelled("the export to '\(plan.destination)'") }
+        }
+        try checkCancelled()
+        for path in paths { try path.finish(checkCancelled: checkCancelled) }
         if let v = videoEncode, v.framesWritten == 0 {
             throw MediaError(.decodeFailed, "no video frame of '\(plan.location)' could be decoded in the requested range",
                              isRetryable: false)

@@ -12,8 +12,9 @@ protocol TrackPath: AnyObject {
     func handle(_ packet: Packet) throws(MediaError)
     /// The input ended: drain decoders.
     func endOfInput() throws(MediaError)
-    /// Flush encoders and write every remaining packet.
-    func finish() throws(MediaError)
+    /// Flush encoders and write every remaining packet, calling `checkCancelled` between packets
+    /// (an encoder's flush can hold dozens of frames of work).
+    func finish(checkCancelled: () throws(MediaError) -> Void) throws(MediaError)
 }
 
 /// Where a pipeline's encoded packets go: an FFmpeg muxer (the user's file) or a segment file.

@@ -133,17 +133,16 @@ final class VideoEncodePath: TrackPath {
         }
     }
 
-    func finish() throws(MediaError) {
+    func finish(checkCancelled: () throws(MediaError) -> Void) throws(MediaError) {
         if let held {
             let endSlot = window.end.map { ($0 - outputZero).value(in: Rational(encoderTimeBase), rounding: .nearest) }
             try emitHeld(held, upTo: max(endSlot ?? (nextSlot + 1), nextSlot + 1))
             self.held = nil
         }
         _ = try encoder.send(frame: nil)
-        while true {
-            let state = try encoder.receive(packet: packet)
-            if state != .ready { break }
+        while try encoder.receive(packet: packet) == .ready {
             try sink.write(packet, timeBase: encoderTimeBase)
+            try checkCancelled()
         }
     }
 }

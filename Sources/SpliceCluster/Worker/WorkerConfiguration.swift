@@ -1,0 +1,76 @@
+public import Foundation
+public import SpliceWire
+
+/// Everything a ``WorkerDaemon`` is started with (`splice worker`'s flags).
+public struct WorkerConfiguration: Sendable {
+    /// The coordinator's worker endpoint, `tcp://HOST:7450`.
+    public var coordinatorEndpoint: String
+    /// How many segments to encode at once.
+    public var slots: Int
+    /// The shared spool directory. Every ASSIGN's `outputPath` must lie inside it: coordinator and
+    /// workers mount the spool at the same path.
+    public var spool: URL
+    /// The worker's own CURVE key pair and the coordinator's public key; nil without CURVE
+    /// (loopback or a trusted network only).
+    public var curve: (keys: CurveKeyPair, serverKey: CurvePublicKey)?
+    /// The name in HELLO and in logs (not an identity: the key is).
+    public var name: String
+    /// After SIGTERM, how long running segments may take before they are handed back (FAIL `drained`).
+    public var drainTimeout: Duration
+    /// After the drain timeout, how long to keep trying to get results acknowledged before exiting.
+    public var flushTimeout: Duration
+    /// How long before a lease's deadline (on this worker's clock) its encode is aborted when the
+    /// coordinator has not acknowledged extensions. Capped at a quarter of the lease.
+    public var leaseSafetyMargin: Duration
+    /// How often HELLO is resent before a WELCOME gives the coordinator's heartbeat interval.
+    public var helloInterval: Duration
+    /// How often the session's timers are checked (HELLO, PROGRESS, HEARTBEAT, resends, leases).
+    public var tickInterval: Duration
+    /// libzmq's first reconnect delay; it doubles up to ``reconnectIntervalMax``.
+    public var reconnectInterval: Duration
+    public var reconnectIntervalMax: Duration
+    /// HELLO's `software` (the Splice version), for the coordinator's logs.
+    public var software: String
+    /// Encoder threads per segment; nil: 1 when several slots run at once, else the core count.
+    public var codecThreads: Int?
+
+    /// A configuration with the defaults of `splice worker`.
+    public init(coordinatorEndpoint: String = "tcp://127.0.0.1:7450",
+                slots: Int = ProcessInfo.processInfo.activeProcessorCount, spool: URL,
+                curve: (keys: CurveKeyPair, serverKey: CurvePublicKey)? = nil,
+                name: String = ProcessInfo.processInfo.hostName, drainTimeout: Duration = .seconds(300)) {
+        self.coordinatorEndpoint = coordinatorEndpoint
+        self.slots = slots
+        self.spool = spool
+        self.curve = curve
+        self.name = name
+        self.drainTimeout = drainTimeout
+        self.flushTimeout = .seconds(10)
+        self.leaseSafetyMargin = .seconds(5)
+        self.helloInterval = .seconds(1)
+        self.tickInterval = .milliseconds(50)
+        self.reconnectInterval = .milliseconds(100)
+        self.reconnectIntervalMax = .seconds(5)
+        self.codecThreads = nil
+        self.software = "splice"
+    }
+
+    /// Encoder threads per segment as used.
+    var effectiveCodecThreads: Int {
+        codecThreads ?? (slots > 1 ? 1 : max(1, ProcessInfo.processInfo.activeProcessorCount))
+    }
+
+    /// The DEALER's options: `immediate` so sends fail visibly while cut off; with CURVE, a fixed
+    /// routing id derived from the key so a restarted worker takes over its route at once
+    /// (ROUTER_HANDOVER). Without keys the ROUTER picks one: names are not unique.
+    var wireOptions: WireOptions {
+        var options = WireOptions.dealer(
+            routingID: curve.map { RoutingID("w:" + $0.keys.publicKey.z85) },
+            curve: curve.map { .client(keys: $0.keys, serverKey: $0.serverKey) } ?? .none,
+            immediate: true
+        )
+        options.reconnectInterval = reconnectInterval
+        options.reconnectIntervalMax = reconnectIntervalMax
+        return options
+    }
+}

@@ -1,0 +1,245 @@
+internal import Foundation
+public import SpliceLog
+internal import SpliceMedia
+public import SpliceWire
+
+/// `splice worker`: the shell around ``WorkerStateMachine``. It owns a DEALER to the coordinator
+/// (libzmq reconnects with backoff; `immediate` makes sends fail while cut off), feeds the machine
+/// every received message, a tick every ``WorkerConfiguration/tickInterval`` and the progress and
+/// outcome of each encode, and carries out what the machine decides: sends, encodes started and
+/// aborted, outputs deleted.
+///
+///     let worker = try WorkerDaemon(configuration: WorkerConfiguration(
+///         coordinatorEndpoint: "tcp://127.0.0.1:7450", slots: 2, spool: spoolURL))
+///     try await worker.run()          // until drained (after shutdown()) or revoked
+///     await worker.shutdown()         // from another task: drain (SIGTERM)
+///
+/// All state belongs to the machine, which one loop in `run()` drives, one event at a time.
+/// Encodes run on their own threads (``SegmentExporter``); spool files are touched on the spool's
+/// Dispatch queue; the socket lives on its endpoint's thread.
+public actor WorkerDaemon: Service {
+    public nonisolated let name = "worker"
+    public nonisolated let configuration: WorkerConfiguration
+    private let logger: Logger
+    private let spool: Spool
+    private var machine: WorkerStateMachine
+    private let events: AsyncStream<WorkerEvent>
+    private let eventSink: AsyncStream<WorkerEvent>.Continuation
+    private var encodes: [LeaseToken: Task<Void, Never>] = [:]
+    private var endpoint: WorkerEndpoint?
+    private var started = false
+
+    /// Checks the configuration and the spool (it must be a writable directory); connects nothing yet.
+    public init(configuration: WorkerConfiguration, logger: Logger = Logger()) throws(WorkerError) {
+        guard configuration.slots >= 1 else {
+            throw WorkerError(.invalidConfiguration, "slots must be at least 1 (got \(configuration.slots))")
+        }
+        guard !configuration.name.isEmpty else { throw WorkerError(.invalidConfiguration, "the worker name is empty") }
+        guard configuration.coordinatorEndpoint.contains("://") else {
+            throw WorkerError(.invalidConfiguration, "coordinator endpoint '\(configuration.coordinatorEndpoint)' "
+                              + "is not a ZeroMQ endpoint like tcp://HOST:7450")
+        }
+        guard configuration.drainTimeout >= .zero, configuration.tickInterval > .zero,
+              configuration.helloInterval > .zero else {
+            throw WorkerError(.invalidConfiguration, "drain timeout, tick and HELLO intervals must be positive")
+        }
+        self.configuration = configuration
+        self.logger = logger.with(["worker": configuration.name])
+        self.spool = try Spool.open(configuration.spool)
+        self.machine = WorkerStateMachine(configuration: .init(
+            workerName: configuration.name, slots: configuration.slots, encoders: AvailableEncoders.names,
+            software: configuration.software, helloInterval: configuration.helloInterval,
+            leaseSafetyMargin: configuration.leaseSafetyMargin, drainTimeout: configuration.drainTimeout,
+            flushTimeout: configuration.flushTimeout
+        ))
+        (events, eventSink) = AsyncStream.makeStream(of: WorkerEvent.self)
+    }
+
+    /// Connects and works until a drain completes (returns) or the coordinator revokes this
+    /// worker's key (throws ``WorkerError/Code/revoked``). Cancelling the task stops at once:
+    /// encodes are cancelled and leave no partial files; unacknowledged results are lost to
+    /// this worker (the coordinator re-leases their segments).
+    public func run() async throws {
+        guard !started else { throw WorkerError(.alreadyRunning, "this worker daemon is already running") }
+        started = true
+        let context = try WireContext()
+        let endpoint: WorkerEndpoint
+        do {
+            endpoint = WorkerEndpoint(try await WireEndpoint.connect(
+                configuration.coordinatorEndpoint, type: .dealer, context: context, options: configuration.wireOptions
+            ))
+        } catch {
+            await context.terminate()
+            throw error
+        }
+        self.endpoint = endpoint
+        logger.info("worker ready", [
+            "coordinator": configuration.coordinatorEndpoint, "slots": configuration.slots,
+            "spool": spool.root.path, "curve": configuration.curve != nil,
+            "codec_threads": configuration.effectiveCodecThreads,
+        ])
+        let helpers = [receive(from: endpoint), tick(), watchConnection(endpoint.wire)]
+
+        await process(.start)
+        for await event in events {
+            await process(event)
+            if machine.isStopped && machine.encodesInFlight == 0 { break }
+        }
+
+        for helper in helpers { helper.cancel() }
+        for task in encodes.values { task.cancel() }
+        for task in encodes.values { await task.value }
+        await endpoint.close()  // lingers briefly so a last DISCONNECT still leaves
+        await context.terminate()
+        if case .stopped(.revoked) = machine.session {
+            throw WorkerError(.revoked, "the coordinator revoked this worker's key; enroll it again "
+                              + "(`splice workers enroll`) or generate a new key pair")
+        }
+        logger.info("worker stopped", ["reason": machine.isStopped ? "drained" : "cancelled"])
+    }
+
+    /// Drains (SIGTERM): no new segments; running ones finish, or are handed back with FAIL
+    /// `drained` after the drain timeout; `run()` returns once every result is acknowledged.
+    public func shutdown() async {
+        eventSink.yield(.drain)
+    }
+
+    /// The endpoint's message counters (received, delivered, dropped by reason); zero before `run()`.
+    public func wireCounters() -> WireCounters.Snapshot {
+        endpoint?.counters.snapshot() ?? WireCounters.Snapshot()
+    }
+
+    // MARK: - Event sources
+
+    private nonisolated func receive(from endpoint: WorkerEndpoint) -> Task<Void, Never> {
+        Task.detached { [eventSink, logger] in
+            while let received = await endpoint.receive() {
+                switch received {
+                case .message(let envelope, _):
+                    eventSink.yield(.received(envelope.message))
+                case .rejected(let rejection, _):
+                    // Already counted by the endpoint; the session goes on.
+                    logger.warning("dropped a message from the coordinator", [
+                        "reason": rejection.reason.rawValue, "detail": rejection.detail,
+                    ])
+                }
+            }
+        }
+    }
+
+    private nonisolated func tick() -> Task<Void, Never> {
+        Task.detached { [eventSink, interval = configuration.tickInterval] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                eventSink.yield(.tick)
+            }
+        }
+    }
+
+    private nonisolated func watchConnection(_ wire: WireEndpoint) -> Task<Void, Never> {
+        Task.detached { [logger, coordinator = configuration.coordinatorEndpoint] in
+            for await event in wire.events {
+                switch event.kind {
+                case .handshakeSucceeded:
+                    logger.info("connected to the coordinator", ["coordinator": coordinator])
+                case .disconnected:
+                    logger.warning("lost the connection to the coordinator; reconnecting", ["coordinator": coordinator])
+                case .authenticationFailed(let status):
+                    logger.error("the coordinator refused this worker's key; enroll it with `splice workers enroll`",
+                                 ["coordinator": coordinator, "zap_status": status])
+                case .handshakeFailedProtocol:
+                    logger.error("CURVE handshake with the coordinator failed; check --server-key",
+                                 ["coordinator": coordinator])
+                default:
+                    break
+                }
+            }
+        }
+    }
+
+    // MARK: - Carrying out directives
+
+    private func process(_ event: WorkerEvent) async {
+        if case .encodeFinished(let token, _) = event { encodes[token] = nil }
+        for directive in machine.handle(event, at: .now) {
+            await execute(directive)
+        }
+    }
+
+    private func execute(_ directive: WorkerDirective) async {
+        switch directive {
+        case .send(let message):
+            guard let endpoint else { return }
+            do {
+                try await endpoint.send(message)
+            } catch {
+                logger.debug("send to the coordinator failed", [
+                    "type": type(of: message.body).messageType, "error": error.code.rawValue,
+                ])
+                await process(.sendFailed(message))
+            }
+        case .startEncode(let assign):
+            start(assign)
+        case .abortEncode(let attempt, let reason):
+            log(attempt).warning("segment aborted", ["reason": reason.rawValue])
+            encodes[attempt.leaseToken]?.cancel()
+        case .deleteOutput(let path, let attempt):
+            // The coordinator chose the path: never delete anything outside the spool on its word.
+            guard spool.contains(path) else { return }
+            if await spool.remove(path) {
+                log(attempt).info("segment output deleted", ["path": path])
+            }
+        case .notice(let notice):
+            log(notice)
+        case .stop(let reason):
+            logger.info("worker stopping", ["reason": reason.rawValue, "encodes_in_flight": machine.encodesInFlight])
+        }
+    }
+
+    private func start(_ assign: Assign) {
+        let token = assign.attempt.leaseToken
+        let encode = SegmentEncode(assign: assign, spool: spool, codecThreads: configuration.effectiveCodecThreads)
+        let logger = log(assign.attempt)
+        logger.info("segment started", ["output": assign.outputPath])
+        encodes[token] = Task.detached { [eventSink] in
+            let outcome = await encode.run { fraction in
+                eventSink.yield(.encodeProgress(token, fraction: fraction, frames: 0))
+            }
+            switch outcome {
+            case .completed(let checksum, let size, let milliseconds):
+                logger.info("segment encoded", ["checksum": checksum, "bytes": size, "encode_ms": milliseconds])
+            case .failed(let code, let reason, let retryable):
+                logger.warning("segment failed", ["code": code, "reason": reason, "retryable": retryable])
+            case .cancelled:
+                break
+            }
+            eventSink.yield(.encodeFinished(token, outcome))
+        }
+    }
+
+    // MARK: - Logging
+
+    private func log(_ notice: WorkerNotice) {
+        switch notice {
+        case .registered(let session):
+            logger.info("registered with the coordinator", ["session": session, "slots": configuration.slots])
+        case .coordinatorSilent(let silence):
+            logger.warning("coordinator silent; saying HELLO again", ["silent": silence])
+        case .disconnected(let reason, let detail):
+            logger.warning("coordinator ended the session", ["reason": reason.rawValue, "detail": detail])
+        case .refused(let attempt, let code):
+            log(attempt).warning("segment refused", ["code": code])
+        case .resultAcknowledged(let attempt, let acknowledges, let outcome):
+            log(attempt).info("result acknowledged", ["acknowledges": acknowledges.rawValue, "outcome": outcome.rawValue])
+        case .draining(let running, let timeout):
+            logger.info("draining: no new segments", ["running": running, "drain_timeout": timeout])
+        case .unacknowledgedAtStop(let count):
+            logger.warning("stopping with results the coordinator never acknowledged", ["results": count])
+        }
+    }
+
+    /// The logger with the attempt's fields (`job=… segment=… attempt=…`).
+    private nonisolated func log(_ attempt: SegmentAttempt) -> Logger {
+        logger.with(["job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt])
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import SpliceCluster
+import SpliceMedia
+import SpliceWire
+
+/// `splice worker`: a worker daemon. Connects to the coordinator, encodes the segments it is
+/// assigned into the shared spool, and drains on SIGTERM (exit 0).
+struct WorkerCommand: Command {
+    static let coordinator = Option<String>(
+        "coordinator", valueName: "endpoint", help: "The coordinator's worker endpoint.",
+        default: "tcp://127.0.0.1:7450", environment: "SPLICE_COORDINATOR_ENDPOINT")
+    static let slots = Option<Int>(
+        "slots", valueName: "n", help: "Segments to encode at once.",
+        default: ProcessInfo.processInfo.activeProcessorCount, environment: "SPLICE_SLOTS")
+    static let spool = Option<String>(
+        "spool", valueName: "dir",
+        help: "The shared spool directory (NFS for many machines), mounted at the same path as on the coordinator.",
+        environment: "SPLICE_SPOOL", isRequired: true) { $0 }
+    static let secretKey = Option<String>(
+        "secret-key", valueName: "file", help: "This worker's CURVE secret key (from `splice keys generate`).",
+        environment: "SPLICE_SECRET_KEY") { $0 }
+    static let serverKey = Option<String>(
+        "server-key", valueName: "file", help: "The coordinator's public key file (NAME.pub); with --secret-key enables CURVE.",
+        environment: "SPLICE_SERVER_KEY") { $0 }
+    static let name = Option<String>(
+        "name", valueName: "name", help: "The name this worker reports (not its identity: its key is).",
+        default: ProcessInfo.processInfo.hostName, environment: "SPLICE_WORKER_NAME")
+    static let drainTimeout = Option<MediaTime>(
+        "drain-timeout", valueName: "seconds",
+        help: "After SIGTERM, how long running segments may take before they are handed back.",
+        default: MediaTime(seconds: 300), expected: "a number of seconds like 300 or 2.5"
+    ) { word in MediaTime(parsing: word).flatMap { $0 >= .zero ? $0 : nil } }
+
+    static let configuration = CommandConfiguration(
+        name: "worker", abstract: "Run a worker daemon that encodes segments for a coordinator.",
+        discussion: """
+            Every ASSIGN's output goes to a path the coordinator chooses inside the shared spool, so \
+            mount the spool at the same path on the coordinator and on every worker. On SIGTERM the \
+            worker takes no new segments, lets running ones finish (or hands them back after \
+            --drain-timeout), waits for its results to be acknowledged and exits 0. Logs are \
+            key=value lines on standard error.
+            """,
+        arguments: [coordinator, slots, spool, secretKey, serverKey, name, drainTimeout],
+        onShutdown: .notify)
+
+    let coordinator: String
+    let slots: Int
+    let spool: String
+    let secretKey: String?
+    let serverKey: String?
+    let name: String
+    let drainTimeout: MediaTime
+
+    init(_ arguments: ParsedArguments) throws {
+        coordinator = try arguments.value(Self.coordinator)
+        slots = try arguments.value(Self.slots)
+        spool = try arguments.value(Self.spool)
+        secretKey = arguments[Self.secretKey]
+        serverKey = arguments[Self.serverKey]
+        name = try arguments.value(Self.name)
+        drainTimeout = try arguments.value(Self.drainTimeout)
+    }
+
+    func validate() throws {
+        guard slots >= 1 else { throw UsageError("--slots must be at least 1; got \(slots)") }
+        guard (secretKey == nil) == (serverKey == nil) else {
+            throw UsageError("--secret-key and --server-key go together: give both to use CURVE, or neither")
+        }
+        guard !name.isEmpty else { throw UsageError("--name must not be empty") }
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitCode {
+        var configuration = WorkerConfiguration(
+            coordinatorEndpoint: coordinator, slots: slots,
+            spool: URL(fileURLWithPath: spool, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)),
+            name: name, drainTimeout: .milliseconds(drainTimeout.count(of: MediaTime(value: 1, timescale: 1000)))
+        )
+        configuration.software = "splice " + SpliceCommand.version
+        if let secretKey, let serverKey {
+            configuration.curve = (keys: try CurveKeyPair.load(secretKeyPath: secretKey),
+                                   serverKey: try CurvePublicKey.load(path: serverKey))
+        }
+        let daemon = try WorkerDaemon(configuration: configuration, logger: context.logger)
+        let drainOnSignal = Task {
+            if await context.shutdown.wait() != nil { await daemon.shutdown() }
+        }
+        defer { drainOnSignal.cancel() }
+        try await daemon.run()
+        return .success
+    }
+}
