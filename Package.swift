@@ -88,7 +88,11 @@ let package = Package(
         .testTarget(name: "SpliceStoreTests", dependencies: ["SpliceStore"], swiftSettings: strict),
         .testTarget(name: "SpliceClusterTests", dependencies: ["SpliceCluster"], swiftSettings: strict),
         .testTarget(name: "SpliceLogTests", dependencies: ["SpliceLog"], swiftSettings: strict),
-        .testTarget(name: "spliceTests", dependencies: ["splice", "SpliceLog", "SpliceMedia"], swiftSettings: strict),
+        .testTarget(
+            name: "spliceTests",
+            dependencies: ["splice", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "SpliceMediaIntegrationTests",
             dependencies: ["SpliceMedia", "SpliceTestSupport"],
@@ -102,7 +106,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SpliceClusterIntegrationTests",
-            dependencies: ["SpliceCluster", "SpliceTestSupport"],
+            dependencies: ["SpliceCluster", "SpliceWire", "SpliceTestSupport"],
             swiftSettings: strict
         ),
     ],

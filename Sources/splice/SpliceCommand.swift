@@ -18,6 +18,13 @@ struct SpliceCommand: Command {
             StitchCommand.self,
             SegmentRemuxCommand.self,
             WorkerCommand.self,
+            SubmitCommand.self,
+            StatusCommand.self,
+            JobsCommand.self,
+            CancelCommand.self,
+            WorkersCommand.self,
+            KeysCommand.self,
+            DBCommand.self,
             HelpCommand.self,
             ProgressDemoCommand.self,
         ]

@@ -1,0 +1,36 @@
+import SpliceCluster
+import SpliceWire
+
+/// `splice cancel JOB`: cancels a job; its running segments stop and their partial files go.
+struct CancelCommand: Command {
+    static let job = Positional<String>("job", help: "The job id `splice submit` printed.") { $0 }
+
+    static let configuration = CommandConfiguration(
+        name: "cancel", abstract: "Cancel a job.",
+        discussion: "Safe to repeat. A job that has already finished keeps its state.",
+        arguments: [job] + ClientOptions.arguments)
+
+    let job: JobID
+    let client: ClientOptions
+
+    init(_ arguments: ParsedArguments) throws {
+        job = JobID(rawValue: try arguments.value(Self.job))
+        client = try ClientOptions(arguments)
+    }
+
+    func validate() throws {
+        try client.validate()
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitCode {
+        let answer = try await client.withClient { try await $0.cancel(job) }
+        context.output.writeLine(Self.line(for: answer))
+        return .success
+    }
+
+    /// `job X cancelled`, or what the job had already become.
+    static func line(for answer: JobCancelled) -> String {
+        guard answer.state != "cancelled" else { return "job \(answer.job) cancelled" }
+        return "job \(answer.job) had already finished (\(answer.state)); nothing to cancel"
+    }
+}

@@ -1,0 +1,66 @@
+import SpliceCluster
+import SpliceWire
+
+/// `splice status JOB [--json]`: one job's state and progress.
+struct StatusCommand: Command {
+    static let job = Positional<String>("job", help: "The job id `splice submit` printed.") { $0 }
+    static let json = Flag("json", help: "Print the coordinator's JOB_STATUS as JSON.")
+
+    static let configuration = CommandConfiguration(
+        name: "status", abstract: "Show a job's state and progress.",
+        arguments: [job, json] + ClientOptions.arguments)
+
+    let job: JobID
+    let json: Bool
+    let client: ClientOptions
+
+    init(_ arguments: ParsedArguments) throws {
+        job = JobID(rawValue: try arguments.value(Self.job))
+        json = arguments[Self.json]
+        client = try ClientOptions(arguments)
+    }
+
+    func validate() throws {
+        try client.validate()
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitCode {
+        let status = try await client.withClient { try await $0.status(of: job) }
+        if json {
+            try context.output.writeJSON(status)
+        } else {
+            for line in Self.lines(for: status) { context.output.writeLine(line) }
+        }
+        return .success
+    }
+
+    /// The text form: one `label  value` line per field.
+    static func lines(for status: JobStatus) -> [String] {
+        var fields = [
+            ("job", status.job.rawValue),
+            ("state", status.state),
+            ("progress", progress(of: status)),
+            ("input", status.input),
+            ("output", status.output),
+            ("priority", String(status.priority)),
+            ("submitted", ClusterText.time(millisecondsSinceEpoch: status.submittedAtMilliseconds) + " UTC"),
+        ]
+        if let finished = status.finishedAtMilliseconds {
+            fields.append(("finished", ClusterText.time(millisecondsSinceEpoch: finished) + " UTC"))
+        }
+        if let error = status.error { fields.append(("error", error)) }
+        return TextTable(headers: ["", ""], rows: fields.map { [$0.0, $0.1] }).lines.dropFirst().map { $0 }
+    }
+
+    /// `5/12 segments (41%)`, or `not planned yet` before the segment count is known.
+    static func progress(of status: JobStatus) -> String {
+        guard let total = status.segmentsTotal else { return "not planned yet" }
+        return "\(status.segmentsDone)/\(total) segments (\(percent(status.fraction))%)"
+    }
+
+    /// The whole percent of a 0…1 fraction, rounded down (99% until the output exists).
+    static func percent(_ fraction: Double) -> Int {
+        guard fraction.isFinite else { return 0 }
+        return Int((min(max(fraction, 0), 1) * 100).rounded(.down))
+    }
+}

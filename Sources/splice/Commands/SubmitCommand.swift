@@ -1,0 +1,200 @@
+import Foundation
+import SpliceCluster
+import SpliceMedia
+import SpliceWire
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `splice submit INPUT OUTPUT [export flags] [--segment-seconds S] [--priority P] [--wait]`:
+/// hands a job to the cluster's coordinator.
+struct SubmitCommand: Command {
+    static let input = Positional<String>("input",
+        help: "The source file, on storage the coordinator and the workers can read.") { $0 }
+    static let output = Positional<String>("output",
+        help: "The file to write (.mp4, .mov, .mkv, .webm), as the coordinator sees it.") { $0 }
+    static let segmentSeconds = TranscodeCommand.segmentSeconds
+    static let priority = Option<Int>("priority", valueName: "number",
+        help: "Higher runs first, from -1000 to 1000 (default 0).")
+    static let wait = Flag("wait",
+        help: "Wait for the job with a progress bar; exit 0 if it succeeded, 1 if it failed, 2 if it was cancelled.")
+    static let json = Flag("json", help: "Print JSON: the job id, or with --wait the job's final status.")
+
+    static let configuration = CommandConfiguration(
+        name: "submit", abstract: "Submit a transcode job to the cluster.",
+        discussion: """
+            Relative paths are made absolute here; the coordinator and the workers must see the \
+            files at those paths (shared storage). Without --wait, prints the job id and exits. \
+            With --wait, shows segments done and an ETA until the job ends, riding out a \
+            coordinator restart; Ctrl-C stops waiting but leaves the job running (`splice cancel \
+            JOB` cancels it).
+            """,
+        arguments: [input, output, segmentSeconds, priority, wait, json] + ExportOptions.arguments
+            + ClientOptions.arguments)
+
+    let input: String
+    let output: String
+    let segmentDuration: MediaTime
+    let priority: Int?
+    let wait: Bool
+    let json: Bool
+    let options: ExportOptions
+    let client: ClientOptions
+    /// Chosen once per invocation and sent with every resend of the SUBMIT, so the coordinator
+    /// creates one job however many times the request travels.
+    let submissionKey: String
+
+    /// The exit status for a job that failed (its error printed) and one that was cancelled.
+    static let jobFailed = ExitCode(1)
+    static let jobCancelled = ExitCode(2)
+
+    init(_ arguments: ParsedArguments) throws {
+        input = try arguments.value(Self.input)
+        output = try arguments.value(Self.output)
+        segmentDuration = try arguments.value(Self.segmentSeconds)
+        priority = arguments[Self.priority]
+        wait = arguments[Self.wait]
+        json = arguments[Self.json]
+        options = try ExportOptions(arguments)
+        client = try ClientOptions(arguments)
+        submissionKey = UUID().uuidString
+    }
+
+    func validate() throws {
+        try client.validate()
+        for (name, path) in [("<input>", input), ("<output>", output)] where path.contains("://") {
+            throw UsageError("\(name): '\(path)' is a URL; the cluster reads and writes files, so give a path on "
+                             + "storage the coordinator and workers share")
+        }
+        guard Self.absolutePath(input) != Self.absolutePath(output) else {
+            throw UsageError("<output> is the same file as <input>; write the result somewhere else")
+        }
+        try options.validate(output: output)
+        if options.copyVideo || options.copyAudio {
+            throw UsageError("--copy-video and --copy-audio are not for the cluster, which re-encodes every segment; "
+                             + "use `splice export` to copy tracks unchanged")
+        }
+        if let priority, !(-1000...1000).contains(priority) {
+            throw UsageError("--priority must be from -1000 to 1000; got \(priority)")
+        }
+        do {
+            try jobRequest().validate()
+        } catch let error as SettingsError {
+            throw UsageError("--\(error.field): '\(error.value)' is not valid; it must be \(error.allowed)")
+        }
+    }
+
+    /// What the cluster is asked to make.
+    func jobRequest() throws -> JobRequest {
+        let type = try options.fileType(for: output)
+        return JobRequest(
+            video: try options.videoSettings(for: type), audio: try options.audioSettings(for: type), fileType: type,
+            range: options.timeRange, optimizesForNetworkUse: options.faststart, metadata: options.metadata,
+            segmentDuration: segmentDuration)
+    }
+
+    /// The SUBMIT request: absolute paths, the export settings, the invocation's submission key.
+    func submission() throws -> SubmitJob {
+        SubmitJob(input: Self.absolutePath(input), output: Self.absolutePath(output),
+                  export: try JSONValue(encoding: jobRequest()), priority: priority, submissionKey: submissionKey)
+    }
+
+    /// `path` made absolute against the working directory, with `.` and `..` resolved.
+    static func absolutePath(_ path: String) -> String {
+        let directory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
+        return URL(fileURLWithPath: path, relativeTo: directory).standardizedFileURL.path
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitCode {
+        let submission = try submission()
+        return try await client.withClient { client in
+            let job = try await client.submit(submission)
+            guard wait else {
+                if json { try context.output.writeJSON(JobSubmitted(job: job)) } else { context.output.writeLine(job.rawValue) }
+                return .success
+            }
+            context.errorOutput.writeLine("job \(job) submitted; waiting for it (Ctrl-C stops waiting, not the job)")
+            return try await waitForOutcome(of: job, client: client, context: context)
+        }
+    }
+
+    private func waitForOutcome(of job: JobID, client: SpliceClient, context: CommandContext) async throws -> ExitCode {
+        let display = JobWaitDisplay(label: URL(fileURLWithPath: output).lastPathComponent, output: context.errorOutput)
+        let final: JobStatus
+        do {
+            final = try await client.waitForCompletion(of: job, pollInterval: .milliseconds(500)) { display.show($0) }
+        } catch where error.code == .cancelled {
+            display.stop(succeeded: false)
+            let name = context.commandPath.joined(separator: " ")
+            context.errorOutput.writeLine("\(name): stopped waiting; job \(job) is still running. Follow it with "
+                                          + "`splice status \(job)`, cancel it with `splice cancel \(job)`")
+            return .stopped(by: context.shutdown.signal ?? SIGINT)
+        } catch {
+            display.stop(succeeded: false)
+            throw error
+        }
+        display.stop(succeeded: final.state == "succeeded")
+        if json { try context.output.writeJSON(final) }
+        return Self.report(final, commandPath: context.commandPath, output: context.output,
+                           errorOutput: context.errorOutput, quiet: json)
+    }
+
+    /// Prints a finished job's outcome and returns the exit status for it.
+    static func report(_ status: JobStatus, commandPath: [String], output: TextOutput, errorOutput: TextOutput,
+                       quiet: Bool = false) -> ExitCode {
+        let name = commandPath.joined(separator: " ")
+        switch status.state {
+        case "succeeded":
+            if !quiet { output.writeLine("job \(status.job) succeeded: \(status.output)") }
+            return .success
+        case "cancelled":
+            errorOutput.writeLine("\(name): job \(status.job) was cancelled")
+            return jobCancelled
+        default:
+            errorOutput.writeLine("\(name): job \(status.job) failed: \(status.error ?? "no reason was recorded")")
+            return jobFailed
+        }
+    }
+}
+
+/// The live part of `submit --wait`: a progress bar over segments done, and one line on stderr
+/// when the coordinator stops answering and when it answers again.
+final class JobWaitDisplay: Sendable {
+    private let bar: ProgressBar
+    private let output: TextOutput
+    private let unreachable = Mutex(false)
+
+    init(label: String, output: TextOutput, clock: ProgressClock = .system) {
+        bar = ProgressBar(label: label, output: output, clock: clock)
+        self.output = output
+    }
+
+    func show(_ event: JobWaitEvent) {
+        switch event {
+        case .status(let status):
+            // Until the job is planned its segment count is unknown: the bar starts then.
+            if let total = status.segmentsTotal { bar.update(completed: status.segmentsDone, total: total) }
+        case .unreachable(let error):
+            let first = unreachable.withLock { wasUnreachable in
+                defer { wasUnreachable = true }
+                return !wasUnreachable
+            }
+            if first { writeLine("coordinator unreachable, retrying (\(error.message))") }
+        case .reachable:
+            unreachable.withLock { $0 = false }
+            writeLine("coordinator reachable again")
+        }
+    }
+
+    /// Ends the bar: drawn complete after success, erased otherwise.
+    func stop(succeeded: Bool) {
+        if succeeded { bar.finish() } else { bar.clear() }
+    }
+
+    /// A line of its own, even while the bar is drawn in place on a terminal (it redraws below).
+    private func writeLine(_ line: String) {
+        output.write((output.isTerminal ? "\r\u{1B}[K" : "") + line + "\n")
+    }
+}

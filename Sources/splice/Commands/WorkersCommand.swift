@@ -1,0 +1,115 @@
+import SpliceCluster
+import SpliceWire
+
+/// `splice workers [--json]`: the workers the coordinator knows; `splice workers enroll KEY` and
+/// `splice workers revoke KEY` admit and refuse worker keys.
+struct WorkersCommand: Command {
+    static let json = Flag("json", help: "Print the workers as JSON.")
+
+    static let configuration = CommandConfiguration(
+        name: "workers", abstract: "List the cluster's workers, or enroll and revoke their keys.",
+        arguments: [json] + ClientOptions.arguments,
+        subcommands: [WorkersEnrollCommand.self, WorkersRevokeCommand.self])
+
+    let json: Bool
+    let client: ClientOptions
+
+    init(_ arguments: ParsedArguments) throws {
+        json = arguments[Self.json]
+        client = try ClientOptions(arguments)
+    }
+
+    func validate() throws {
+        try client.validate()
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitCode {
+        let workers = try await client.withClient { try await $0.workers() }
+        if json {
+            try context.output.writeJSON(workers)
+        } else if workers.isEmpty {
+            context.output.writeLine("no workers; start `splice worker` on a machine (and enroll its key when the "
+                                     + "coordinator uses CURVE)")
+        } else {
+            for line in Self.table(workers).lines { context.output.writeLine(line) }
+        }
+        return .success
+    }
+
+    /// One row per worker: key, name, whether enrolled and connected, slots, running segments, last seen.
+    static func table(_ workers: [WorkerInfo]) -> TextTable {
+        var table = TextTable(headers: ["KEY", "NAME", "ENROLLED", "CONNECTED", "SLOTS", "RUNNING", "LAST SEEN (UTC)"])
+        for worker in workers {
+            table.rows.append([
+                worker.publicKey.z85, worker.name ?? "-", worker.enrolled ? "yes" : "revoked",
+                worker.connected ? "yes" : "no", worker.slots.map(String.init) ?? "-", String(worker.running),
+                ClusterText.time(millisecondsSinceEpoch: worker.lastSeenAtMilliseconds),
+            ])
+        }
+        return table
+    }
+}
+
+/// The KEY argument of `workers enroll` and `workers revoke`: Z85 text or a `.pub` file.
+private let workerKey = Positional<String>("key",
+    help: "The worker's public key: 40 characters of Z85, or the .pub file `splice keys generate` wrote.") { $0 }
+
+/// `splice workers enroll KEY [--name NAME]`.
+struct WorkersEnrollCommand: Command {
+    static let key = workerKey
+    static let name = Option<String>("name", valueName: "label", help: "A name to show in `splice workers`.")
+
+    static let configuration = CommandConfiguration(
+        name: "enroll", abstract: "Admit a worker's key on the coordinator.",
+        discussion: "The worker can connect from then on. A revoked key cannot be enrolled again: give that worker a new key.",
+        arguments: [key, name] + ClientOptions.arguments)
+
+    let key: CurvePublicKey
+    let name: String?
+    let client: ClientOptions
+
+    init(_ arguments: ParsedArguments) throws {
+        key = try ClientOptions.publicKey(try arguments.value(Self.key), flag: "<key>")
+        name = arguments[Self.name]
+        client = try ClientOptions(arguments)
+    }
+
+    func validate() throws {
+        try client.validate()
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitCode {
+        let changed = try await client.withClient { try await $0.enroll(key, name: name) }
+        context.output.writeLine("enrolled worker key \(changed.publicKey)" + (name.map { " (\($0))" } ?? ""))
+        return .success
+    }
+}
+
+/// `splice workers revoke KEY`.
+struct WorkersRevokeCommand: Command {
+    static let key = workerKey
+
+    static let configuration = CommandConfiguration(
+        name: "revoke", abstract: "Refuse a worker's key from now on and end its live sessions.",
+        discussion: "The segments it was encoding go back to the queue for other workers.",
+        arguments: [key] + ClientOptions.arguments)
+
+    let key: CurvePublicKey
+    let client: ClientOptions
+
+    init(_ arguments: ParsedArguments) throws {
+        key = try ClientOptions.publicKey(try arguments.value(Self.key), flag: "<key>")
+        client = try ClientOptions(arguments)
+    }
+
+    func validate() throws {
+        try client.validate()
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitCode {
+        let changed = try await client.withClient { try await $0.revoke(key) }
+        let sessions = changed.sessionsClosed == 1 ? "1 live session" : "\(changed.sessionsClosed) live sessions"
+        context.output.writeLine("revoked worker key \(changed.publicKey); closed \(sessions)")
+        return .success
+    }
+}

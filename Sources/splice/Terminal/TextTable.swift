@@ -1,0 +1,49 @@
+import Foundation
+
+/// Columns of text aligned for a terminal: `splice jobs` and `splice workers`.
+///
+///     JOB       STATE    SEGMENTS
+///     4f1c…     running  5/12
+struct TextTable {
+    var headers: [String]
+    var rows: [[String]] = []
+
+    /// The header line and one line per row; each column as wide as its widest cell, two spaces
+    /// apart, the last column not padded (no trailing blanks).
+    var lines: [String] {
+        var widths = headers.map(\.count)
+        for row in rows {
+            for (column, cell) in row.enumerated() where column < widths.count {
+                widths[column] = max(widths[column], cell.count)
+            }
+        }
+        return ([headers] + rows).map { cells in
+            cells.enumerated().map { column, cell in
+                column == cells.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count)
+            }.joined(separator: "  ")
+        }
+    }
+}
+
+/// How cluster values read in `splice status`, `jobs` and `workers`.
+enum ClusterText {
+    /// `2026-11-30 17:20:01` (UTC) for milliseconds since the Unix epoch; `-` for none.
+    static func time(millisecondsSinceEpoch milliseconds: Int64?) -> String {
+        guard let milliseconds else { return "-" }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
+        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+    }
+}
+
+extension TextOutput {
+    /// Writes `value` as pretty-printed JSON with sorted keys (the `--json` output of commands).
+    func writeJSON(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        writeLine(String(decoding: try encoder.encode(value), as: UTF8.self))
+    }
+}
