@@ -76,6 +76,9 @@ struct SubmitCommand: Command {
             throw UsageError("--copy-video and --copy-audio are not for the cluster, which re-encodes every segment; "
                              + "use `splice export` to copy tracks unchanged")
         }
+        guard segmentDuration >= MediaTime(seconds: 1) else {
+            throw UsageError("--segment-seconds must be at least 1; got \(segmentDuration)")
+        }
         if let priority, !(-1000...1000).contains(priority) {
             throw UsageError("--priority must be from -1000 to 1000; got \(priority)")
         }

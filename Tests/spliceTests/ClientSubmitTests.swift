@@ -1,0 +1,85 @@
+import Foundation
+import SpliceCluster
+import SpliceMedia
+import SpliceWire
+import Testing
+
+@testable import splice
+
+/// `splice submit` without a coordinator: what it would send, and what it refuses to send.
+@Suite("Client submit")
+struct ClientSubmitTests {
+    @Test("relative paths are made absolute against the working directory")
+    func absolutePaths() throws {
+        let here = FileManager.default.currentDirectoryPath
+        let command = try parse(["media/../in.mov", "./out/clip.mp4"], as: SubmitCommand.self)
+        let submission = try command.submission()
+        #expect(submission.input == here + "/in.mov")
+        #expect(submission.output == here + "/out/clip.mp4")
+        let absolute = try parse(["/srv/in.mov", "/srv/out.mp4"], as: SubmitCommand.self).submission()
+        #expect(absolute.input == "/srv/in.mov" && absolute.output == "/srv/out.mp4")
+    }
+
+    @Test("one submission key per invocation, the same in every SUBMIT it sends")
+    func submissionKey() throws {
+        let command = try parse(["/in.mov", "/out.mp4"], as: SubmitCommand.self)
+        let first = try command.submission()
+        let again = try command.submission()
+        #expect(first.submissionKey != nil)
+        #expect(first.submissionKey == again.submissionKey)
+        let other = try parse(["/in.mov", "/out.mp4"], as: SubmitCommand.self).submission()
+        #expect(other.submissionKey != first.submissionKey)
+    }
+
+    @Test("the export flags become the JobRequest the coordinator decodes, in exact time")
+    func jobRequest() throws {
+        let command = try parse([
+            "/in.mov", "/out.mp4", "--crf", "20", "--width", "640", "--preset", "veryfast", "--no-audio",
+            "--segment-seconds", "4.5", "--start", "1", "--duration", "00:00:05.5", "--faststart",
+            "--metadata", "title=Holiday", "--priority", "7",
+        ], as: SubmitCommand.self)
+        let submission = try command.submission()
+        #expect(submission.priority == 7)
+        let request = try submission.export.decode(JobRequest.self)
+        #expect(request.fileType == .mp4)
+        #expect(request.video?.codec == .h264)
+        #expect(request.video?.quality == 20)
+        #expect(request.video?.width == 640)
+        #expect(request.video?.preset == "veryfast")
+        #expect(request.audio == nil)
+        #expect(request.segmentDuration == MediaTime(parsing: "4.5"))
+        #expect(request.range == MediaTimeRange(start: MediaTime(seconds: 1), duration: MediaTime(parsing: "5.5")!))
+        #expect(request.optimizesForNetworkUse)
+        #expect(request.metadata == ["title": "Holiday"])
+        #expect(try parse(["/in.mov", "/out.webm"], as: SubmitCommand.self).jobRequest().video?.codec == .vp9)
+        #expect(try parse(["/in.mov", "/out.mp4"], as: SubmitCommand.self).submission().priority == nil)
+    }
+
+    @Test("bad flags are usage errors naming the flag, found before any connection", arguments: [
+        (["--crf", "99"], "--crf: '99' is not valid"),
+        (["--priority", "5000"], "--priority must be from -1000 to 1000"),
+        (["--segment-seconds", "0.5"], "--segment-seconds must be at least 1"),
+        (["--copy-video"], "--copy-video and --copy-audio are not for the cluster"),
+        (["--no-audio", "--no-video"], "--no-audio with --no-video leaves nothing to export"),
+        (["--secret-key", "c.key"], "--secret-key needs --server-key"),
+        (["--coordinator", "127.0.0.1:7451"], "--coordinator: '127.0.0.1:7451' is not an endpoint"),
+    ])
+    func refusals(words: [String], message: String) async {
+        // A coordinator address nobody listens on: were anything sent, the error would differ.
+        let result = await runCLI(["submit", "in.mov", "out.mp4"] + words + ["--timeout", "0.2"],
+                                  root: SpliceCommand.self)
+        #expect(result.code == .usage)
+        #expect(result.stderr.hasPrefix("splice submit: " + message), "got: \(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test("paths the cluster cannot use are refused")
+    func paths() {
+        #expect(usageError(["http://cdn/in.mp4", "out.mp4"], for: SubmitCommand.self)?
+            .hasPrefix("<input>: 'http://cdn/in.mp4' is a URL") == true)
+        #expect(usageError(["clip.mp4", "./clip.mp4"], for: SubmitCommand.self)?
+            .hasPrefix("<output> is the same file as <input>") == true)
+        #expect(usageError(["clip.mov", "clip.avi"], for: SubmitCommand.self)?
+            .hasPrefix("cannot tell the container of 'clip.avi'") == true)
+    }
+}
