@@ -10,8 +10,10 @@ final class ClientConnection: Sendable {
     enum Contact: Sendable, Equatable {
         /// No TCP connection has been made.
         case none
-        /// A connection was made (and perhaps lost again); no handshake has failed.
+        /// A TCP connection was made, but no handshake has completed on it (yet).
         case connected
+        /// A handshake completed: something speaking ZeroMQ, with matching keys, is there.
+        case handshaken
         /// The handshake failed: wrong server key, or CURVE on one side only.
         case handshakeFailed
         /// The coordinator's ZAP handler refused this client's key.
@@ -80,8 +82,10 @@ final class ClientConnection: Sendable {
     private func record(_ kind: WireEvent.Kind) -> SpliceClientError? {
         let contact = contactState.withLock { contact -> Contact in
             switch kind {
-            case .connected where contact == .none, .handshakeSucceeded:
+            case .connected where contact == .none:
                 contact = .connected
+            case .handshakeSucceeded:
+                contact = .handshaken
             case .handshakeFailedProtocol:
                 // Not `.handshakeFailed` (no detail): a connection closed mid-handshake by a
                 // coordinator that is shutting down reports that too.
@@ -119,17 +123,20 @@ final class ClientConnection: Sendable {
             return SpliceClientError(
                 code: .unreachable, message: "no coordinator answered at \(address); is `splice coordinator` running?",
                 isRetryable: true)
-        case .connected:
+        case .handshaken:
             return SpliceClientError(
                 code: .unreachable,
                 message: "the coordinator at \(address) did not answer within \(SpliceClient.text(timeout)); is that "
                     + "its API endpoint (--api-endpoint, port 7451 by default), and is it healthy?",
                 isRetryable: true)
-        case .handshakeFailed:
+        case .connected, .handshakeFailed:
+            // With a wrong server key the coordinator just drops the connection: the client sees
+            // a connection whose handshake never completes, not a handshake error.
             return SpliceClientError(
                 code: .unreachable,
-                message: "the connection handshake with \(address) failed; check that --server-key is the "
-                    + "coordinator's .pub and that both sides use CURVE keys, or neither does",
+                message: "the connection handshake with \(address) failed; check that it is the coordinator's API "
+                    + "endpoint (port 7451 by default), that --server-key is the coordinator's .pub, and that both "
+                    + "sides use CURVE keys or neither does",
                 isRetryable: true)
         case .refused(let status):
             return refusedError(status: status)

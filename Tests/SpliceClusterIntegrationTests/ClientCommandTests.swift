@@ -1,0 +1,262 @@
+import Foundation
+import SpliceCluster
+import SpliceMedia
+import SpliceStore
+import SpliceTestSupport
+import SpliceWire
+import Testing
+
+/// The real `splice` binary: `db migrate|status` against a private PostgreSQL, `keys generate` on
+/// disk, and the API commands against a scripted coordinator.
+@Suite("splice client commands", .timeLimit(.minutes(2)))
+struct ClientCommandTests {
+    // MARK: - db
+
+    @Test("db status, migrate, status again: pending, applied, up to date; the password never shows")
+    func databaseMigrations() async throws {
+        let database = try await TestPostgres.makeDatabase(migrated: false)
+        // The test server trusts local connections, so the password is accepted and ignored.
+        let url = database.description + " password=hunter2-secret"
+        let environment = ["SPLICE_DATABASE_URL": url]
+
+        let before = try await SpliceProcess.run(["db", "status"], environment: environment)
+        #expect(before.status == 0, "\(before.stderr)")
+        #expect(before.stdout.contains("0001     pending"))
+        #expect(before.stdout.contains("migration(s) pending: run `splice db migrate`"))
+
+        let migrate = try await SpliceProcess.run(["db", "migrate", "--database", url])
+        #expect(migrate.status == 0, "\(migrate.stderr)")
+        #expect(migrate.stdout.contains("applied 0001 job_store"))
+        #expect(migrate.stdout.hasPrefix("database: \(database.description) password=***\n"))
+
+        let after = try await SpliceProcess.run(["db", "status"], environment: environment)
+        #expect(after.status == 0)
+        #expect(after.stdout.contains("0001     applied"))
+        #expect(after.stdout.contains("schema is up to date"))
+
+        let again = try await SpliceProcess.run(["db", "migrate"], environment: environment)
+        #expect(again.status == 0)
+        #expect(again.stdout.contains("nothing to apply"))
+        for run in [before, migrate, after, again] {
+            #expect(!(run.stdout + run.stderr).contains("hunter2"))
+        }
+    }
+
+    @Test("a database newer than the binary: status and migrate exit 1 and say what to do")
+    func newerDatabase() async throws {
+        let database = try await TestPostgres.makeDatabase()
+        _ = try await PostgresConnection.withConnection(database) { connection in
+            try await connection.query("""
+                INSERT INTO splice_schema_migrations (version, name, checksum) VALUES (9999, 'from_the_future', 'x')
+                """)
+        }
+        let status = try await SpliceProcess.run(["db", "status", "--database", database.description])
+        #expect(status.status == 1)
+        #expect(status.stdout.contains("9999     UNKNOWN"))
+        #expect(status.stdout.contains("error: the database has migration 9999 (from_the_future)"))
+        let migrate = try await SpliceProcess.run(["db", "migrate", "--database", database.description])
+        #expect(migrate.status == 1)
+        #expect(migrate.stderr.hasPrefix("splice db migrate: "))
+        #expect(migrate.stderr.contains("newer than the code"))
+        #expect(migrate.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test("no database server: one line, exit 1, no password")
+    func noServer() async throws {
+        let url = "postgresql://splice:hunter2-secret@127.0.0.1:\(try unusedPort())/splice"
+        let result = try await SpliceProcess.run(["db", "status", "--database", url])
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("splice db status: "))
+        #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect(!result.stderr.contains("hunter2"))
+    }
+
+    // MARK: - keys
+
+    @Test("keys generate: NAME.key 0600 and NAME.pub 0644 that match; no overwrite without --force")
+    func keys() async throws {
+        let directory = Fixtures.temporaryDirectory("keys").path
+        let name = directory + "/nested/worker1"
+        let created = try await SpliceProcess.run(["keys", "generate", name])
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(try mode(name + ".key") == 0o600)
+        #expect(try mode(name + ".pub") == 0o644)
+        let pair = try CurveKeyPair.load(secretKeyPath: name + ".key")
+        #expect(try CurvePublicKey.load(path: name + ".pub") == pair.publicKey)
+        #expect(created.stdout.contains("public key: \(pair.publicKey.z85)"))
+
+        let secret = try Data(contentsOf: URL(fileURLWithPath: name + ".key"))
+        let refused = try await SpliceProcess.run(["keys", "generate", name])
+        #expect(refused.status == 1)
+        #expect(refused.stderr == "splice keys generate: \(name).key already exists; keep it, or pass --force to "
+                + "replace the key pair (whatever uses the old key stops working)\n")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: name + ".key")) == secret)
+
+        // Only the public half left: still refused, and no lone new secret key appears.
+        let other = directory + "/other"
+        _ = FileManager.default.createFile(atPath: other + ".pub", contents: Data("keep me\n".utf8))
+        let half = try await SpliceProcess.run(["keys", "generate", other])
+        #expect(half.status == 1)
+        #expect(!FileManager.default.fileExists(atPath: other + ".key"))
+
+        let forced = try await SpliceProcess.run(["keys", "generate", name, "--force"])
+        #expect(forced.status == 0)
+        #expect(try CurveKeyPair.load(secretKeyPath: name + ".key").publicKey != pair.publicKey)
+        #expect(try mode(name + ".key") == 0o600)
+    }
+
+    // MARK: - API commands
+
+    @Test("submit prints the job id; the SUBMIT carries absolute paths and the export settings")
+    func submit() async throws {
+        let server = try await ScriptedAPIServer.start { _, _ in [.reply(.submitted(JobSubmitted(job: "job-7")))] }
+        let result = try await SpliceProcess.run([
+            "submit", "in.mov", "out/clip.mp4", "--crf", "20", "--segment-seconds", "6", "--priority", "3",
+            "--coordinator", server.endpoint,
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "job-7\n")
+        guard case .submit(let submit)? = server.requests.first?.message else {
+            Issue.record("no SUBMIT received")
+            return
+        }
+        let here = FileManager.default.currentDirectoryPath
+        #expect(submit.input == here + "/in.mov")
+        #expect(submit.output == here + "/out/clip.mp4")
+        #expect(submit.priority == 3)
+        #expect(submit.submissionKey?.isEmpty == false)
+        let request = try submit.export.decode(JobRequest.self)
+        #expect(request.video?.quality == 20)
+        #expect(request.segmentDuration == MediaTime(seconds: 6))
+        await server.stop()
+    }
+
+    @Test("submit --wait: the job's outcome is the exit status", arguments: [
+        ("succeeded", Int32(0)), ("failed", Int32(1)), ("cancelled", Int32(2)),
+    ])
+    func submitWait(outcome: String, status expected: Int32) async throws {
+        let job = JobID(rawValue: "job-\(outcome)")
+        let server = try await ScriptedAPIServer.start { request, index in
+            switch request {
+            case .submit:
+                return [.reply(.submitted(JobSubmitted(job: job)))]
+            case .status where index < 3:
+                return [.reply(.status(.scripted(job, "running", done: index - 1, total: 2)))]
+            case .status:
+                let error = outcome == "failed" ? "segment 1 could not be decoded on 3 workers" : nil
+                return [.reply(.status(.scripted(job, outcome, done: 2, total: 2, error: error)))]
+            default:
+                return []
+            }
+        }
+        let result = try await SpliceProcess.run(["submit", "/in.mov", "/out.mp4", "--wait", "--coordinator", server.endpoint])
+        #expect(result.status == expected, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("job \(job) submitted; waiting for it (Ctrl-C stops waiting, not the job)\n"))
+        #expect(result.stderr.contains("progress 50% 1/2\n"))
+        switch outcome {
+        case "succeeded":
+            #expect(result.stdout == "job \(job) succeeded: /out.mp4\n")
+        case "failed":
+            #expect(result.stderr.hasSuffix("splice submit: job \(job) failed: segment 1 could not be decoded on 3 workers\n"))
+        default:
+            #expect(result.stderr.hasSuffix("splice submit: job \(job) was cancelled\n"))
+        }
+        await server.stop()
+    }
+
+    @Test("submit --wait survives a coordinator restart: says so on stderr and keeps waiting")
+    func submitWaitRestart() async throws {
+        let job: JobID = "job-restart"
+        let first = try await ScriptedAPIServer.start { request, _ in
+            if case .submit = request { return [.reply(.submitted(JobSubmitted(job: job)))] }
+            return [.reply(.status(.scripted(job, "running", done: 1, total: 4)))]
+        }
+        let endpoint = first.endpoint
+        let process = try SpliceProcess(["submit", "/in.mov", "/out.mp4", "--wait", "--timeout", "1",
+                                         "--coordinator", endpoint])
+        #expect(await process.waitForStderr(containing: "progress 25% 1/4"))
+        await first.stop()
+        #expect(await process.waitForStderr(containing: "coordinator unreachable, retrying"))
+        let second = try await ScriptedAPIServer.start(on: endpoint) { _, _ in
+            [.reply(.status(.scripted(job, "succeeded", done: 4, total: 4)))]
+        }
+        let result = await process.finish(within: .seconds(30))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("coordinator reachable again\n"))
+        #expect(result.stdout == "job \(job) succeeded: /out.mp4\n")
+        #expect(!second.requests.contains { if case .submit = $0.message { true } else { false } })
+        await second.stop()
+    }
+
+    @Test("Ctrl-C while waiting stops waiting, not the job: exit 130 and how to cancel it")
+    func submitWaitInterrupted() async throws {
+        let job: JobID = "job-long"
+        let server = try await ScriptedAPIServer.start { request, _ in
+            if case .submit = request { return [.reply(.submitted(JobSubmitted(job: job)))] }
+            return [.reply(.status(.scripted(job, "running", done: 0, total: 8)))]
+        }
+        let process = try SpliceProcess(["submit", "/in.mov", "/out.mp4", "--wait", "--coordinator", server.endpoint])
+        #expect(await process.waitForStderr(containing: "progress 0% 0/8"))
+        process.send(SIGINT)
+        let result = await process.finish(within: .seconds(10))
+        #expect(result.status == 130)
+        #expect(result.stderr.hasSuffix("splice submit: stopped waiting; job \(job) is still running. Follow it with "
+                                        + "`splice status \(job)`, cancel it with `splice cancel \(job)`\n"))
+        #expect(!server.requests.contains { if case .cancel = $0.message { true } else { false } })
+        await server.stop()
+    }
+
+    @Test("status, jobs, cancel, workers, enroll and revoke print what the coordinator answered")
+    func readCommands() async throws {
+        let key = try CurveKeyPair.generate().publicKey
+        let running = JobStatus.scripted("job-1", "running", done: 2, total: 5)
+        let server = try await ScriptedAPIServer.start { request, _ in
+            switch request {
+            case .status: [.reply(.status(running))]
+            case .list(let list): [.reply(.jobs(JobList(jobs: list.state == "failed" ? [] : [running])))]
+            case .cancel(let cancel): [.reply(.cancelled(JobCancelled(job: cancel.job, state: "cancelled")))]
+            case .workers: [.reply(.workers(WorkerList(workers: [WorkerInfo(
+                publicKey: key, name: "w1", enrolled: true, connected: true, slots: 2, running: 1,
+                lastSeenAtMilliseconds: 1_796_059_201_250)])))]
+            case .enroll(let enroll): [.reply(.workerKey(WorkerKeyChanged(publicKey: enroll.publicKey, enrolled: true)))]
+            case .revoke(let revoke):
+                [.reply(.workerKey(WorkerKeyChanged(publicKey: revoke.publicKey, enrolled: false, sessionsClosed: 1)))]
+            case .submit: []
+            }
+        }
+        let environment = ["SPLICE_COORDINATOR": server.endpoint]
+        func run(_ words: String...) async throws -> SpliceProcess.Result {
+            let result = try await SpliceProcess.run(words, environment: environment)
+            #expect(result.status == 0, "\(words): \(result.stderr)")
+            return result
+        }
+        #expect(try await run("status", "job-1").stdout.contains("progress   2/5 segments (40%)\n"))
+        let json = try await run("status", "job-1", "--json").stdout
+        #expect(try JSONDecoder().decode(JobStatus.self, from: Data(json.utf8)) == running)
+        let jobs = try await run("jobs").stdout.split(separator: "\n")
+        #expect(jobs.count == 2 && jobs[0].hasPrefix("JOB") && jobs[1].hasPrefix("job-1  running  2/5"))
+        #expect(try await run("jobs", "--state", "failed").stdout == "no failed jobs\n")
+        #expect(try await run("cancel", "job-1").stdout == "job job-1 cancelled\n")
+        #expect(try await run("workers").stdout.contains(key.z85 + "  w1    yes       yes        2      1"))
+        #expect(try await run("workers", "enroll", key.z85, "--name", "w1").stdout == "enrolled worker key \(key) (w1)\n")
+        #expect(try await run("workers", "revoke", key.z85).stdout
+            == "revoked worker key \(key); closed 1 live session\n")
+        let sent = server.requests.map { $0.message }
+        #expect(sent.contains(.list(ListJobs(state: "failed", limit: 50))))
+        #expect(sent.contains(.enroll(EnrollWorker(publicKey: key, name: "w1"))))
+        await server.stop()
+    }
+
+    @Test("no coordinator: the one line the contract names, exit 1")
+    func noCoordinator() async throws {
+        let endpoint = "tcp://127.0.0.1:\(try unusedPort())"
+        let result = try await SpliceProcess.run(["jobs", "--coordinator", endpoint, "--timeout", "0.5"])
+        #expect(result.status == 1)
+        #expect(result.stderr == "splice jobs: no coordinator answered at \(endpoint); is `splice coordinator` running?\n")
+    }
+
+    private func mode(_ path: String) throws -> Int {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
+    }
+}
