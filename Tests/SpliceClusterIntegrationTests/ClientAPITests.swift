@@ -22,18 +22,17 @@ struct ClientAPITests {
         let server = try await ScriptedAPIServer.start { _, index in
             index == 0 ? [] : [.reply(.submitted(JobSubmitted(job: "job-1")))]  // the first SUBMIT is lost
         }
-        let client = try await SpliceClient.connect(Self.configuration(server.endpoint))
-        let job = try await client.submit(Self.submission)
-        #expect(job == "job-1")
-        let sent = server.requests
-        #expect(sent.count == 2)
-        guard sent.count == 2, case .submit(let first) = sent[0].message, case .submit(let second) = sent[1].message
-        else { Issue.record("expected two SUBMITs, got \(sent.map(\.message))"); return }
-        #expect(first.submissionKey != nil)
-        #expect(first == second)
-        #expect(sent[0].requestID != sent[1].requestID)
-        await client.close()
-        await server.stop()
+        try await withClient(of: server) { client in
+            let job = try await client.submit(Self.submission)
+            #expect(job == "job-1")
+            let sent = server.requests
+            #expect(sent.count == 2)
+            guard sent.count == 2, case .submit(let first) = sent[0].message, case .submit(let second) = sent[1].message
+            else { Issue.record("expected two SUBMITs, got \(sent.map(\.message))"); return }
+            #expect(first.submissionKey != nil)
+            #expect(first == second)
+            #expect(sent[0].requestID != sent[1].requestID)
+        }
     }
 
     @Test("a late reply to an earlier send still answers the call")
@@ -43,12 +42,11 @@ struct ClientAPITests {
             // Only the first send is answered, and only after the client has sent again.
             return index == 0 ? [.delayed(.status(.scripted(query.job, "running")), by: .milliseconds(500))] : []
         }
-        let client = try await SpliceClient.connect(Self.configuration(server.endpoint))
-        let status = try await client.status(of: "job-2")
-        #expect(status.job == "job-2")
-        #expect(server.requests.count >= 2)
-        await client.close()
-        await server.stop()
+        try await withClient(of: server) { client in
+            let status = try await client.status(of: "job-2")
+            #expect(status.job == "job-2")
+            #expect(server.requests.count >= 2)
+        }
     }
 
     @Test("replies carrying another request's id are skipped")
@@ -61,18 +59,19 @@ struct ClientAPITests {
                 .reply(.status(.scripted(query.job, "running", done: 1, total: 3))),
             ]
         }
-        let client = try await SpliceClient.connect(Self.configuration(server.endpoint))
-        let status = try await client.status(of: "job-3")
-        #expect(status == .scripted("job-3", "running", done: 1, total: 3))
-        #expect(await eventually { await client.skippedRepliesNow() == 2 })
-        await client.close()
-        await server.stop()
+        try await withClient(of: server) { client in
+            let status = try await client.status(of: "job-3")
+            #expect(status == .scripted("job-3", "running", done: 1, total: 3))
+            #expect(await eventually { await client.skippedRepliesNow() == 2 })
+        }
     }
 
     @Test("waitForCompletion rides out the coordinator going away and coming back on the same port")
     func waitSurvivesRestart() async throws {
         let job: JobID = "job-4"
-        let first = try await ScriptedAPIServer.start { _, _ in [.reply(.status(.scripted(job, "running", done: 1, total: 3)))] }
+        let first = try await ScriptedAPIServer.start { _, _ in
+            [.reply(.status(.scripted(job, "running", done: 1, total: 3)))]
+        }
         let endpoint = first.endpoint
         let client = try await SpliceClient.connect(Self.configuration(endpoint, timeout: .milliseconds(400)))
         let events = Recorder<JobWaitEvent>()
@@ -117,13 +116,13 @@ struct ClientAPITests {
     @Test("a listener that never answers: one line saying so")
     func silent() async throws {
         let server = try await ScriptedAPIServer.start { _, _ in [] }
-        let client = try await SpliceClient.connect(Self.configuration(server.endpoint, timeout: .milliseconds(500)))
-        let error = await clientError { _ = try await client.workers() }
-        #expect(error?.code == .unreachable)
-        #expect(error?.message.hasPrefix("the coordinator at \(server.endpoint) did not answer within 500ms;") == true)
-        #expect(error?.message.contains("\n") == false)
-        await client.close()
-        await server.stop()
+        try await withClient(of: server, timeout: .milliseconds(500)) { client in
+            let error = await clientError { _ = try await client.workers() }
+            #expect(error?.code == .unreachable)
+            #expect(error?.message.hasPrefix(
+                "the coordinator at \(server.endpoint) did not answer within 500ms;") == true)
+            #expect(error?.message.contains("\n") == false)
+        }
     }
 
     @Test("the coordinator's ERROR becomes one line; a retryable one is sent again")
@@ -131,7 +130,8 @@ struct ClientAPITests {
         let server = try await ScriptedAPIServer.start { request, index in
             switch request {
             case .status:
-                return [.reply(.error(APIError(code: "not-found", message: "no job job-0\n  `splice jobs` lists them")))]
+                let lines = "no job job-0\n  `splice jobs` lists them"
+                return [.reply(.error(APIError(code: "not-found", message: lines)))]
             case .cancel:
                 return [.reply(.submitted(JobSubmitted(job: "job-0")))]
             case .workers where index < 3:
@@ -143,22 +143,23 @@ struct ClientAPITests {
                 return []
             }
         }
-        let client = try await SpliceClient.connect(Self.configuration(server.endpoint))
-        let notFound = await clientError { _ = try await client.status(of: "job-0") }
-        #expect(notFound?.code == .rejected)
-        #expect(notFound?.apiError?.code == "not-found")
-        #expect(notFound?.message == "no job job-0; `splice jobs` lists them")
+        try await withClient(of: server) { client in
+            let notFound = await clientError { _ = try await client.status(of: "job-0") }
+            #expect(notFound?.code == .rejected)
+            #expect(notFound?.apiError?.code == "not-found")
+            #expect(notFound?.message == "no job job-0; `splice jobs` lists them")
 
-        let wrongType = await clientError { _ = try await client.cancel("job-0") }
-        #expect(wrongType?.code == .unexpectedReply)
-        #expect(wrongType?.message == "the coordinator at \(server.endpoint) answered CANCEL with SUBMITTED instead of "
-                + "CANCELLED; are `splice` and the coordinator the same version?")
+            let wrongType = await clientError { _ = try await client.cancel("job-0") }
+            #expect(wrongType?.code == .unexpectedReply)
+            #expect(wrongType?.message
+                == "the coordinator at \(server.endpoint) answered CANCEL with SUBMITTED instead of "
+                    + "CANCELLED; are `splice` and the coordinator the same version?")
 
-        let before = server.requests.count
-        #expect(try await client.workers().isEmpty)
-        #expect(server.requests.count - before == 2)  // one `unavailable`, then the answer
-        await client.close()
-        await server.stop()
+            let before = server.requests.count
+            let workers = try await client.workers()
+            #expect(workers.isEmpty)
+            #expect(server.requests.count - before == 2)  // one `unavailable`, then the answer
+        }
     }
 
     @Test("waitForCompletion stops at errors a retry cannot cure, and when cancelled")
@@ -168,24 +169,25 @@ struct ClientAPITests {
             if query.job == "gone" { return [.reply(.error(APIError(code: "not-found", message: "no job gone")))] }
             return [.reply(.status(.scripted(query.job, "running", done: 0, total: 2)))]
         }
-        let client = try await SpliceClient.connect(Self.configuration(server.endpoint))
-        let gone = await clientError { _ = try await client.waitForCompletion(of: "gone", pollInterval: .milliseconds(20)) }
-        #expect(gone?.code == .rejected)
+        try await withClient(of: server) { client in
+            let gone = await clientError {
+                _ = try await client.waitForCompletion(of: "gone", pollInterval: .milliseconds(20))
+            }
+            #expect(gone?.code == .rejected)
 
-        let polls = Recorder<JobWaitEvent>()
-        let waiting = Task {
-            try await client.waitForCompletion(of: "slow", pollInterval: .milliseconds(20)) { polls.append($0) }
+            let polls = Recorder<JobWaitEvent>()
+            let waiting = Task {
+                try await client.waitForCompletion(of: "slow", pollInterval: .milliseconds(20)) { polls.append($0) }
+            }
+            #expect(await eventually { polls.entries.count >= 2 })
+            waiting.cancel()
+            let outcome = await withDeadline(.seconds(5)) { await waiting.result }
+            guard case .failure(let error as SpliceClientError)? = outcome else {
+                Issue.record("expected a cancelled wait, got \(String(describing: outcome))")
+                return
+            }
+            #expect(error.code == .cancelled)
         }
-        #expect(await eventually { polls.entries.count >= 2 })
-        waiting.cancel()
-        let outcome = await withDeadline(.seconds(5)) { await waiting.result }
-        guard case .failure(let error as SpliceClientError)? = outcome else {
-            Issue.record("expected a cancelled wait, got \(String(describing: outcome))")
-            return
-        }
-        #expect(error.code == .cancelled)
-        await client.close()
-        await server.stop()
     }
 
     @Test("CURVE: an admitted client key is answered, any other is refused at once")
@@ -226,6 +228,21 @@ struct ClientAPITests {
         }
         await server.stop()
     }
+}
+
+/// Runs `body` with a client of `server` (short waits, `timeout` per call), then closes both.
+func withClient(of server: ScriptedAPIServer, timeout: Duration = .seconds(5),
+                _ body: (SpliceClient) async throws -> Void) async throws {
+    let client = try await SpliceClient.connect(ClientAPITests.configuration(server.endpoint, timeout: timeout))
+    do {
+        try await body(client)
+    } catch {
+        await client.close()
+        await server.stop()
+        throw error
+    }
+    await client.close()
+    await server.stop()
 }
 
 extension SpliceClient {

@@ -149,7 +149,8 @@ struct ClientCommandTests {
                 return []
             }
         }
-        let result = try await SpliceProcess.run(["submit", "/in.mov", "/out.mp4", "--wait", "--coordinator", server.endpoint])
+        let result = try await SpliceProcess.run(["submit", "/in.mov", "/out.mp4", "--wait",
+                                                  "--coordinator", server.endpoint])
         #expect(result.status == expected, "\(result.stderr)")
         #expect(result.stderr.hasPrefix("job \(job) submitted; waiting for it (Ctrl-C stops waiting, not the job)\n"))
         #expect(result.stderr.contains("progress 50% 1/2\n"))
@@ -157,7 +158,8 @@ struct ClientCommandTests {
         case "succeeded":
             #expect(result.stdout == "job \(job) succeeded: /out.mp4\n")
         case "failed":
-            #expect(result.stderr.hasSuffix("splice submit: job \(job) failed: segment 1 could not be decoded on 3 workers\n"))
+            #expect(result.stderr.hasSuffix(
+                "splice submit: job \(job) failed: segment 1 could not be decoded on 3 workers\n"))
         default:
             #expect(result.stderr.hasSuffix("splice submit: job \(job) was cancelled\n"))
         }
@@ -167,19 +169,15 @@ struct ClientCommandTests {
     @Test("submit --wait survives a coordinator restart: says so on stderr and keeps waiting")
     func submitWaitRestart() async throws {
         let job: JobID = "job-restart"
-        let first = try await ScriptedAPIServer.start { request, _ in
-            if case .submit = request { return [.reply(.submitted(JobSubmitted(job: job)))] }
-            return [.reply(.status(.scripted(job, "running", done: 1, total: 4)))]
-        }
+        let first = try await ScriptedAPIServer.submitting(job, then: .scripted(job, "running", done: 1, total: 4))
         let endpoint = first.endpoint
         let process = try SpliceProcess(["submit", "/in.mov", "/out.mp4", "--wait", "--timeout", "1",
                                          "--coordinator", endpoint])
         #expect(await process.waitForStderr(containing: "progress 25% 1/4"))
         await first.stop()
         #expect(await process.waitForStderr(containing: "coordinator unreachable, retrying"))
-        let second = try await ScriptedAPIServer.start(on: endpoint) { _, _ in
-            [.reply(.status(.scripted(job, "succeeded", done: 4, total: 4)))]
-        }
+        let second = try await ScriptedAPIServer.submitting(job, then: .scripted(job, "succeeded", done: 4, total: 4),
+                                                           on: endpoint)
         let result = await process.finish(within: .seconds(30))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("coordinator reachable again\n"))
@@ -191,10 +189,7 @@ struct ClientCommandTests {
     @Test("Ctrl-C while waiting stops waiting, not the job: exit 130 and how to cancel it")
     func submitWaitInterrupted() async throws {
         let job: JobID = "job-long"
-        let server = try await ScriptedAPIServer.start { request, _ in
-            if case .submit = request { return [.reply(.submitted(JobSubmitted(job: job)))] }
-            return [.reply(.status(.scripted(job, "running", done: 0, total: 8)))]
-        }
+        let server = try await ScriptedAPIServer.submitting(job, then: .scripted(job, "running", done: 0, total: 8))
         let process = try SpliceProcess(["submit", "/in.mov", "/out.mp4", "--wait", "--coordinator", server.endpoint])
         #expect(await process.waitForStderr(containing: "progress 0% 0/8"))
         process.send(SIGINT)
@@ -218,7 +213,8 @@ struct ClientCommandTests {
             case .workers: [.reply(.workers(WorkerList(workers: [WorkerInfo(
                 publicKey: key, name: "w1", enrolled: true, connected: true, slots: 2, running: 1,
                 lastSeenAtMilliseconds: 1_796_059_201_250)])))]
-            case .enroll(let enroll): [.reply(.workerKey(WorkerKeyChanged(publicKey: enroll.publicKey, enrolled: true)))]
+            case .enroll(let enroll):
+                [.reply(.workerKey(WorkerKeyChanged(publicKey: enroll.publicKey, enrolled: true)))]
             case .revoke(let revoke):
                 [.reply(.workerKey(WorkerKeyChanged(publicKey: revoke.publicKey, enrolled: false, sessionsClosed: 1)))]
             case .submit: []
@@ -238,7 +234,8 @@ struct ClientCommandTests {
         #expect(try await run("jobs", "--state", "failed").stdout == "no failed jobs\n")
         #expect(try await run("cancel", "job-1").stdout == "job job-1 cancelled\n")
         #expect(try await run("workers").stdout.contains(key.z85 + "  w1    yes       yes        2      1"))
-        #expect(try await run("workers", "enroll", key.z85, "--name", "w1").stdout == "enrolled worker key \(key) (w1)\n")
+        #expect(try await run("workers", "enroll", key.z85, "--name", "w1").stdout
+            == "enrolled worker key \(key) (w1)\n")
         #expect(try await run("workers", "revoke", key.z85).stdout
             == "revoked worker key \(key); closed 1 live session\n")
         let sent = server.requests.map { $0.message }
@@ -252,7 +249,8 @@ struct ClientCommandTests {
         let endpoint = "tcp://127.0.0.1:\(try unusedPort())"
         let result = try await SpliceProcess.run(["jobs", "--coordinator", endpoint, "--timeout", "0.5"])
         #expect(result.status == 1)
-        #expect(result.stderr == "splice jobs: no coordinator answered at \(endpoint); is `splice coordinator` running?\n")
+        #expect(result.stderr
+            == "splice jobs: no coordinator answered at \(endpoint); is `splice coordinator` running?\n")
     }
 
     private func mode(_ path: String) throws -> Int {

@@ -100,6 +100,17 @@ final class ScriptedAPIServer: Sendable {
     }
 }
 
+extension ScriptedAPIServer {
+    /// A server that answers SUBMIT with `job` and every STATUS with `status`.
+    static func submitting(_ job: JobID, then status: JobStatus,
+                           on endpoint: String = "tcp://127.0.0.1:*") async throws -> ScriptedAPIServer {
+        try await start(on: endpoint) { request, _ in
+            if case .submit = request { return [.reply(.submitted(JobSubmitted(job: job)))] }
+            return [.reply(.status(status))]
+        }
+    }
+}
+
 /// Things seen by one task and checked by another: requests a scripted server received, events a
 /// wait reported.
 final class Recorder<Element: Sendable>: Sendable {

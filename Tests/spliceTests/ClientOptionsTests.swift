@@ -38,7 +38,8 @@ struct ClientOptionsTests {
         #expect(try Seconds(argument: seconds.description) == seconds)
     }
 
-    @Test("--timeout refuses what is not a positive number of seconds", arguments: ["0", "-1", "abc", "1.2345", "1.", "", "86401"])
+    @Test("--timeout refuses what is not a positive number of seconds",
+          arguments: ["0", "-1", "abc", "1.2345", "1.", "", "86401"])
     func badTimeouts(word: String) {
         #expect(usageError(["job-1", "--timeout", word], for: StatusCommand.self)?.hasPrefix("--timeout: '") == true)
     }
@@ -72,7 +73,8 @@ struct ClientOptionsTests {
         // The server key as Z85 text works as well as its file.
         let inline = try parse(["job-1", "--secret-key", directory + "/client.key", "--server-key",
                                 server.publicKey.z85], as: StatusCommand.self)
-        #expect(try inline.client.clientConfiguration().security == .curve(clientKeys: client, serverKey: server.publicKey))
+        #expect(try inline.client.clientConfiguration().security
+            == .curve(clientKeys: client, serverKey: server.publicKey))
 
         chmod(directory + "/client.key", 0o644)
         #expect(configurationError(command)?.hasPrefix("--secret-key: secret key file") == true)
@@ -90,13 +92,15 @@ struct ClientOptionsTests {
         #expect(try parse([directory + "/w.pub", "--name", "w1"], as: WorkersEnrollCommand.self).name == "w1")
         #expect(try parse([directory + "/w.pub"], as: WorkersRevokeCommand.self).key == pair.publicKey)
         let error = usageError(["not-a-key"], for: WorkersRevokeCommand.self)
-        #expect(error?.hasPrefix("<key>: 'not-a-key' is neither a public key (40 characters of Z85) nor a readable .pub file") == true)
+        #expect(error?.hasPrefix(
+            "<key>: 'not-a-key' is neither a public key (40 characters of Z85) nor a readable .pub file") == true)
     }
 
     @Test("--state and --limit of `jobs` are checked before anything is sent")
     func jobsFlags() throws {
         #expect(try parse(["--state", "failed", "--limit", "5"], as: JobsCommand.self).state == .failed)
-        #expect(usageError(["--state", "done"], for: JobsCommand.self)?.hasPrefix("--state: 'done' is not one of queued,") == true)
+        #expect(usageError(["--state", "done"], for: JobsCommand.self)?
+            .hasPrefix("--state: 'done' is not one of queued,") == true)
         #expect(usageError(["--limit", "0"], for: JobsCommand.self) == "--limit must be from 1 to 1000; got 0")
     }
 
@@ -114,7 +118,8 @@ struct ClientOptionsTests {
 
 /// A fresh folder under /tmp for one test.
 func temporaryDirectory() -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("splice-client-\(UUID().uuidString.prefix(8))").path
+    let path = FileManager.default.temporaryDirectory
+        .appendingPathComponent("splice-client-\(UUID().uuidString.prefix(8))").path
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
 }

@@ -97,7 +97,8 @@ struct ClientRenderingTests {
     func waitDisplay() {
         let err = Captured()
         let display = JobWaitDisplay(label: "out.mp4", output: err.output)
-        let lost = SpliceClientError(code: .unreachable, message: "no coordinator answered at tcp://c:7451", isRetryable: true)
+        let lost = SpliceClientError(code: .unreachable, message: "no coordinator answered at tcp://c:7451",
+                                     isRetryable: true)
         display.show(.status(Self.job("j", "queued")))
         display.show(.status(Self.job("j", "running", done: 1, total: 4, fraction: 0.3)))
         display.show(.unreachable(lost))
@@ -136,7 +137,8 @@ struct ClientRenderingTests {
     func keyNames() throws {
         #expect(usageError(["worker.key"], for: KeysGenerateCommand.self)?
             .hasPrefix("<name>: give 'worker' without .key") == true)
-        #expect(usageError(["keys/"], for: KeysGenerateCommand.self)?.hasPrefix("<name>: 'keys/' names a folder") == true)
+        #expect(usageError(["keys/"], for: KeysGenerateCommand.self)?
+            .hasPrefix("<name>: 'keys/' names a folder") == true)
         let command = try parse(["/etc/splice/coordinator"], as: KeysGenerateCommand.self)
         #expect(command.secretKeyPath == "/etc/splice/coordinator.key")
         #expect(command.publicKeyPath == "/etc/splice/coordinator.pub")

@@ -25,7 +25,9 @@ public actor SpliceClient {
 
     /// Opens the connection (libzmq connects in the background; an absent coordinator shows up as
     /// `.unreachable` on the first call, not here). Fails only for an unusable endpoint.
-    public static func connect(_ configuration: SpliceClientConfiguration) async throws(SpliceClientError) -> SpliceClient {
+    public static func connect(
+        _ configuration: SpliceClientConfiguration
+    ) async throws(SpliceClientError) -> SpliceClient {
         let client = try SpliceClient(configuration: configuration)
         _ = try await client.currentConnection()
         return client

@@ -48,7 +48,8 @@ public struct SpliceClientError: Error, Sendable, Hashable, CustomStringConverti
         SpliceClientError(code: .rejected, message: error.message, isRetryable: error.retryable, apiError: error)
     }
 
-    static let cancelledError = SpliceClientError(code: .cancelled, message: "cancelled while waiting for the coordinator")
+    static let cancelledError = SpliceClientError(
+        code: .cancelled, message: "cancelled while waiting for the coordinator")
 
     /// Joins the non-empty lines of `text` with "; " so an error always prints as one line.
     static func oneLine(_ text: String) -> String {

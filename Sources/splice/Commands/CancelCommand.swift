@@ -2,7 +2,7 @@ import SpliceCluster
 import SpliceWire
 
 /// `splice cancel JOB`: cancels a job; its running segments stop and their partial files go.
-struct CancelCommand: Command {
+struct CancelCommand: ClientCommand {
     static let job = Positional<String>("job", help: "The job id `splice submit` printed.") { $0 }
 
     static let configuration = CommandConfiguration(
@@ -16,10 +16,6 @@ struct CancelCommand: Command {
     init(_ arguments: ParsedArguments) throws {
         job = JobID(rawValue: try arguments.value(Self.job))
         client = try ClientOptions(arguments)
-    }
-
-    func validate() throws {
-        try client.validate()
     }
 
     func run(_ context: CommandContext) async throws -> ExitCode {

@@ -31,7 +31,10 @@ struct DBCommand: Command {
 struct DBMigrateCommand: Command {
     static let configuration = CommandConfiguration(
         name: "migrate", abstract: "Apply pending migrations.",
-        discussion: "Safe to run any number of times, and from several machines at once: each migration is applied once.",
+        discussion: """
+            Safe to run any number of times, and from several machines at once: each migration is \
+            applied once.
+            """,
         arguments: [DBCommand.database])
 
     let database: ConnectionConfiguration

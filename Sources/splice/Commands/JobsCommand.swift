@@ -2,7 +2,7 @@ import SpliceCluster
 import SpliceWire
 
 /// `splice jobs [--state S] [--limit N] [--json]`: recent jobs, newest first.
-struct JobsCommand: Command {
+struct JobsCommand: ClientCommand {
     /// The states the API lists jobs by.
     enum State: String, CaseIterable, ArgumentValue {
         case queued, planning, running, stitching, succeeded, failed, cancelled

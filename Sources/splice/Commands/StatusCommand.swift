@@ -2,7 +2,7 @@ import SpliceCluster
 import SpliceWire
 
 /// `splice status JOB [--json]`: one job's state and progress.
-struct StatusCommand: Command {
+struct StatusCommand: ClientCommand {
     static let job = Positional<String>("job", help: "The job id `splice submit` printed.") { $0 }
     static let json = Flag("json", help: "Print the coordinator's JOB_STATUS as JSON.")
 
@@ -18,10 +18,6 @@ struct StatusCommand: Command {
         job = JobID(rawValue: try arguments.value(Self.job))
         json = arguments[Self.json]
         client = try ClientOptions(arguments)
-    }
-
-    func validate() throws {
-        try client.validate()
     }
 
     func run(_ context: CommandContext) async throws -> ExitCode {

@@ -10,7 +10,7 @@ import Glibc
 
 /// `splice submit INPUT OUTPUT [export flags] [--segment-seconds S] [--priority P] [--wait]`:
 /// hands a job to the cluster's coordinator.
-struct SubmitCommand: Command {
+struct SubmitCommand: ClientCommand {
     static let input = Positional<String>("input",
         help: "The source file, on storage the coordinator and the workers can read.") { $0 }
     static let output = Positional<String>("output",
@@ -115,7 +115,11 @@ struct SubmitCommand: Command {
         return try await client.withClient { client in
             let job = try await client.submit(submission)
             guard wait else {
-                if json { try context.output.writeJSON(JobSubmitted(job: job)) } else { context.output.writeLine(job.rawValue) }
+                if json {
+                    try context.output.writeJSON(JobSubmitted(job: job))
+                } else {
+                    context.output.writeLine(job.rawValue)
+                }
                 return .success
             }
             context.errorOutput.writeLine("job \(job) submitted; waiting for it (Ctrl-C stops waiting, not the job)")

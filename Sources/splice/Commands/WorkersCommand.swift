@@ -3,7 +3,7 @@ import SpliceWire
 
 /// `splice workers [--json]`: the workers the coordinator knows; `splice workers enroll KEY` and
 /// `splice workers revoke KEY` admit and refuse worker keys.
-struct WorkersCommand: Command {
+struct WorkersCommand: ClientCommand {
     static let json = Flag("json", help: "Print the workers as JSON.")
 
     static let configuration = CommandConfiguration(
@@ -17,10 +17,6 @@ struct WorkersCommand: Command {
     init(_ arguments: ParsedArguments) throws {
         json = arguments[Self.json]
         client = try ClientOptions(arguments)
-    }
-
-    func validate() throws {
-        try client.validate()
     }
 
     func run(_ context: CommandContext) async throws -> ExitCode {
@@ -55,13 +51,16 @@ private let workerKey = Positional<String>("key",
     help: "The worker's public key: 40 characters of Z85, or the .pub file `splice keys generate` wrote.") { $0 }
 
 /// `splice workers enroll KEY [--name NAME]`.
-struct WorkersEnrollCommand: Command {
+struct WorkersEnrollCommand: ClientCommand {
     static let key = workerKey
     static let name = Option<String>("name", valueName: "label", help: "A name to show in `splice workers`.")
 
     static let configuration = CommandConfiguration(
         name: "enroll", abstract: "Admit a worker's key on the coordinator.",
-        discussion: "The worker can connect from then on. A revoked key cannot be enrolled again: give that worker a new key.",
+        discussion: """
+            The worker can connect from then on. A revoked key cannot be enrolled again: give that \
+            worker a new key.
+            """,
         arguments: [key, name] + ClientOptions.arguments)
 
     let key: CurvePublicKey
@@ -74,10 +73,6 @@ struct WorkersEnrollCommand: Command {
         client = try ClientOptions(arguments)
     }
 
-    func validate() throws {
-        try client.validate()
-    }
-
     func run(_ context: CommandContext) async throws -> ExitCode {
         let changed = try await client.withClient { try await $0.enroll(key, name: name) }
         context.output.writeLine("enrolled worker key \(changed.publicKey)" + (name.map { " (\($0))" } ?? ""))
@@ -86,7 +81,7 @@ struct WorkersEnrollCommand: Command {
 }
 
 /// `splice workers revoke KEY`.
-struct WorkersRevokeCommand: Command {
+struct WorkersRevokeCommand: ClientCommand {
     static let key = workerKey
 
     static let configuration = CommandConfiguration(
@@ -100,10 +95,6 @@ struct WorkersRevokeCommand: Command {
     init(_ arguments: ParsedArguments) throws {
         key = try ClientOptions.publicKey(try arguments.value(Self.key), flag: "<key>")
         client = try ClientOptions(arguments)
-    }
-
-    func validate() throws {
-        try client.validate()
     }
 
     func run(_ context: CommandContext) async throws -> ExitCode {

@@ -60,7 +60,8 @@ struct ClientOptions: OptionGroup {
             } catch {
                 throw UsageError("--secret-key: " + error.message)
             }
-            configuration.security = .curve(clientKeys: keys, serverKey: try Self.publicKey(serverKey, flag: "--server-key"))
+            let server = try Self.publicKey(serverKey, flag: "--server-key")
+            configuration.security = .curve(clientKeys: keys, serverKey: server)
         }
         return configuration
     }
@@ -88,6 +89,18 @@ struct ClientOptions: OptionGroup {
             throw UsageError("\(flag): '\(text)' is neither a public key (40 characters of Z85) nor a readable .pub "
                              + "file (\(error.message))")
         }
+    }
+}
+
+/// A command that talks to the coordinator's API, configured by its `ClientOptions`.
+protocol ClientCommand: Command {
+    var client: ClientOptions { get }
+}
+
+extension ClientCommand {
+    /// Checks the client flags. Commands with more to check call `client.validate()` themselves.
+    func validate() throws {
+        try client.validate()
     }
 }
 
