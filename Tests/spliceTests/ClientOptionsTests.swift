@@ -45,8 +45,8 @@ struct ClientOptionsTests {
     }
 
     @Test("keys come in pairs, and the endpoint must look like one", arguments: [
-        (["--secret-key", "c.key"], "--secret-key needs --server-key"),
-        (["--server-key", "s.pub"], "--server-key needs --secret-key"),
+        (["--secret-key", "c.key"], "--secret-key (or SPLICE_CLIENT_SECRET_KEY) needs --server-key"),
+        (["--server-key", "s.pub"], "--server-key (or SPLICE_SERVER_KEY) needs --secret-key"),
         (["--coordinator", "localhost:7451"], "--coordinator: 'localhost:7451' is not an endpoint"),
         (["--coordinator", "tcp://"], "--coordinator: 'tcp://' is not an endpoint"),
     ])

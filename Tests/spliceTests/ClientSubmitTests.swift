@@ -61,7 +61,7 @@ struct ClientSubmitTests {
         (["--segment-seconds", "0.5"], "--segment-seconds must be at least 1"),
         (["--copy-video"], "--copy-video and --copy-audio are not for the cluster"),
         (["--no-audio", "--no-video"], "--no-audio with --no-video leaves nothing to export"),
-        (["--secret-key", "c.key"], "--secret-key needs --server-key"),
+        (["--secret-key", "c.key"], "--secret-key (or SPLICE_CLIENT_SECRET_KEY) needs --server-key"),
         (["--coordinator", "127.0.0.1:7451"], "--coordinator: '127.0.0.1:7451' is not an endpoint"),
     ])
     func refusals(words: [String], message: String) async {

@@ -40,9 +40,11 @@ struct ClientOptions: OptionGroup {
         }
         switch (secretKeyPath, serverKey) {
         case (.some, nil):
-            throw UsageError("--secret-key needs --server-key (the coordinator's .pub file) to check whom it talks to")
+            throw UsageError("--secret-key (or SPLICE_CLIENT_SECRET_KEY) needs --server-key (or SPLICE_SERVER_KEY), "
+                             + "the coordinator's .pub file, to check whom it talks to")
         case (nil, .some):
-            throw UsageError("--server-key needs --secret-key: a CURVE client must present a key of its own")
+            throw UsageError("--server-key (or SPLICE_SERVER_KEY) needs --secret-key (or SPLICE_CLIENT_SECRET_KEY): "
+                             + "a CURVE client must present a key of its own")
         default:
             break
         }
