@@ -97,6 +97,7 @@ struct ClientAPITests {
         guard case .unreachable(let error) = seen[firstOutage] else { return }
         #expect(error.code == .unreachable)
         #expect(error.isRetryable)
+        #expect(error.message == "no coordinator answered at \(endpoint); is `splice coordinator` running?")
         #expect(!second.requests.isEmpty)
         await client.close()
         await second.stop()

@@ -86,6 +86,10 @@ final class ClientConnection: Sendable {
                 contact = .connected
             case .handshakeSucceeded:
                 contact = .handshaken
+            case .disconnected where contact == .handshaken:
+                // The coordinator went away (stopped, killed, restarting): as if never reached.
+                // A connection that never completed its handshake keeps saying so.
+                contact = .none
             case .handshakeFailedProtocol:
                 // Not `.handshakeFailed` (no detail): a connection closed mid-handshake by a
                 // coordinator that is shutting down reports that too.
