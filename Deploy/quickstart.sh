@@ -13,10 +13,11 @@ cd "$(dirname "$0")/.."
 source Deploy/setup.sh
 
 work="${SPLICE_QUICKSTART_DIR:-$PWD/out/quickstart}"
+log_level="${SPLICE_LOG_LEVEL:-info}"
 # The daemons and the client take their settings from SPLICE_* variables: start from none, so a
 # database URL or key file set in this shell cannot turn the loopback quick start into something else.
 for variable in $(compgen -v SPLICE_); do unset "$variable"; done
-export SPLICE_LOG_LEVEL="${SPLICE_LOG_LEVEL:-info}"
+export SPLICE_LOG_LEVEL="$log_level"
 
 workers_endpoint=tcp://127.0.0.1:7450
 api_endpoint=tcp://127.0.0.1:7451
