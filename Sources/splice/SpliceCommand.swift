@@ -16,6 +16,7 @@ struct SpliceCommand: Command {
             ExportCommand.self,
             TranscodeCommand.self,
             StitchCommand.self,
+            CoordinatorCommand.self,
             HelpCommand.self,
             ProgressDemoCommand.self,
         ]

@@ -123,6 +123,11 @@ final class CoordinatorRuntime: Sendable {
         case .server(let server):
             database = server
         case .embedded(let directory):
+            // The server may run as another account (PostgreSQL refuses root): the folder holding
+            // its directory must be searchable by it, so a state directory we create is 0755.
+            try? FileManager.default.createDirectory(
+                atPath: (directory as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o755])
             var settings = EmbeddedPostgres.Configuration(directory: directory)
             settings.log = { line in logger.info("embedded postgres", ["detail": line]) }
             let server = EmbeddedPostgres(settings)
