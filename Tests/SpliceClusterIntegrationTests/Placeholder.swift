@@ -1,1 +1,0 @@
-// Tests for this target arrive with the module's first real code.
