@@ -46,9 +46,11 @@ struct CoordinatorJobTests {
     func duplicateAndStale() async throws {
         let source = try TestMedia.clip(seconds: 1)
         let coordinator = try await CoordinatorUnderTest.start { configuration in
-            // Silent after 600 ms, so the slow worker gets nothing new; leases of 1.5 s.
+            // Silent after 600 ms, so the slow worker gets nothing new (but its session is kept);
+            // leases of 1.5 s.
             configuration.sessions = CoordinatorStateMachine.Policy(
-                heartbeatInterval: .milliseconds(200), heartbeatLiveness: 3, leaseDuration: .milliseconds(1500))
+                heartbeatInterval: .milliseconds(200), heartbeatLiveness: 3, leaseDuration: .milliseconds(1500),
+                forgetAfter: .seconds(60))
         }
         let context = try WireContext()
         let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)

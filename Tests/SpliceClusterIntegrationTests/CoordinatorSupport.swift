@@ -61,13 +61,15 @@ struct CoordinatorUnderTest: Sendable {
     var spool: URL { configuration.spool }
 
     /// Timings short enough for tests: 250 ms heartbeats, 3 s leases, 200 ms polls, retries
-    /// after 100 ms.
+    /// after 100 ms. Scripted workers send nothing while they encode, so sessions are kept for
+    /// 30 s of silence (a loaded machine may take seconds per segment).
     static func configuration(database: ConnectionConfiguration, spool: URL) -> CoordinatorConfiguration {
         CoordinatorConfiguration(
             database: .server(database), spool: spool, workersEndpoint: loopback, apiEndpoint: loopback,
             maxAttempts: 5,
             sessions: CoordinatorStateMachine.Policy(
-                heartbeatInterval: .milliseconds(250), heartbeatLiveness: 4, leaseDuration: .seconds(3)),
+                heartbeatInterval: .milliseconds(250), heartbeatLiveness: 8, leaseDuration: .seconds(3),
+                forgetAfter: .seconds(30)),
             segmentRetryBackoff: Backoff(base: .milliseconds(100), cap: .seconds(1)), pollInterval: .milliseconds(200),
             reapInterval: .milliseconds(200), janitorInterval: .milliseconds(500), databaseConnections: 4,
             logger: testLogger)

@@ -54,16 +54,13 @@ private struct Harness {
     }
 
     /// Dispatch, then answer the claim with `attempts` (what the store leased).
-    /// Other workers' claims come back empty.
+    /// Dispatch, then answer the claim: `peer` gets `attempts`, other workers nothing.
     mutating func assign(_ attempts: [SegmentAttempt], to peer: WirePeer = worker) -> [CoordinatorDirective] {
         machine.onWorkAvailable()
-        var directives: [CoordinatorDirective] = []
-        for claim in machine.dispatch().compactMap(\.claim) {
-            let mine = claim.worker == WorkerIdentity(peer: peer)
-            directives += machine.onClaimed(mine ? attempts.map(assignment) : [], worker: claim.worker,
-                                            requested: claim.limit, generation: claim.generation, now: now)
-        }
-        return directives
+        guard let claim = machine.dispatch().compactMap(\.claim).first else { return [] }
+        let identity = WorkerIdentity(peer: peer)!
+        return machine.onClaimed([identity: attempts.map(assignment)], demands: claim.demands,
+                                 generation: claim.generation, now: now)
     }
 }
 
@@ -73,8 +70,8 @@ extension CoordinatorDirective {
         return nil
     }
 
-    var claim: (worker: WorkerIdentity, limit: Int, generation: UInt64)? {
-        if case .claim(let worker, _, let limit, let generation) = self { return (worker, limit, generation) }
+    var claim: (demands: [ClaimDemand], generation: UInt64)? {
+        if case .claim(let demands, let generation) = self { return (demands, generation) }
         return nil
     }
 
@@ -94,6 +91,11 @@ private func acks(_ directives: [CoordinatorDirective]) -> [Ack] {
 
 private func cancels(_ directives: [CoordinatorDirective]) -> [Cancel] {
     messages(directives).compactMap { if case .cancel(let cancel) = $0 { cancel } else { nil } }
+}
+
+/// The slots each claim asks for, smallest first.
+private func claimed(_ directives: [CoordinatorDirective]) -> [Int] {
+    directives.compactMap(\.claim).flatMap(\.demands).map(\.limit).sorted()
 }
 
 private func isWelcome(_ message: CoordinatorMessage) -> Bool {
@@ -117,7 +119,7 @@ struct CoordinatorStateMachineTests {
         let registered = harness.machine.onWorkerRegistered(.key(workerKey), workerID: workerID, now: harness.now)
         #expect(messages(registered).first == .welcome(Welcome(session: "test", heartbeatIntervalMilliseconds: 1000, heartbeatLiveness: 3)))
         #expect(registered.compactMap(\.sent?.peer) == [worker])
-        #expect(harness.machine.dispatch().compactMap(\.claim).map(\.limit) == [4])
+        #expect(claimed(harness.machine.dispatch()) == [4])
     }
 
     @Test("sessions are keyed by the authenticated key: a new routing id is the same worker, answered on its new route")
@@ -227,7 +229,7 @@ struct CoordinatorStateMachineTests {
         #expect(messages(checked).last.map(isWelcome) == true)
         let snapshot = try #require(harness.machine.sessionSnapshots.first)
         #expect(snapshot.running == 1 && snapshot.active)
-        #expect(harness.machine.dispatch().compactMap(\.claim).map(\.limit) == [3], "the running attempt holds a slot")
+        #expect(claimed(harness.machine.dispatch()) == [3], "the running attempt holds a slot")
     }
 
     @Test("a worker that registers again without an attempt it held hands that attempt back")
@@ -271,7 +273,24 @@ struct CoordinatorStateMachineTests {
         #expect(acks(answered) == [Ack(attempt: attempt(0), acknowledges: .progress, outcome: .stale)])
         #expect(cancels(answered) == [Cancel(attempt: attempt(0), reason: .leaseLost)])
         harness.machine.onWorkAvailable()
-        #expect(harness.machine.dispatch().compactMap(\.claim).map(\.limit) == [1])
+        #expect(claimed(harness.machine.dispatch()) == [1])
+    }
+
+    @Test("an extension that lost its lease to the attempt's own COMPLETE is a duplicate: no stale, no CANCEL",
+          arguments: [ResultOutcome?.none, .completed(readyToStitch: false)])
+    func extensionRacingComplete(committed: ResultOutcome?) {
+        var harness = Harness()
+        harness.welcome()
+        _ = harness.assign([attempt(0)])
+        _ = harness.receive(.progress(Progress(attempt: attempt(0), fraction: 0.99, frames: 9)))
+        _ = harness.receive(.complete(complete(attempt(0))))
+        if let committed {
+            _ = harness.machine.onResultCommitted(.complete(complete(attempt(0))), outcome: committed, now: harness.now)
+        }
+        let answered = harness.machine.onLeasesExtended(
+            [attempt(0)], worker: .key(workerKey), check: .progress, current: [], now: harness.now)
+        #expect(acks(answered) == [Ack(attempt: attempt(0), acknowledges: .progress, outcome: .duplicate)])
+        #expect(cancels(answered).isEmpty)
     }
 
     @Test("an extension answered after the COMPLETE arrived does not count the attempt as running again")
@@ -401,52 +420,58 @@ struct CoordinatorStateMachineTests {
 
     // MARK: Dispatch
 
-    @Test("free slots become one claim per worker; slots freed while it is in flight go into the next")
-    func claimBatching() {
+    @Test("every worker's free slots go into one claim; slots freed while it is in flight go into the next")
+    func claimBatching() throws {
         var harness = Harness()
         harness.welcome(slots: 4)
-        let first = harness.machine.dispatch().compactMap(\.claim)
-        #expect(first.map(\.limit) == [4])
-        #expect(harness.machine.dispatch().isEmpty, "one claim in flight per worker")
-        let assigned = harness.machine.onClaimed((0..<4).map { assignment(attempt($0)) }, worker: .key(workerKey),
-                                                 requested: 4, generation: first[0].generation, now: harness.now)
+        harness.welcome(other, id: otherID, slots: 2)
+        let first = try #require(harness.machine.dispatch().compactMap(\.claim).first)
+        #expect(Set(first.demands) == [ClaimDemand(worker: .key(workerKey), workerID: workerID, limit: 4),
+                                       ClaimDemand(worker: .key(otherKey), workerID: otherID, limit: 2)])
+        #expect(harness.machine.dispatch().isEmpty, "one claim in flight at a time")
+        let assigned = harness.machine.onClaimed(
+            [.key(workerKey): (0..<4).map { assignment(attempt($0)) }, .key(otherKey): [assignment(attempt(4))]],
+            demands: first.demands, generation: first.generation, now: harness.now)
         let assigns = messages(assigned).compactMap { if case .assign(let assign) = $0 { assign } else { nil } }
-        #expect(assigns.map(\.attempt.segment) == [0, 1, 2, 3])
+        #expect(assigns.map(\.attempt.segment).sorted() == [0, 1, 2, 3, 4])
         #expect(assigns.allSatisfy { $0.leaseMilliseconds == 30_000 && $0.progressIntervalMilliseconds == 5000 })
-        #expect(harness.machine.dispatch().isEmpty, "all slots busy")
+        #expect(assigned.compactMap(\.sent).filter { $0.peer == other }.count == 1)
+        #expect(!harness.machine.workAvailable, "a short claim: nothing else is claimable")
+        harness.machine.onWorkAvailable()
+        #expect(claimed(harness.machine.dispatch()) == [1], "only the other worker's last slot is free")
+        _ = harness.machine.onClaimFailed([ClaimDemand(worker: .key(otherKey), workerID: otherID, limit: 1)])
+        harness.machine.onWorkAvailable()
         _ = harness.receive(.complete(complete(attempt(0))))
         _ = harness.receive(.complete(complete(attempt(1))))
-        #expect(harness.machine.dispatch().compactMap(\.claim).map(\.limit) == [2])
+        #expect(claimed(harness.machine.dispatch()) == [1, 2])
     }
 
     @Test("a short claim means nothing is claimable until a wake-up; a wake-up during the claim is not lost")
-    func workAvailability() {
+    func workAvailability() throws {
         var harness = Harness()
         harness.welcome(slots: 2)
-        var claim = harness.machine.dispatch().compactMap(\.claim)[0]
-        _ = harness.machine.onClaimed([], worker: .key(workerKey), requested: 2, generation: claim.generation,
-                                      now: harness.now)
+        var claim = try #require(harness.machine.dispatch().compactMap(\.claim).first)
+        _ = harness.machine.onClaimed([:], demands: claim.demands, generation: claim.generation, now: harness.now)
         #expect(!harness.machine.workAvailable)
         #expect(harness.machine.dispatch().isEmpty)
 
         harness.machine.onWorkAvailable()
-        claim = harness.machine.dispatch().compactMap(\.claim)[0]
+        claim = try #require(harness.machine.dispatch().compactMap(\.claim).first)
         harness.machine.onWorkAvailable()  // a NOTIFY while the claim is in flight
-        _ = harness.machine.onClaimed([], worker: .key(workerKey), requested: 2, generation: claim.generation,
-                                      now: harness.now)
+        _ = harness.machine.onClaimed([:], demands: claim.demands, generation: claim.generation, now: harness.now)
         #expect(harness.machine.workAvailable)
-        #expect(harness.machine.dispatch().compactMap(\.claim).map(\.limit) == [2])
+        #expect(claimed(harness.machine.dispatch()) == [2])
     }
 
     @Test("a failed claim frees the slots and stops claiming until the next wake-up (no hot loop)")
-    func claimFailed() {
+    func claimFailed() throws {
         var harness = Harness()
         harness.welcome(slots: 2)
-        _ = harness.machine.dispatch()
-        _ = harness.machine.onClaimFailed(worker: .key(workerKey), requested: 2)
+        let claim = try #require(harness.machine.dispatch().compactMap(\.claim).first)
+        _ = harness.machine.onClaimFailed(claim.demands)
         #expect(harness.machine.dispatch().isEmpty)
         harness.machine.onWorkAvailable()
-        #expect(harness.machine.dispatch().compactMap(\.claim).map(\.limit) == [2])
+        #expect(claimed(harness.machine.dispatch()) == [2])
     }
 
     @Test("an ASSIGN that cannot be routed is handed back at once and the worker is forgotten")
@@ -466,12 +491,12 @@ struct CoordinatorStateMachineTests {
     }
 
     @Test("claims that come back after the worker left are handed back")
-    func claimAfterLeaving() {
+    func claimAfterLeaving() throws {
         var harness = Harness()
         harness.welcome()
-        let claim = harness.machine.dispatch().compactMap(\.claim)[0]
+        let claim = try #require(harness.machine.dispatch().compactMap(\.claim).first)
         _ = harness.receive(.disconnect(Disconnect(reason: .shutdown)))
-        let directives = harness.machine.onClaimed([assignment(attempt(0))], worker: .key(workerKey), requested: 2,
+        let directives = harness.machine.onClaimed([.key(workerKey): [assignment(attempt(0))]], demands: claim.demands,
                                                    generation: claim.generation, now: harness.now)
         #expect(directives == [.abandonAttempt(attempt(0), reason: "the worker left before its assignment was sent")])
     }
@@ -501,7 +526,7 @@ struct CoordinatorStateMachineTests {
 
         let back = harness.receive(.heartbeat(Heartbeat()))
         #expect(back.contains(.report(.workerBack(.key(workerKey)))))
-        #expect(harness.machine.dispatch().compactMap(\.claim).count == 1)
+        #expect(claimed(harness.machine.dispatch()) == [1])
 
         harness.advance(.seconds(41))
         let gone = harness.machine.onTick(now: harness.now)

@@ -129,8 +129,8 @@ actor CoordinatorShell {
             spawn { await self.commit(result) }
         case .extendLeases(let attempts, let worker, let check):
             spawn { await self.extend(attempts, worker: worker, check: check) }
-        case .claim(let worker, let workerID, let limit, let generation):
-            spawn { await self.claim(for: worker, workerID: workerID, limit: limit, generation: generation) }
+        case .claim(let demands, let generation):
+            spawn { await self.claim(demands, generation: generation) }
         case .abandonAttempt(let attempt, let reason):
             spawn { await self.abandon(attempt, reason: reason) }
         case .releaseWorker(let workerID, let reason):
@@ -202,24 +202,23 @@ actor CoordinatorShell {
         }
     }
 
-    private nonisolated func claim(for worker: WorkerIdentity, workerID: UUID, limit: Int, generation: UInt64) async {
+    private nonisolated func claim(_ demands: [ClaimDemand], generation: UInt64) async {
         do {
-            let assignments = try await store.claim(for: workerID, limit: limit)
+            let assignments = try await store.claim(demands)
             if logger.isEnabled(.debug) {
-                for assignment in assignments {
-                    let attempt = assignment.attempt
-                    logger.debug("segment assigned", [
-                        "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
-                        "worker": worker.description,
-                    ])
+                for (worker, claimed) in assignments {
+                    for attempt in claimed.map(\.attempt) {
+                        logger.debug("segment assigned", [
+                            "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                            "worker": worker.description,
+                        ])
+                    }
                 }
             }
-            await apply {
-                $0.onClaimed(assignments, worker: worker, requested: limit, generation: generation, now: .now)
-            }
+            await apply { $0.onClaimed(assignments, demands: demands, generation: generation, now: .now) }
         } catch {
-            logger.warning("claim failed", ["worker": worker.description, "error": "\(error)"])
-            await apply { $0.onClaimFailed(worker: worker, requested: limit) }
+            logger.warning("claim failed", ["workers": demands.count, "error": "\(error)"])
+            await apply { $0.onClaimFailed(demands) }
         }
     }
 

@@ -17,8 +17,9 @@ public enum CoordinatorDirective: Hashable, Sendable {
     /// Extend these leases (ACCEPT, PROGRESS, or the `running` list of a HELLO); answer with
     /// `onLeasesExtended` or `onLeaseExtensionFailed`.
     case extendLeases([SegmentAttempt], worker: WorkerIdentity, check: LeaseCheck)
-    /// Lease up to `limit` segments to the worker; answer with `onClaimed` or `onClaimFailed`.
-    case claim(worker: WorkerIdentity, workerID: UUID, limit: Int, generation: UInt64)
+    /// Lease segments to these workers, up to each one's free slots, in one store round trip;
+    /// answer with `onClaimed` or `onClaimFailed`.
+    case claim([ClaimDemand], generation: UInt64)
     /// End an attempt that will never run (its ASSIGN could not be delivered, or its worker came
     /// back without it) so the segment can be retried: a retryable failure, fenced on the token.
     case abandonAttempt(SegmentAttempt, reason: String)
@@ -92,6 +93,20 @@ public enum LeaseCheck: Hashable, Sendable {
         case .progress: .progress
         case .helloRunning: nil
         }
+    }
+}
+
+/// One worker's share of a claim: its free slots.
+public struct ClaimDemand: Hashable, Sendable {
+    public var worker: WorkerIdentity
+    /// Its `workers` row.
+    public var workerID: UUID
+    public var limit: Int
+
+    public init(worker: WorkerIdentity, workerID: UUID, limit: Int) {
+        self.worker = worker
+        self.workerID = workerID
+        self.limit = limit
     }
 }
 

@@ -70,6 +70,8 @@ public struct CoordinatorStateMachine: Sendable {
     /// `onWorkAvailable()`; the generation keeps a wake-up that raced a short claim from being lost.
     public private(set) var workAvailable = true
     private var workGeneration: UInt64 = 0
+    /// At most one claim at a time, for all workers.
+    private var claimInFlight = false
     private var incarnations: UInt64 = 0
     public private(set) var shuttingDown = false
     private var farewellSent = false
@@ -347,6 +349,14 @@ public struct CoordinatorStateMachine: Sendable {
                     let ack = Ack(attempt: attempt, acknowledges: acknowledged, outcome: .accepted)
                     directives += send(.ack(ack), to: identity, now: now)
                 }
+            } else if pendingResults[token] != nil || answered[token].map({ $0 != .stale }) == true {
+                // The lease ended because this attempt's own COMPLETE/FAIL was committed (a
+                // PROGRESS raced it): nothing was lost, and a worker told `stale` or CANCEL might
+                // delete the very output whose COMPLETE is being acknowledged.
+                if let acknowledged = check.acknowledged {
+                    let ack = Ack(attempt: attempt, acknowledges: acknowledged, outcome: .duplicate)
+                    directives += send(.ack(ack), to: identity, now: now)
+                }
             } else {
                 sessions[identity]?.held[token] = nil
                 directives.append(.report(.leaseLost(identity, attempt)))
@@ -416,57 +426,68 @@ public struct CoordinatorStateMachine: Sendable {
         workGeneration &+= 1
     }
 
-    /// Claims for every worker with free slots and no claim in flight (slots freed while one is in
-    /// flight go into the next, which batches claims under load without delaying them when idle).
+    /// One claim for every worker with free slots, when none is in flight: slots freed while one
+    /// is in flight go into the next, which batches claims under load without delaying them when
+    /// idle — one store round trip per round, whatever the number of workers.
     public mutating func dispatch() -> [CoordinatorDirective] {
-        guard workAvailable, !shuttingDown else { return [] }
-        var directives: [CoordinatorDirective] = []
-        for (identity, session) in sessions where !session.claimInFlight {
+        guard workAvailable, !shuttingDown, !claimInFlight else { return [] }
+        var demands: [ClaimDemand] = []
+        for (identity, session) in sessions {
             let free = session.freeSlots
             guard free > 0, let workerID = session.workerID else { continue }
             sessions[identity]?.reserved += free
-            sessions[identity]?.claimInFlight = true
-            directives.append(.claim(worker: identity, workerID: workerID, limit: free, generation: workGeneration))
+            demands.append(ClaimDemand(worker: identity, workerID: workerID, limit: free))
         }
-        return directives
+        guard !demands.isEmpty else { return [] }
+        claimInFlight = true
+        return [.claim(demands, generation: workGeneration)]
     }
 
-    /// A claim returned these segments: ASSIGN each. Fewer than asked means nothing else is
-    /// claimable right now.
+    /// A claim came back with these segments per worker: ASSIGN each. Fewer than asked means
+    /// nothing else is claimable right now.
     public mutating func onClaimed(
-        _ assignments: [Assignment], worker identity: WorkerIdentity, requested: Int, generation: UInt64,
+        _ assignments: [WorkerIdentity: [Assignment]], demands: [ClaimDemand], generation: UInt64,
         now: ContinuousClock.Instant
     ) -> [CoordinatorDirective] {
-        if assignments.count < requested && generation == workGeneration { workAvailable = false }
-        guard sessions[identity] != nil else {
-            return assignments.map { .abandonAttempt($0.attempt, reason: "the worker left before its assignment was sent") }
-        }
-        releaseReservation(identity, requested: requested)
+        claimInFlight = false
+        let granted = assignments.values.reduce(0) { $0 + $1.count }
+        if granted < demands.reduce(0, { $0 + $1.limit }) && generation == workGeneration { workAvailable = false }
         var directives: [CoordinatorDirective] = []
-        for assignment in assignments {
-            sessions[identity]?.held[assignment.attempt.leaseToken] = WorkerSession.HeldAttempt(attempt: assignment.attempt)
-            let assign = Assign(
-                attempt: assignment.attempt, outputPath: assignment.outputPath,
-                leaseMilliseconds: policy.leaseDuration.wholeMilliseconds,
-                progressIntervalMilliseconds: policy.progressInterval.wholeMilliseconds, spec: assignment.spec)
-            directives += send(.assign(assign), to: identity, now: now)
+        for demand in demands {
+            let identity = demand.worker
+            let claimed = assignments[identity] ?? []
+            guard sessions[identity] != nil else {
+                directives += claimed.map {
+                    .abandonAttempt($0.attempt, reason: "the worker left before its assignment was sent")
+                }
+                continue
+            }
+            releaseReservation(identity, slots: demand.limit)
+            for assignment in claimed {
+                sessions[identity]?.held[assignment.attempt.leaseToken] =
+                    WorkerSession.HeldAttempt(attempt: assignment.attempt)
+                let assign = Assign(
+                    attempt: assignment.attempt, outputPath: assignment.outputPath,
+                    leaseMilliseconds: policy.leaseDuration.wholeMilliseconds,
+                    progressIntervalMilliseconds: policy.progressInterval.wholeMilliseconds, spec: assignment.spec)
+                directives += send(.assign(assign), to: identity, now: now)
+            }
         }
         return directives
     }
 
     /// The claim failed (the store was unreachable): the slots are free again, and claiming stops
-    /// until the next `onWorkAvailable()` (the poll timer), so an unreachable store
-    /// is not hammered.
-    public mutating func onClaimFailed(worker identity: WorkerIdentity, requested: Int) -> [CoordinatorDirective] {
-        releaseReservation(identity, requested: requested)
+    /// until the next `onWorkAvailable()` (the poll timer), so an unreachable store is not hammered.
+    public mutating func onClaimFailed(_ demands: [ClaimDemand]) -> [CoordinatorDirective] {
+        claimInFlight = false
         workAvailable = false
+        for demand in demands { releaseReservation(demand.worker, slots: demand.limit) }
         return []
     }
 
-    private mutating func releaseReservation(_ identity: WorkerIdentity, requested: Int) {
+    private mutating func releaseReservation(_ identity: WorkerIdentity, slots: Int) {
         guard var session = sessions[identity] else { return }
-        session.reserved = max(0, session.reserved - requested)
-        session.claimInFlight = false
+        session.reserved = max(0, session.reserved - slots)
         sessions[identity] = session
     }
 

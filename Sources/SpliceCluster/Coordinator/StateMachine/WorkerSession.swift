@@ -37,10 +37,8 @@ struct WorkerSession: Sendable {
     /// Commits and lease checks of the HELLO still outstanding; WELCOME goes out at zero.
     var pendingHelloWork = 0
     var held: [LeaseToken: HeldAttempt] = [:]
-    /// Slots promised to a claim in flight.
+    /// Slots promised to the claim in flight.
     var reserved = 0
-    /// At most one claim per worker at a time: slots freed meanwhile go into the next one.
-    var claimInFlight = false
     var lastHeard: ContinuousClock.Instant
     var lastSent: ContinuousClock.Instant
     var lastSeenRecorded: ContinuousClock.Instant?

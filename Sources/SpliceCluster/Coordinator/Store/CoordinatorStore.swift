@@ -25,8 +25,10 @@ final class CoordinatorStore: Sendable {
     /// while the previous one is being written.
     private let extensions: GroupCommitter<LeaseReference, Bool>
 
+    /// A job's plan as ASSIGN needs it: the plan without its segments, already as JSON (encoded
+    /// once per job, not once per assignment), and the segments by index.
     struct PlanEntry: Sendable {
-        var skeleton: SegmentPlan
+        var skeleton: [String: JSONValue]
         var specs: [Int: SegmentSpec]
     }
 
@@ -35,7 +37,11 @@ final class CoordinatorStore: Sendable {
         self.leaseDuration = leaseDuration
         self.spool = spool
         extensions = GroupCommitter(maxBatch: 512) { references in
-            let extended = try await repository.extendLeases(Array(Set(references)), by: leaseDuration)
+            // In segment id order, the order completions lock rows in: an extension and the
+            // completion of the same attempt (PROGRESS just before COMPLETE) then queue on the
+            // row instead of deadlocking, which Postgres would only notice after deadlock_timeout.
+            let ordered = Set(references).sorted { $0.segmentID < $1.segmentID }
+            let extended = try await repository.extendLeases(ordered, by: leaseDuration)
             return references.map { extended[$0] != nil }
         }
     }
@@ -151,48 +157,58 @@ final class CoordinatorStore: Sendable {
 
     // MARK: - Claims
 
-    /// Leases up to `limit` segments to the worker and builds their ASSIGN payloads (a fresh
-    /// token and an attempt-unique output path each).
-    func claim(for workerID: UUID, limit: Int) async throws -> [Assignment] {
-        let leases = try await repository.claimSegments(for: workerID, limit: limit, leaseDuration: leaseDuration)
-        var assignments: [Assignment] = []
-        for lease in leases {
-            let segment = lease.segment
-            segmentIDs.update(segment.jobID, initial: [:]) { $0[segment.plan.index] = segment.id }
-            let job = JobID(segment.jobID)
-            let token = LeaseToken(lease.reference.token)
-            let attempt = SegmentAttempt(job: job, segment: segment.plan.index, attempt: segment.attempt, leaseToken: token)
-            let spec: JSONValue
-            do {
-                spec = try await workOrder(job: segment.jobID, segment: segment.plan.index)
-            } catch {
-                // A plan that cannot be read will not become readable: end the segment for good.
-                let failure = SegmentFailure(message: "the job's plan cannot be read: \(error)", isRetryable: false)
-                _ = try? await repository.failSegment(lease.reference, failure: failure)
-                continue
+    /// Leases segments to the workers (up to each one's limit, in one statement) and builds their
+    /// ASSIGN payloads: a fresh token and an attempt-unique output path each.
+    func claim(_ demands: [ClaimDemand]) async throws -> [WorkerIdentity: [Assignment]] {
+        let leases = try await repository.claimSegments(
+            forWorkers: demands.map { JobRepository.ClaimDemand(workerID: $0.workerID, limit: $0.limit) },
+            leaseDuration: leaseDuration)
+        var assignments: [WorkerIdentity: [Assignment]] = [:]
+        for demand in demands {
+            for lease in leases[demand.workerID] ?? [] {
+                if let assignment = await assignment(for: lease) { assignments[demand.worker, default: []].append(assignment) }
             }
-            let output = spool.segmentFile(
-                job: job.rawValue, segment: segment.plan.index, attempt: segment.attempt, leaseToken: token.rawValue)
-            assignments.append(Assignment(attempt: attempt, outputPath: output.path, spec: spec))
         }
         return assignments
     }
 
-    /// The ASSIGN `spec`: the job's plan cut down to one segment.
+    /// The ASSIGN payload of one lease; nil (and the segment ended for good) when the job's plan
+    /// cannot be read, which no retry would change.
+    private func assignment(for lease: SegmentLease) async -> Assignment? {
+        let segment = lease.segment
+        segmentIDs.update(segment.jobID, initial: [:]) { $0[segment.plan.index] = segment.id }
+        let job = JobID(segment.jobID)
+        let token = LeaseToken(lease.reference.token)
+        let attempt = SegmentAttempt(job: job, segment: segment.plan.index, attempt: segment.attempt, leaseToken: token)
+        do {
+            let spec = try await workOrder(job: segment.jobID, segment: segment.plan.index)
+            let output = spool.segmentFile(
+                job: job.rawValue, segment: segment.plan.index, attempt: segment.attempt, leaseToken: token.rawValue)
+            return Assignment(attempt: attempt, outputPath: output.path, spec: spec)
+        } catch {
+            let failure = SegmentFailure(message: "the job's plan cannot be read: \(error)", isRetryable: false)
+            _ = try? await repository.failSegment(lease.reference, failure: failure)
+            return nil
+        }
+    }
+
+    /// The ASSIGN `spec`: `SegmentWorkOrder` — the job's plan cut down to one segment — as JSON.
     private func workOrder(job: UUID, segment index: Int) async throws -> JSONValue {
+        let repository = self.repository
         let entry = try await plans.value(for: job) { () async throws -> PlanEntry? in
             guard let plan = try await repository.job(id: job)?.plan else { return nil }
             var skeleton = try plan.decode(SegmentPlan.self)
             let specs = Dictionary(skeleton.segments.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
             skeleton.segments = []
-            return PlanEntry(skeleton: skeleton, specs: specs)
+            guard case .object(let fields) = try JSONValue(encoding: skeleton) else {
+                throw CoordinatorError(.planUnreadable, "job \(job.wireText): its plan is not a JSON object")
+            }
+            return PlanEntry(skeleton: fields, specs: specs)
         }
         guard let entry, let spec = entry.specs[index] else {
             throw CoordinatorError(.planUnreadable, "job \(job.wireText) has no plan for segment \(index)")
         }
-        var plan = entry.skeleton
-        plan.segments = [spec]
-        return try JSONValue(encoding: SegmentWorkOrder(plan: plan, segment: index))
+        return SegmentWorkOrderJSON.order(skeleton: entry.skeleton, spec: try JSONValue(encoding: spec), segment: index)
     }
 
     /// Drops what is cached about a job that has ended.

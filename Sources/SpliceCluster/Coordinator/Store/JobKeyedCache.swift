@@ -6,6 +6,8 @@ import Synchronization
 /// again on demand — losing it costs a query, never correctness.
 final class JobKeyedCache<Value: Sendable>: Sendable {
     private let entries = Mutex<[UUID: Value]>([:])
+    /// Loads in progress, so concurrent misses for one job share a single load.
+    private let loading = Mutex<[UUID: Task<Value?, any Error>]>([:])
     private let limit: Int
 
     init(limit: Int = 512) {
@@ -16,10 +18,18 @@ final class JobKeyedCache<Value: Sendable>: Sendable {
         entries.withLock { $0[job] }
     }
 
-    /// The cached value, or the one `load` returns (cached when not nil).
-    func value(for job: UUID, load: () async throws -> Value?) async rethrows -> Value? {
+    /// The cached value, or the one `load` returns (cached when not nil). Callers that miss at
+    /// the same time wait for the same load.
+    func value(for job: UUID, load: @escaping @Sendable () async throws -> Value?) async throws -> Value? {
         if let cached = self[job] { return cached }
-        guard let loaded = try await load() else { return nil }
+        let task = loading.withLock { loading in
+            if let running = loading[job] { return running }
+            let started = Task { try await load() }
+            loading[job] = started
+            return started
+        }
+        defer { _ = loading.withLock { $0.removeValue(forKey: job) } }
+        guard let loaded = try await task.value else { return nil }
         store(loaded, for: job)
         return loaded
     }
