@@ -11,7 +11,7 @@ import Synchronization
 /// instant ACCEPT and COMPLETE, encoding nothing. Prints segments completed per second end to end
 /// and the ASSIGN → COMPLETE → ACK latency each worker sees, for each worker count.
 ///
-///     splice-bench cluster [--workers 1,16,256] [--slots 4] [--segments 20000] [--jobs 8] [--fast]
+///     splice-bench cluster [--workers 1,16,256] [--slots 1] [--segments 20000] [--jobs 8] [--fast] [--statements]
 ///
 /// Jobs are submitted through the client API and planned by the coordinator from a generated
 /// clip with a keyframe every second (one segment per second). Their stitches fail afterwards
@@ -19,10 +19,12 @@ import Synchronization
 enum ClusterBenchmark {
     struct Options {
         var workers = [1, 16, 256]
-        var slots = 4
+        var slots = 1
         var segments = 20_000
         var jobs = 8
         var fast = false
+        /// Print the statements Postgres spent its time on (pg_stat_statements).
+        var statements = false
 
         init(_ arguments: [String]) throws {
             var iterator = arguments.makeIterator()
@@ -49,6 +51,7 @@ enum ClusterBenchmark {
                 case "--segments": segments = try number()
                 case "--jobs": jobs = try number()
                 case "--fast": fast = true
+                case "--statements": statements = true
                 default: throw ClusterBenchmarkError("unknown option \(argument)")
                 }
             }
@@ -61,6 +64,7 @@ enum ClusterBenchmark {
         var configuration = EmbeddedPostgres.Configuration(directory: directory)
         configuration.durability = options.fast ? .fastForTests : .durable
         configuration.log = { _ in }
+        if options.statements { configuration.settings["shared_preload_libraries"] = "pg_stat_statements" }
         let server = EmbeddedPostgres(configuration)
         try await server.start()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -75,10 +79,14 @@ enum ClusterBenchmark {
             for (run, workers) in options.workers.enumerated() {
                 let database = try await server.createDatabase("bench_\(run)")
                 try await Migrator(configuration: database).migrate()
+                let inspector = PostgresClient(configuration: database, maxConnections: 1)
+                if options.statements { try await inspector.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements") }
                 let result = try await measure(
                     database: database, clip: clip, jobs: options.jobs, segmentsPerJob: perJob, workers: workers,
                     slots: options.slots, scratch: URL(fileURLWithPath: directory).appendingPathComponent("run-\(run)"))
                 print(result)
+                if options.statements { try await printStatements(inspector) }
+                await inspector.close()
             }
         } catch {
             try? await server.stop()
@@ -135,19 +143,46 @@ enum ClusterBenchmark {
 
         let total = jobs * segmentsPerJob
         let tally = Tally(target: total)
+        let cpuBefore = processCPUMicroseconds()
         var fakes: [FakeWorker] = []
         for index in 0..<workers {
             fakes.append(try await FakeWorker.start(
                 endpoint: endpoints.workers, context: context, name: "fake-\(index)", slots: slots, tally: tally))
         }
         let finished = await tally.finished(within: .seconds(600))
+        let cpu = processCPUMicroseconds() - cpuBefore
         let summary = tally.summary(workers: workers)
+            + "\n      CPU of this process (coordinator + fake workers): \(cpu / Int64(max(1, total))) µs per segment"
         for fake in fakes { await fake.stop() }
         await coordinator.shutdown()
         try await running.value
         await context.terminate()
         guard finished else { throw ClusterBenchmarkError("not all segments completed within 600 s: \(summary)") }
         return summary
+    }
+
+    /// The ten statements with the most execution time, from pg_stat_statements.
+    private static func printStatements(_ client: PostgresClient) async throws {
+        let rows = try await client.query("""
+            SELECT calls, round(total_exec_time)::bigint AS total, round(mean_exec_time * 1000)::bigint AS mean,
+                   rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 100) AS text
+            FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 10
+            """)
+        for row in rows {
+            let calls = try row.decode(Int64.self, column: "calls")
+            let total = try row.decode(Int64.self, column: "total")
+            let mean = try row.decode(Int64.self, column: "mean")
+            let text = try row.decode(String.self, column: "text")
+            print("    \(calls) calls  \(total) ms  mean \(mean) µs  \(text)")
+        }
+    }
+
+    /// User + system CPU time of this process so far.
+    private static func processCPUMicroseconds() -> Int64 {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let user = Int64(usage.ru_utime.tv_sec) * 1_000_000 + Int64(usage.ru_utime.tv_usec)
+        return user + Int64(usage.ru_stime.tv_sec) * 1_000_000 + Int64(usage.ru_stime.tv_usec)
     }
 
     private static func makeClip(seconds: Int, in directory: String) throws -> String {
@@ -291,7 +326,6 @@ private final class FakeWorker: Sendable {
         let codec = WireCodec()
         let hello = try codec.encode(WorkerMessage.hello(Hello(workerName: name, slots: slots, encoders: ["libx264"])))
         try await endpoint.send(hello)
-        let checksum = "sha256:" + String(repeating: "0", count: 64)
         let loop = Task {
             let decoder = JSONDecoder()
             var started: [LeaseToken: ContinuousClock.Instant] = [:]
@@ -303,12 +337,9 @@ private final class FakeWorker: Sendable {
                 case ("ASSIGN", let attempt?):
                     started[attempt.leaseToken] = now
                     tally.assigned(at: now)
-                    let complete = Complete(attempt: attempt, outputPath: message.body.outputPath ?? "", checksum: checksum,
-                                            sizeBytes: 0, encodeMilliseconds: 0)
-                    guard let accept = try? codec.encode(WorkerMessage.accept(Accept(attempt: attempt))),
-                          let result = try? codec.encode(WorkerMessage.complete(complete)) else { continue }
-                    try? await endpoint.send(accept)
-                    try? await endpoint.send(result)
+                    let output = message.body.outputPath ?? ""
+                    try? await endpoint.send([Reply.accept(attempt)])
+                    try? await endpoint.send([Reply.complete(attempt, outputPath: output)])
                 case ("ACK", let attempt?) where message.body.acknowledges == .complete:
                     guard let start = started.removeValue(forKey: attempt.leaseToken),
                           let outcome = message.body.outcome else { continue }
@@ -327,5 +358,26 @@ private final class FakeWorker: Sendable {
         loop.cancel()
         await endpoint.close(linger: .zero)
         await loop.value
+    }
+
+    /// ACCEPT and COMPLETE written straight into their envelope text (what `WireCodec` would
+    /// write, minus the cost: the load generator should leave the CPU to the coordinator).
+    private enum Reply {
+        static func accept(_ attempt: SegmentAttempt) -> Data {
+            Data(#"{"body":{"attempt":\#(json(attempt))},"protocol":"splice-worker","type":"ACCEPT","version":1}"#.utf8)
+        }
+
+        static func complete(_ attempt: SegmentAttempt, outputPath: String) -> Data {
+            let path = String(decoding: (try? JSONEncoder().encode(outputPath)) ?? Data("\"\"".utf8), as: UTF8.self)
+            let body = #"{"attempt":\#(json(attempt)),"checksum":"sha256:\#(String(repeating: "0", count: 64))","#
+                + #""encodeMilliseconds":0,"outputPath":\#(path),"sizeBytes":0}"#
+            return Data(#"{"body":\#(body),"protocol":"splice-worker","type":"COMPLETE","version":1}"#.utf8)
+        }
+
+        /// Job ids and lease tokens are UUID text: nothing in them needs escaping.
+        private static func json(_ attempt: SegmentAttempt) -> String {
+            #"{"attempt":\#(attempt.attempt),"job":"\#(attempt.job)","leaseToken":"\#(attempt.leaseToken)","#
+                + #""segment":\#(attempt.segment)}"#
+        }
     }
 }

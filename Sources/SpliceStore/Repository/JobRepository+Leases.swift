@@ -52,12 +52,23 @@ extension JobRepository {
     /// Leases missing from the answer are no longer current.
     public func extendLeases(_ leases: [LeaseReference], by duration: Duration) async throws -> [LeaseReference: Date] {
         guard !leases.isEmpty else { return [:] }
+        // Rows are locked in id order first, the order completions lock them in: an extension and
+        // a completion of the same segments (a PROGRESS just before its COMPLETE) then queue
+        // instead of deadlocking (which Postgres only breaks after deadlock_timeout, 1 s).
         let rows = try await client.query("""
+            WITH target AS (
+                SELECT s.id, lease.token
+                FROM segments s JOIN unnest(\(leases.map(\.segmentID)), \(leases.map(\.token))) AS lease(id, token)
+                    ON s.id = lease.id AND s.lease_token = lease.token
+                WHERE s.state = 'leased'
+                ORDER BY s.id
+                FOR UPDATE OF s
+            )
             UPDATE segments s
             SET lease_expires_at = now() + \(duration.milliseconds) * interval '1 millisecond',
                 heartbeat_at = now(), updated_at = now()
-            FROM unnest(\(leases.map(\.segmentID)), \(leases.map(\.token))) AS lease(id, token)
-            WHERE s.id = lease.id AND s.lease_token = lease.token AND s.state = 'leased'
+            FROM target
+            WHERE s.id = target.id AND s.lease_token = target.token AND s.state = 'leased'
             RETURNING s.id, s.lease_token, s.lease_expires_at
             """)
         var extended: [LeaseReference: Date] = [:]

@@ -25,11 +25,11 @@ final class CoordinatorStore: Sendable {
     /// while the previous one is being written.
     private let extensions: GroupCommitter<LeaseReference, Bool>
 
-    /// A job's plan as ASSIGN needs it: the plan without its segments, already as JSON (encoded
-    /// once per job, not once per assignment), and the segments by index.
+    /// A job's plan as ASSIGN needs it, already as JSON (encoded once per job, not once per
+    /// assignment): the plan without its segments, and each segment's spec by index.
     struct PlanEntry: Sendable {
         var skeleton: [String: JSONValue]
-        var specs: [Int: SegmentSpec]
+        var specs: [Int: JSONValue]
     }
 
     init(repository: JobRepository, leaseDuration: Duration, spool: SpoolLayout) {
@@ -37,11 +37,7 @@ final class CoordinatorStore: Sendable {
         self.leaseDuration = leaseDuration
         self.spool = spool
         extensions = GroupCommitter(maxBatch: 512) { references in
-            // In segment id order, the order completions lock rows in: an extension and the
-            // completion of the same attempt (PROGRESS just before COMPLETE) then queue on the
-            // row instead of deadlocking, which Postgres would only notice after deadlock_timeout.
-            let ordered = Set(references).sorted { $0.segmentID < $1.segmentID }
-            let extended = try await repository.extendLeases(ordered, by: leaseDuration)
+            let extended = try await repository.extendLeases(Array(Set(references)), by: leaseDuration)
             return references.map { extended[$0] != nil }
         }
     }
@@ -101,7 +97,11 @@ final class CoordinatorStore: Sendable {
 
     /// Extends the leases; returns the tokens that were current (and are now extended).
     func extend(_ attempts: [SegmentAttempt]) async throws -> Set<LeaseToken> {
-        try await withThrowingTaskGroup(of: LeaseToken?.self) { group in
+        if attempts.count == 1, let attempt = attempts.first {  // ACCEPT and PROGRESS: no task group
+            guard let reference = try await reference(for: attempt) else { return [] }
+            return try await extensions.submit(reference) ? [attempt.leaseToken] : []
+        }
+        return try await withThrowingTaskGroup(of: LeaseToken?.self) { group in
             for attempt in attempts {
                 group.addTask {
                     guard let reference = try await self.reference(for: attempt) else { return nil }
@@ -198,7 +198,8 @@ final class CoordinatorStore: Sendable {
         let entry = try await plans.value(for: job) { () async throws -> PlanEntry? in
             guard let plan = try await repository.job(id: job)?.plan else { return nil }
             var skeleton = try plan.decode(SegmentPlan.self)
-            let specs = Dictionary(skeleton.segments.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
+            var specs: [Int: JSONValue] = [:]
+            for spec in skeleton.segments where specs[spec.index] == nil { specs[spec.index] = try JSONValue(encoding: spec) }
             skeleton.segments = []
             guard case .object(let fields) = try JSONValue(encoding: skeleton) else {
                 throw CoordinatorError(.planUnreadable, "job \(job.wireText): its plan is not a JSON object")
@@ -208,7 +209,7 @@ final class CoordinatorStore: Sendable {
         guard let entry, let spec = entry.specs[index] else {
             throw CoordinatorError(.planUnreadable, "job \(job.wireText) has no plan for segment \(index)")
         }
-        return SegmentWorkOrderJSON.order(skeleton: entry.skeleton, spec: try JSONValue(encoding: spec), segment: index)
+        return SegmentWorkOrderJSON.order(skeleton: entry.skeleton, spec: spec, segment: index)
     }
 
     /// Drops what is cached about a job that has ended.
