@@ -12,9 +12,10 @@ extension JobRepository {
         }
     }
 
-    /// `claimSegments(for:limit:leaseDuration:)` for several workers in one statement: the
-    /// coordinator's dispatcher gathers every free slot and claims once per round, so claiming
-    /// costs one transaction per round instead of one per worker. Segments are taken in claim order
+    /// `claimSegments(for:limit:leaseDuration:)` for several workers in one statement (the
+    /// single-worker claim is this with one demand): the coordinator's dispatcher gathers every
+    /// free slot and claims once per round, so claiming costs one transaction per round instead
+    /// of one per worker. Segments are taken in claim order
     /// and dealt out slot by slot (every worker's first slot, then every worker's second…), so
     /// when there are fewer segments than slots each worker still gets its share. Revoked or
     /// unknown workers get nothing. Every lease gets a fresh token; the same fencing rules apply.

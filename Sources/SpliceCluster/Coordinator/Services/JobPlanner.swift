@@ -2,7 +2,6 @@ import Foundation
 import SpliceLog
 import SpliceMedia
 import SpliceStore
-import Synchronization
 
 /// Plans queued jobs: `queued → planning`, probe the source, cut it with `SegmentPlanner` using
 /// the job's `JobRequest`, record the plan and its segments (`planning → running`). A job found
@@ -15,28 +14,19 @@ final class JobPlanner: Sendable {
     private let repository: JobRepository
     private let logger: Logger
     private let planned: @Sendable () async -> Void
-    private let retries = RetryBook(attempts: 5, base: .seconds(2))
+    private let rounds: JobRounds
 
     /// `planned` is called after each recorded plan (to wake the dispatcher).
     init(repository: JobRepository, logger: Logger, planned: @escaping @Sendable () async -> Void) {
         self.repository = repository
         self.logger = logger
         self.planned = planned
+        self.rounds = JobRounds(stage: "planning", repository: repository, logger: logger)
     }
 
     /// One pass over the jobs waiting to be planned.
     func round() async {
-        let jobs: [Job]
-        do {
-            jobs = try await repository.jobs(in: [.queued, .planning], limit: 64)
-        } catch {
-            logger.warning("cannot list jobs to plan", ["error": "\(error)"])
-            return
-        }
-        for job in jobs where retries.isDue(job.id) {
-            if Task.isCancelled { return }
-            await plan(job)
-        }
+        await rounds.forEachDue(in: [.queued, .planning]) { await plan($0) }
     }
 
     private func plan(_ job: Job) async {
@@ -46,7 +36,7 @@ final class JobPlanner: Sendable {
         } catch let error as StoreError where error.code == .invalidTransition || error.code == .notFound {
             return  // cancelled (or planned) meanwhile
         } catch {
-            await retry(job, after: error)
+            await rounds.retry(job, after: error)
             return
         }
         logger.info("planning job", fields)
@@ -54,10 +44,10 @@ final class JobPlanner: Sendable {
         do {
             plan = try await makePlan(job)
         } catch let reason as PlanningFailure {
-            await fail(job, reason: reason.message)
+            await rounds.fail(job, reason: reason.message)
             return
         } catch {
-            await retry(job, after: error)
+            await rounds.retry(job, after: error)
             return
         }
         do {
@@ -68,10 +58,10 @@ final class JobPlanner: Sendable {
             logger.info("plan dropped: the job ended while it was planned", fields)
             return
         } catch {
-            await retry(job, after: error)
+            await rounds.retry(job, after: error)
             return
         }
-        retries.forget(job.id)
+        rounds.succeeded(job)
         logger.info("job planned", ["job": job.id.wireText, "segments": plan.segments.count])
         await planned()
     }
@@ -103,24 +93,6 @@ final class JobPlanner: Sendable {
             throw PlanningFailure("invalid settings: \(error)")
         }
     }
-
-    private func retry(_ job: Job, after error: any Error) async {
-        if retries.failed(job.id) {
-            logger.warning("planning failed; will retry", ["job": job.id.wireText, "error": "\(error)"])
-        } else {
-            await fail(job, reason: "planning kept failing: \(error)")
-        }
-    }
-
-    private func fail(_ job: Job, reason: String) async {
-        retries.forget(job.id)
-        do {
-            try await repository.failJob(jobID: job.id, error: reason)
-            logger.error("job failed", ["job": job.id.wireText, "stage": "planning", "error": reason])
-        } catch {
-            logger.warning("cannot record the job's failure", ["job": job.id.wireText, "error": "\(error)"])
-        }
-    }
 }
 
 /// A reason a job cannot be planned that no retry can fix, for the job's `error`.
@@ -128,44 +100,4 @@ struct PlanningFailure: Error, CustomStringConvertible {
     let message: String
     init(_ message: String) { self.message = message }
     var description: String { message }
-}
-
-/// Per-job backoff for work done in rounds (planning, stitching): a job that failed is skipped
-/// until its backoff ends, and after `attempts` failures the caller gives up on it.
-final class RetryBook: Sendable {
-    private struct Entry {
-        var failures: Int
-        var notBefore: ContinuousClock.Instant
-    }
-
-    private let entries = Mutex<[UUID: Entry]>([:])
-    private let attempts: Int
-    private let base: Duration
-
-    init(attempts: Int, base: Duration) {
-        self.attempts = attempts
-        self.base = base
-    }
-
-    /// Whether the job may be tried now.
-    func isDue(_ job: UUID) -> Bool {
-        entries.withLock { $0[job].map { ContinuousClock.now >= $0.notBefore } ?? true }
-    }
-
-    /// Records a failure; false when the job has run out of attempts (the entry is then dropped).
-    func failed(_ job: UUID) -> Bool {
-        entries.withLock { entries in
-            let failures = (entries[job]?.failures ?? 0) + 1
-            guard failures < attempts else {
-                entries[job] = nil
-                return false
-            }
-            entries[job] = Entry(failures: failures, notBefore: .now + base * (1 << min(failures - 1, 10)))
-            return true
-        }
-    }
-
-    func forget(_ job: UUID) {
-        _ = entries.withLock { $0.removeValue(forKey: job) }
-    }
 }

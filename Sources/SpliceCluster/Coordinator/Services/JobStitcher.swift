@@ -13,28 +13,19 @@ final class JobStitcher: Sendable {
     private let store: CoordinatorStore
     private let cleaner: SpoolCleaner
     private let logger: Logger
-    private let retries = RetryBook(attempts: 5, base: .seconds(2))
+    private let rounds: JobRounds
 
     init(repository: JobRepository, store: CoordinatorStore, cleaner: SpoolCleaner, logger: Logger) {
         self.repository = repository
         self.store = store
         self.cleaner = cleaner
         self.logger = logger
+        self.rounds = JobRounds(stage: "stitching", repository: repository, logger: logger)
     }
 
     /// One pass over the jobs waiting to be stitched.
     func round() async {
-        let jobs: [Job]
-        do {
-            jobs = try await repository.jobs(in: [.stitching], limit: 64)
-        } catch {
-            logger.warning("cannot list jobs to stitch", ["error": "\(error)"])
-            return
-        }
-        for job in jobs where retries.isDue(job.id) {
-            if Task.isCancelled { return }
-            await stitch(job)
-        }
+        await rounds.forEachDue(in: [.stitching]) { await stitch($0) }
     }
 
     private func stitch(_ job: Job) async {
@@ -60,11 +51,7 @@ final class JobStitcher: Sendable {
             await fail(job, reason: "stitching failed: the job's plan cannot be read: \(error)")
             return
         } catch {
-            if retries.failed(job.id) {
-                logger.warning("stitching failed; will retry", ["job": job.id.wireText, "error": "\(error)"])
-            } else {
-                await fail(job, reason: "stitching kept failing: \(error)")
-            }
+            if await rounds.retry(job, after: error) { await cleanUp(job.id) }
             return
         }
         do {
@@ -74,22 +61,14 @@ final class JobStitcher: Sendable {
                            ["job": job.id.wireText, "error": "\(error)"])
             return
         }
-        retries.forget(job.id)
+        rounds.succeeded(job)
         logger.info("job completed", ["job": job.id.wireText, "output": output.path, "frames": summary.videoFrames,
                                       "bytes": summary.bytes])
         await cleanUp(job.id)
     }
 
     private func fail(_ job: Job, reason: String) async {
-        retries.forget(job.id)
-        do {
-            try await repository.failJob(jobID: job.id, error: reason)
-            logger.error("job failed", ["job": job.id.wireText, "stage": "stitching", "error": reason])
-        } catch {
-            logger.warning("cannot record the job's failure", ["job": job.id.wireText, "error": "\(error)"])
-            return
-        }
-        await cleanUp(job.id)
+        if await rounds.fail(job, reason: reason) { await cleanUp(job.id) }
     }
 
     private func cleanUp(_ job: UUID) async {
