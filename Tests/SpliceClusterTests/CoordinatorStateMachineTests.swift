@@ -293,15 +293,36 @@ struct CoordinatorStateMachineTests {
         #expect(cancels(answered).isEmpty)
     }
 
-    @Test("an extension answered after the COMPLETE arrived does not count the attempt as running again")
-    func lateExtensionKeepsSlotFree() {
+    @Test("a reported attempt holds its slot until its result is committed; a late extension does not bring it back")
+    func slotFreedByCommit() {
         var harness = Harness()
         harness.welcome(slots: 1)
         _ = harness.assign([attempt(0)])
         _ = harness.receive(.accept(Accept(attempt: attempt(0))))
         _ = harness.receive(.complete(complete(attempt(0))))
+        #expect(harness.machine.sessionSnapshots.first?.running == 1)
+        _ = harness.machine.onResultCommitted(.complete(complete(attempt(0))), outcome: .completed(readyToStitch: false),
+                                              now: harness.now)
+        #expect(harness.machine.sessionSnapshots.first?.running == 0)
         _ = harness.machine.onLeasesExtended([attempt(0)], worker: .key(workerKey), check: .accept,
                                              current: [attempt(0).leaseToken], now: harness.now)
+        #expect(harness.machine.sessionSnapshots.first?.running == 0)
+        harness.machine.onWorkAvailable()
+        #expect(claimed(harness.machine.dispatch()) == [1])
+    }
+
+    @Test("a result whose commit failed frees its slot too; a job ending meanwhile sends it no CANCEL")
+    func reportedAttemptsAreNotCancelled() {
+        var harness = Harness()
+        harness.welcome(slots: 3)
+        let other = attempt(0, job: "job-2")
+        _ = harness.assign([attempt(0), attempt(1), other])
+        _ = harness.receive(.complete(complete(attempt(0))))
+        _ = harness.receive(.complete(complete(other)))
+        _ = harness.machine.onResultCommitFailed(.complete(complete(other)), now: harness.now)
+        #expect(harness.machine.sessionSnapshots.first?.running == 2)
+        let ended = harness.machine.onJobEnded("job-1", reason: .jobCancelled, now: harness.now)
+        #expect(cancels(ended) == [Cancel(attempt: attempt(1), reason: .jobCancelled)])
         #expect(harness.machine.sessionSnapshots.first?.running == 0)
     }
 
@@ -443,6 +464,14 @@ struct CoordinatorStateMachineTests {
         harness.machine.onWorkAvailable()
         _ = harness.receive(.complete(complete(attempt(0))))
         _ = harness.receive(.complete(complete(attempt(1))))
+        let pending = try #require(harness.machine.dispatch().compactMap(\.claim).first)
+        #expect(pending.demands.map(\.limit) == [1], "a slot frees when its result is committed, not before")
+        _ = harness.machine.onClaimFailed(pending.demands)
+        harness.machine.onWorkAvailable()
+        for segment in 0..<2 {
+            _ = harness.machine.onResultCommitted(.complete(complete(attempt(segment))),
+                                                  outcome: .completed(readyToStitch: false), now: harness.now)
+        }
         #expect(claimed(harness.machine.dispatch()) == [1, 2])
     }
 

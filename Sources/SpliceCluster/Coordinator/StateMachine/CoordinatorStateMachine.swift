@@ -269,12 +269,13 @@ public struct CoordinatorStateMachine: Sendable {
     {
         let token = result.attempt.leaseToken
         guard let session = sessions[identity] else { return ([], false) }
-        // Whatever the outcome, the worker is no longer running this attempt.
-        sessions[identity]?.held[token] = nil
         if let outcome = answered[token] {
+            sessions[identity]?.held[token] = nil
             let ack = Ack(attempt: result.attempt, acknowledges: result.acknowledged, outcome: Self.resendOutcome(outcome))
             return (send(.ack(ack), to: identity, now: now), false)
         }
+        // The worker is no longer running the attempt; its slot frees when the result is committed.
+        sessions[identity]?.held[token]?.reported = true
         let waiter = ResultWaiter(
             identity: identity, incarnation: session.incarnation, peer: session.peer,
             acknowledged: result.acknowledged, fromHello: fromHello)
@@ -294,6 +295,7 @@ public struct CoordinatorStateMachine: Sendable {
         answered.record(outcome, for: token)
         var directives: [CoordinatorDirective] = []
         for (position, waiter) in (pendingResults.removeValue(forKey: token) ?? []).enumerated() {
+            sessions[waiter.identity]?.held[token] = nil
             let ackOutcome = position == 0 ? outcome.ackOutcome : Self.resendOutcome(outcome)
             let ack = Ack(attempt: result.attempt, acknowledges: waiter.acknowledged, outcome: ackOutcome)
             directives += send(.ack(ack), to: waiter.identity, fallback: waiter.peer, now: now)
@@ -317,8 +319,11 @@ public struct CoordinatorStateMachine: Sendable {
         -> [CoordinatorDirective]
     {
         var directives: [CoordinatorDirective] = []
-        for waiter in pendingResults.removeValue(forKey: result.attempt.leaseToken) ?? [] where waiter.fromHello {
-            directives += helloWorkDone(waiter.identity, incarnation: waiter.incarnation, now: now)
+        for waiter in pendingResults.removeValue(forKey: result.attempt.leaseToken) ?? [] {
+            sessions[waiter.identity]?.held[result.attempt.leaseToken] = nil
+            if waiter.fromHello {
+                directives += helloWorkDone(waiter.identity, incarnation: waiter.incarnation, now: now)
+            }
         }
         return directives
     }
@@ -391,7 +396,7 @@ public struct CoordinatorStateMachine: Sendable {
         var failedJobs: [JobID] = []
         for lease in leases {
             for (identity, session) in sessions {
-                guard let held = session.held[lease.leaseToken] else { continue }
+                guard let held = session.held[lease.leaseToken], !held.reported else { continue }
                 sessions[identity]?.held[lease.leaseToken] = nil
                 directives.append(.report(.leaseLost(identity, held.attempt)))
                 directives += send(.cancel(Cancel(attempt: held.attempt, reason: .leaseLost)), to: identity, now: now)
@@ -411,6 +416,8 @@ public struct CoordinatorStateMachine: Sendable {
         for (identity, session) in sessions {
             for held in session.held.values where held.attempt.job == job {
                 sessions[identity]?.held[held.attempt.leaseToken] = nil
+                // An attempt whose result is being committed has stopped already: its ACK says the rest.
+                guard !held.reported else { continue }
                 directives += send(.cancel(Cancel(attempt: held.attempt, reason: reason)), to: identity, now: now)
             }
         }

@@ -13,11 +13,15 @@ struct WorkerSession: Sendable {
         case active
     }
 
-    /// An attempt the worker is running (as far as the coordinator knows).
+    /// An attempt the worker is running (as far as the coordinator knows), or whose result is
+    /// being committed: its slot is free again only once the result is committed, so a fast
+    /// worker cannot pile up results faster than the store takes them.
     struct HeldAttempt: Hashable, Sendable {
         var attempt: SegmentAttempt
         /// The worker's last PROGRESS, 0…1.
         var fraction: Double = 0
+        /// Its COMPLETE or FAIL has arrived and is being committed: nothing left to cancel.
+        var reported = false
     }
 
     let identity: WorkerIdentity
