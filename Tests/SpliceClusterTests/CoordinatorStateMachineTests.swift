@@ -293,22 +293,34 @@ struct CoordinatorStateMachineTests {
         #expect(cancels(answered).isEmpty)
     }
 
-    @Test("a reported attempt holds its slot until its result is committed; a late extension does not bring it back")
-    func slotFreedByCommit() {
+    @Test("results awaiting their commit: up to one per slot leave the slot free; more hold it until committed")
+    func commitBackpressure() {
+        var harness = Harness()
+        harness.welcome(slots: 1)
+        _ = harness.assign([attempt(0)])
+        _ = harness.receive(.complete(complete(attempt(0))))
+        _ = harness.assign([attempt(1)])
+        #expect(harness.machine.sessionSnapshots.first?.running == 2, "one running, one being committed")
+        _ = harness.receive(.complete(complete(attempt(1))))
+        harness.machine.onWorkAvailable()
+        #expect(harness.machine.dispatch().isEmpty, "two results awaiting commit on one slot: the slot is taken")
+        _ = harness.machine.onResultCommitted(.complete(complete(attempt(0))), outcome: .completed(readyToStitch: false),
+                                              now: harness.now)
+        #expect(claimed(harness.machine.dispatch()) == [1])
+    }
+
+    @Test("a late extension does not bring back an attempt whose result was committed")
+    func lateExtensionAfterCommit() {
         var harness = Harness()
         harness.welcome(slots: 1)
         _ = harness.assign([attempt(0)])
         _ = harness.receive(.accept(Accept(attempt: attempt(0))))
         _ = harness.receive(.complete(complete(attempt(0))))
-        #expect(harness.machine.sessionSnapshots.first?.running == 1)
         _ = harness.machine.onResultCommitted(.complete(complete(attempt(0))), outcome: .completed(readyToStitch: false),
                                               now: harness.now)
-        #expect(harness.machine.sessionSnapshots.first?.running == 0)
         _ = harness.machine.onLeasesExtended([attempt(0)], worker: .key(workerKey), check: .accept,
                                              current: [attempt(0).leaseToken], now: harness.now)
         #expect(harness.machine.sessionSnapshots.first?.running == 0)
-        harness.machine.onWorkAvailable()
-        #expect(claimed(harness.machine.dispatch()) == [1])
     }
 
     @Test("a result whose commit failed frees its slot too; a job ending meanwhile sends it no CANCEL")
@@ -464,15 +476,7 @@ struct CoordinatorStateMachineTests {
         harness.machine.onWorkAvailable()
         _ = harness.receive(.complete(complete(attempt(0))))
         _ = harness.receive(.complete(complete(attempt(1))))
-        let pending = try #require(harness.machine.dispatch().compactMap(\.claim).first)
-        #expect(pending.demands.map(\.limit) == [1], "a slot frees when its result is committed, not before")
-        _ = harness.machine.onClaimFailed(pending.demands)
-        harness.machine.onWorkAvailable()
-        for segment in 0..<2 {
-            _ = harness.machine.onResultCommitted(.complete(complete(attempt(segment))),
-                                                  outcome: .completed(readyToStitch: false), now: harness.now)
-        }
-        #expect(claimed(harness.machine.dispatch()) == [1, 2])
+        #expect(claimed(harness.machine.dispatch()) == [1, 2], "a reported result frees its slot")
     }
 
     @Test("a short claim means nothing is claimable until a wake-up; a wake-up during the claim is not lost")

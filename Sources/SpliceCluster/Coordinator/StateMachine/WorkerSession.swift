@@ -14,8 +14,7 @@ struct WorkerSession: Sendable {
     }
 
     /// An attempt the worker is running (as far as the coordinator knows), or whose result is
-    /// being committed: its slot is free again only once the result is committed, so a fast
-    /// worker cannot pile up results faster than the store takes them.
+    /// being committed (see `freeSlots`).
     struct HeldAttempt: Hashable, Sendable {
         var attempt: SegmentAttempt
         /// The worker's last PROGRESS, 0…1.
@@ -64,10 +63,15 @@ struct WorkerSession: Sendable {
         }
     }
 
-    /// Slots the dispatcher may fill now.
+    /// Slots the dispatcher may fill now. A worker that has reported a result is free to start
+    /// the next segment while the result is committed — up to `slots` results awaiting their
+    /// commit; beyond that they count against its slots, so a fast worker cannot pile up results
+    /// faster than the store takes them (backpressure, and a bound on ACK latency).
     var freeSlots: Int {
         guard phase == .active, !silent, workerID != nil else { return 0 }
-        return max(0, slots - held.count - reserved)
+        let committing = held.values.reduce(0) { $0 + ($1.reported ? 1 : 0) }
+        let busy = held.count - committing + max(0, committing - slots)
+        return max(0, slots - busy - reserved)
     }
 }
 
