@@ -11,7 +11,7 @@ import Synchronization
 /// instant ACCEPT and COMPLETE, encoding nothing. Prints segments completed per second end to end
 /// and the ASSIGN → COMPLETE → ACK latency each worker sees, for each worker count.
 ///
-///     splice-bench cluster [--workers 1,16,256] [--slots 1] [--segments 20000] [--jobs 8] [--fast] [--statements]
+///     splice-bench cluster [--workers 1,16,256] [--slots 1] [--segments 10000] [--jobs 8] [--fast] [--statements]
 ///
 /// Jobs are submitted through the client API and planned by the coordinator from a generated
 /// clip with a keyframe every second (one segment per second). Their stitches fail afterwards
@@ -20,7 +20,7 @@ enum ClusterBenchmark {
     struct Options {
         var workers = [1, 16, 256]
         var slots = 1
-        var segments = 20_000
+        var segments = 10_000
         var jobs = 8
         var fast = false
         /// Print the statements Postgres spent its time on (pg_stat_statements).
