@@ -5,7 +5,7 @@ import Testing
 
 /// The store's batched claim, which the coordinator's dispatcher relies on: one statement for
 /// every worker with free slots.
-@Suite("Coordinator: batched claims", .timeLimit(.minutes(1)))
+@Suite("Coordinator: batched claims", .timeLimit(.minutes(5)))
 struct CoordinatorBatchClaimTests {
     /// A repository on a fresh database with one running job of `segments` segments.
     private func store(segments: Int) async throws -> (JobRepository, UUID) {

@@ -86,11 +86,11 @@ final class ChildCoordinator: Sendable {
     var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
 }
 
-@Suite("Coordinator: kill -9 and restart", .timeLimit(.minutes(2)))
+@Suite("Coordinator: kill -9 and restart", .timeLimit(.minutes(5)))
 struct CoordinatorRestartTests {
     @Test("kill -9 mid-job, start a new coordinator on the same database: the job completes, nothing lost or doubled")
     func killedMidJob() async throws {
-        let source = try TestMedia.clip(seconds: 3)
+        let source = try await TestMedia.clip(seconds: 3)
         let database = try await TestPostgres.makeDatabase()
         let spool = Fixtures.temporaryDirectory("spool")
         let output = Fixtures.temporaryDirectory("out").appendingPathComponent("killed.mp4").path
@@ -116,8 +116,7 @@ struct CoordinatorRestartTests {
             database: database, spool: spool, workers: first.workers, api: first.api, extra: ["--lease-seconds", "30"])
         // The worker reports to whoever listens now; the new coordinator does not know its session.
         try await worker.send(.complete(finished))
-        let farewell = await worker.disconnect(within: .seconds(15))
-        #expect(farewell?.reason == .reregister)
+        #expect(await worker.disconnect(.reregister) != nil, "told to say HELLO again")
         #expect(try await worker.hello(finished: [finished]) != nil)
         #expect(await worker.ack(of: finished.attempt, .complete)?.outcome == .accepted,
                 "the dead coordinator's lease was still valid and its result is committed now")
@@ -127,7 +126,8 @@ struct CoordinatorRestartTests {
 
         let status = try await client.wait(for: job, toBe: ["succeeded", "failed"])
         #expect(status.state == "succeeded", "\(status.error ?? "")")
-        #expect(try TestMedia.frames(output) == TestMedia.frames(source))
+        let (written, original) = (try await TestMedia.frames(output), try await TestMedia.frames(source))
+        #expect(written == original)
         let repository = JobRepository(client: PostgresClient(configuration: database, maxConnections: 1))
         let done = try await repository.events(ofJob: #require(job.uuid)).filter { $0.kind == "segment_done" }
         #expect(done.count == 3, "each segment committed exactly once")
@@ -135,7 +135,7 @@ struct CoordinatorRestartTests {
 
         // SIGTERM: the workers are told, and the process exits 0.
         second.signal(SIGTERM)
-        #expect(await worker.disconnect()?.reason == .shutdown)
+        #expect(await worker.disconnect(.shutdown) != nil)
         let stopped = await second.exitStatus()
         #expect(stopped?.signalled == false && stopped?.status == 0, "\(second.output)")
 
@@ -145,7 +145,7 @@ struct CoordinatorRestartTests {
 
     @Test("an in-process coordinator stopped abruptly: its successor resumes dispatch of the planned job")
     func crashedInProcess() async throws {
-        let source = try TestMedia.clip(seconds: 2)
+        let source = try await TestMedia.clip(seconds: 2)
         let first = try await CoordinatorUnderTest.start()
         let context = try WireContext()
         let client = try await TestClient.connect(to: first.endpoints.api, context: context)
@@ -166,7 +166,8 @@ struct CoordinatorRestartTests {
         let fresh = try await TestClient.connect(to: second.endpoints.api, context: context)
         let status = try await fresh.wait(for: job, toBe: ["succeeded", "failed"])
         #expect(status.state == "succeeded", "\(status.error ?? "")")
-        #expect(try TestMedia.frames(output) == TestMedia.frames(source))
+        let (written, original) = (try await TestMedia.frames(output), try await TestMedia.frames(source))
+        #expect(written == original)
 
         await worker.close()
         await fresh.close()

@@ -60,16 +60,16 @@ struct CoordinatorUnderTest: Sendable {
 
     var spool: URL { configuration.spool }
 
-    /// Timings short enough for tests: 250 ms heartbeats, 3 s leases, 200 ms polls, retries
-    /// after 100 ms. Scripted workers send nothing while they encode, so sessions are kept for
-    /// 30 s of silence (a loaded machine may take seconds per segment).
+    /// Timings for tests: 250 ms heartbeats and 200 ms polls keep them quick; retries after
+    /// 100 ms. Leases (30 s) and liveness (5 s) are long, because the whole suite runs at once on
+    /// two cores and a test may stall for seconds; tests about expiry set their own.
     static func configuration(database: ConnectionConfiguration, spool: URL) -> CoordinatorConfiguration {
         CoordinatorConfiguration(
             database: .server(database), spool: spool, workersEndpoint: loopback, apiEndpoint: loopback,
             maxAttempts: 5,
             sessions: CoordinatorStateMachine.Policy(
-                heartbeatInterval: .milliseconds(250), heartbeatLiveness: 8, leaseDuration: .seconds(3),
-                forgetAfter: .seconds(30)),
+                heartbeatInterval: .milliseconds(250), heartbeatLiveness: 20, leaseDuration: .seconds(30),
+                forgetAfter: .seconds(60)),
             segmentRetryBackoff: Backoff(base: .milliseconds(100), cap: .seconds(1)), pollInterval: .milliseconds(200),
             reapInterval: .milliseconds(200), janitorInterval: .milliseconds(500), databaseConnections: 4,
             logger: testLogger)
@@ -150,7 +150,7 @@ struct TestClient: Sendable {
     }
 
     /// Polls STATUS until the job is in one of `states`.
-    func wait(for job: JobID, toBe states: Set<String>, within timeout: Duration = .seconds(30)) async throws
+    func wait(for job: JobID, toBe states: Set<String>, within timeout: Duration = .seconds(60)) async throws
         -> JobStatus
     {
         let deadline = ContinuousClock.now + timeout
@@ -172,10 +172,12 @@ struct TestClient: Sendable {
 // MARK: - Scripted workers
 
 /// A worker whose every move the test makes: a DEALER speaking the worker protocol through
-/// `WorkerEndpoint`. Messages it receives wait in a buffer until the test asks for them.
+/// `WorkerEndpoint`. Messages it receives wait in a buffer until the test asks for them. Like a
+/// real worker it sends HEARTBEAT every 250 ms, unless told to play a hung one.
 actor ScriptedWorker {
     let endpoint: WorkerEndpoint
     private var inbox: [CoordinatorMessage] = []
+    private var heartbeats: Task<Void, Never>?
 
     init(endpoint: WorkerEndpoint) {
         self.endpoint = endpoint
@@ -184,12 +186,30 @@ actor ScriptedWorker {
     /// Connects to the coordinator's worker endpoint (not `immediate`: the first message waits
     /// for the connection and handshake).
     static func connect(
-        to endpoint: String, context: WireContext, curve: CurveRole = .none, routingID: RoutingID? = nil
+        to endpoint: String, context: WireContext, curve: CurveRole = .none, routingID: RoutingID? = nil,
+        heartbeats: Bool = true
     ) async throws -> ScriptedWorker {
         let wire = try await WireEndpoint.connect(
             endpoint, type: .dealer, context: context,
             options: .dealer(routingID: routingID, curve: curve, immediate: false))
-        return ScriptedWorker(endpoint: WorkerEndpoint(wire))
+        let worker = ScriptedWorker(endpoint: WorkerEndpoint(wire))
+        if heartbeats { await worker.startHeartbeats() }
+        return worker
+    }
+
+    /// From now on the worker plays a hung one: nothing unless the test sends it.
+    func stopHeartbeats() {
+        heartbeats?.cancel()
+    }
+
+    private func startHeartbeats() {
+        let endpoint = self.endpoint
+        heartbeats = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(250))
+                try? await endpoint.send(.heartbeat(Heartbeat()))
+            }
+        }
     }
 
     func send(_ message: WorkerMessage) async throws {
@@ -198,7 +218,7 @@ actor ScriptedWorker {
 
     /// The first message (buffered or arriving within `timeout`) for which `match` returns a
     /// value; the others stay buffered.
-    func next<T: Sendable>(within timeout: Duration = .seconds(10), _ match: (CoordinatorMessage) -> T?) async -> T? {
+    func next<T: Sendable>(within timeout: Duration = .seconds(30), _ match: (CoordinatorMessage) -> T?) async -> T? {
         if let index = inbox.firstIndex(where: { match($0) != nil }) { return match(inbox.remove(at: index)) }
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
@@ -214,7 +234,7 @@ actor ScriptedWorker {
     /// Sends HELLO (again every second) until WELCOME arrives.
     func hello(
         slots: Int = 1, running: [SegmentAttempt] = [], finished: [Complete] = [], failed: [Fail] = [],
-        within timeout: Duration = .seconds(10)
+        within timeout: Duration = .seconds(30)
     ) async throws -> Welcome? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
@@ -228,11 +248,11 @@ actor ScriptedWorker {
         return nil
     }
 
-    func assignment(within timeout: Duration = .seconds(10)) async -> Assign? {
+    func assignment(within timeout: Duration = .seconds(30)) async -> Assign? {
         await next(within: timeout) { if case .assign(let assign) = $0 { assign } else { nil } }
     }
 
-    func ack(of attempt: SegmentAttempt, _ acknowledged: Ack.Acknowledged, within timeout: Duration = .seconds(10))
+    func ack(of attempt: SegmentAttempt, _ acknowledged: Ack.Acknowledged, within timeout: Duration = .seconds(30))
         async -> Ack?
     {
         await next(within: timeout) { message in
@@ -241,15 +261,21 @@ actor ScriptedWorker {
         }
     }
 
-    func cancel(of attempt: SegmentAttempt, within timeout: Duration = .seconds(10)) async -> Cancel? {
+    func cancel(of attempt: SegmentAttempt, within timeout: Duration = .seconds(30)) async -> Cancel? {
         await next(within: timeout) { message in
             guard case .cancel(let cancel) = message, cancel.attempt == attempt else { return nil }
             return cancel
         }
     }
 
-    func disconnect(within timeout: Duration = .seconds(10)) async -> Disconnect? {
-        await next(within: timeout) { if case .disconnect(let disconnect) = $0 { disconnect } else { nil } }
+    /// The next DISCONNECT (with `reason`, when given).
+    func disconnect(_ reason: Disconnect.Reason? = nil, within timeout: Duration = .seconds(30)) async -> Disconnect? {
+        await next(within: timeout) { message in
+            guard case .disconnect(let disconnect) = message, reason == nil || disconnect.reason == reason else {
+                return nil
+            }
+            return disconnect
+        }
     }
 
     /// ACCEPT, wait for its ACK, encode for real, and return the COMPLETE to send.
@@ -268,6 +294,7 @@ actor ScriptedWorker {
     }
 
     func close() async {
+        heartbeats?.cancel()
         await endpoint.close(linger: .zero)
     }
 }
@@ -291,15 +318,25 @@ enum SegmentEncoder {
 
 enum TestMedia {
     /// A video-only clip with a keyframe every second, so 1-second segments cut it `seconds` ways.
-    static func clip(seconds: Int) throws -> String {
-        try Fixtures.clip(Fixtures.ClipSpec(
-            seconds: String(seconds), sampleRate: nil,
-            videoCodec: ["-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-keyint_min", "30",
-                         "-sc_threshold", "0", "-pix_fmt", "yuv420p"]))
+    static func clip(seconds: Int) async throws -> String {
+        try await offPool {
+            try Fixtures.clip(Fixtures.ClipSpec(
+                seconds: String(seconds), sampleRate: nil,
+                videoCodec: ["-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-keyint_min", "30",
+                             "-sc_threshold", "0", "-pix_fmt", "yuv420p"]))
+        }
     }
 
     /// Frames ffprobe decodes from the video of `path`.
-    static func frames(_ path: String) throws -> Int {
-        try Probe(path, countFrames: true).first("video")?.readFrames ?? -1
+    static func frames(_ path: String) async throws -> Int {
+        try await offPool { try Probe(path, countFrames: true).first("video")?.readFrames ?? -1 }
+    }
+
+    /// Runs blocking fixture work (ffmpeg, ffprobe) on a thread of its own: on the cooperative
+    /// pool it would stall the coordinator under test, which shares the pool.
+    static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
     }
 }

@@ -232,6 +232,18 @@ struct CoordinatorStateMachineTests {
         #expect(claimed(harness.machine.dispatch()) == [3], "the running attempt holds a slot")
     }
 
+    @Test("the same HELLO again (a resend that crossed WELCOME) is welcomed again and orphans nothing")
+    func helloCrossingWelcome() {
+        var harness = Harness()
+        harness.welcome()
+        _ = harness.assign([attempt(0)])
+        let again = harness.receive(.hello(Hello(workerName: "w", slots: 2, encoders: ["libx264"])))
+        #expect(messages(again).contains(where: isWelcome))
+        #expect(!again.contains { if case .abandonAttempt = $0 { true } else { false } })
+        #expect(!again.contains { if case .registerWorker = $0 { true } else { false } })
+        #expect(harness.machine.sessionSnapshots.first?.running == 1)
+    }
+
     @Test("a worker that registers again without an attempt it held hands that attempt back")
     func orphanedOnReHello() {
         var harness = Harness()

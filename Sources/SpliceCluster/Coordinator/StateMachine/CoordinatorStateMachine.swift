@@ -146,6 +146,9 @@ public struct CoordinatorStateMachine: Sendable {
         if let existing = sessions[identity] {
             // A HELLO resent while the first is being registered changes nothing.
             if existing.phase == .registering { return heard(identity, peer: peer, now: now) }
+            // The same HELLO again crossed our WELCOME (workers resend HELLO until WELCOME
+            // arrives): welcome it again, and keep what was assigned since.
+            if existing.registration == hello { return heard(identity, peer: peer, now: now) + welcome(identity, now: now) }
             // The worker registers again (it restarted, or lost us for a while). What it no longer
             // mentions it does not have: hand those attempts back now instead of at lease expiry.
             let mentioned = Set(hello.running.map(\.leaseToken) + hello.finished.map(\.attempt.leaseToken)
@@ -254,11 +257,15 @@ public struct CoordinatorStateMachine: Sendable {
             session.pendingHelloWork <= 0, let workerID = session.workerID
         else { return [] }
         sessions[identity]?.phase = .active
+        return [.report(.workerWelcomed(identity, workerID: workerID, running: session.held.count))]
+            + welcome(identity, now: now)
+    }
+
+    private mutating func welcome(_ identity: WorkerIdentity, now: Instant) -> [CoordinatorDirective] {
         let welcome = Welcome(
             session: sessionName, heartbeatIntervalMilliseconds: policy.heartbeatInterval.wholeMilliseconds,
             heartbeatLiveness: policy.heartbeatLiveness)
-        return [.report(.workerWelcomed(identity, workerID: workerID, running: session.held.count))]
-            + send(.welcome(welcome), to: identity, now: now)
+        return send(.welcome(welcome), to: identity, now: now)
     }
 
     // MARK: - Results

@@ -35,6 +35,8 @@ struct WorkerSession: Sendable {
     /// The `workers.id` row, once registered.
     var workerID: UUID?
     var phase: Phase = .registering
+    /// The HELLO that opened this session: the same HELLO again is a resend, not a new session.
+    let registration: Hello
     /// The HELLO whose results and running attempts are handled once the worker is registered.
     var pendingHello: Hello?
     /// Commits and lease checks of the HELLO still outstanding; WELCOME goes out at zero.
@@ -55,6 +57,7 @@ struct WorkerSession: Sendable {
         self.name = hello.workerName
         self.slots = hello.slots
         self.encoders = hello.encoders
+        self.registration = hello
         self.pendingHello = hello
         self.lastHeard = now
         self.lastSent = now
