@@ -86,12 +86,13 @@ struct CoordinatorCommand: Command {
         guard (1...100).contains(maxAttempts) else {
             throw UsageError("--max-attempts must be from 1 to 100; got \(maxAttempts)")
         }
-        if adminKeys != nil && secretKey == nil {
-            throw UsageError("--admin-keys needs --secret-key: without CURVE the API admits any client it can reach")
-        }
     }
 
     func run(_ context: CommandContext) async throws -> ExitCode {
+        if adminKeys != nil && secretKey == nil {
+            context.logger.warning("admin keys ignored: without --secret-key the API admits any client that reaches it",
+                                   ["admin_keys": adminKeys ?? ""])
+        }
         let coordinator = Coordinator(configuration: try makeConfiguration(context))
         try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
