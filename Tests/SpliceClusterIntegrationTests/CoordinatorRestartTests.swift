@@ -1,6 +1,7 @@
 import Foundation
 import SpliceCluster
 import SpliceStore
+import Synchronization
 import SpliceTestSupport
 import SpliceWire
 import Testing
@@ -22,6 +23,19 @@ final class ChildCoordinator: Sendable {
         self.workers = workers
         self.api = api
     }
+
+    /// A child outlives nothing: it is killed when the test lets go of it (a failed expectation
+    /// included) or, failing that, when the test process exits.
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    private static let running = Mutex<[Int32]>([])
+    private static let killAtExit: Void = {
+        atexit {
+            for pid in ChildCoordinator.running.withLock({ $0 }) { kill(pid, SIGKILL) }
+        }
+    }()
 
     /// The `splice` executable built beside this test bundle.
     static func executable() throws -> URL {
@@ -50,7 +64,9 @@ final class ChildCoordinator: Sendable {
                                "SPLICE_LOG_LEVEL": "info", "HOME": Fixtures.scratch.path]
         process.standardError = try FileHandle(forWritingTo: log)
         process.standardOutput = FileHandle.nullDevice
+        _ = killAtExit
         try process.run()
+        running.withLock { $0.append(process.processIdentifier) }
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""

@@ -47,6 +47,9 @@ public struct CoordinatorConfiguration: Sendable {
     public var janitorInterval: Duration
     /// Database connections in the pool.
     public var databaseConnections: Int
+    /// How long a graceful shutdown waits for store writes in flight (the workers resend what
+    /// was not acknowledged).
+    public var drainTimeout: Duration
     /// Lines go here (`key=value` on stderr by default).
     public var logger: Logger
 
@@ -57,7 +60,7 @@ public struct CoordinatorConfiguration: Sendable {
         sessions: CoordinatorStateMachine.Policy = CoordinatorStateMachine.Policy(),
         segmentRetryBackoff: Backoff = .segmentRetry, deadAfterDistinctWorkers: Int = 3,
         pollInterval: Duration = .seconds(1), reapInterval: Duration? = nil, janitorInterval: Duration = .seconds(60),
-        databaseConnections: Int = 8, logger: Logger = Logger()
+        databaseConnections: Int = 8, drainTimeout: Duration = .seconds(10), logger: Logger = Logger()
     ) {
         self.database = database
         self.spool = spool
@@ -74,6 +77,7 @@ public struct CoordinatorConfiguration: Sendable {
         self.reapInterval = reapInterval ?? min(.seconds(5), sessions.leaseDuration / 4)
         self.janitorInterval = janitorInterval
         self.databaseConnections = databaseConnections
+        self.drainTimeout = drainTimeout
         self.logger = logger
     }
 

@@ -93,7 +93,8 @@ final class CoordinatorRuntime: Sendable {
         // Graceful shutdown stops these last to first: the API, the loops, the reader, then the
         // session side drains its commits and says goodbye.
         let group = ServiceGroup(services: [
-            SessionService(endpoint: workerEndpoint, shell: shell, outbox: outbox),
+            SessionService(endpoint: workerEndpoint, shell: shell, outbox: outbox,
+                           drainTimeout: configuration.drainTimeout),
             WorkerReader(endpoint: workerEndpoint, shell: shell),
             LoopService("heartbeats", every: tick) { await shell.tick() },
             LoopService("dispatch-poll", every: configuration.pollInterval) { await shell.workAvailable() },

@@ -41,11 +41,12 @@ final class APIService: Service {
                 }
             }
         }
-        await requests.drained()
+        _ = await requests.drained(within: .seconds(5))
     }
 
     func shutdown() async {
         await reading.stop()
-        await requests.drained()
+        // Requests in flight get their answers; a store that does not answer is not waited for long.
+        _ = await requests.drained(within: .seconds(5))
     }
 }

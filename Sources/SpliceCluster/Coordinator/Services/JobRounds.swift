@@ -24,6 +24,8 @@ final class JobRounds: Sendable {
         let jobs: [Job]
         do {
             jobs = try await repository.jobs(in: states, limit: 64)
+        } catch is CancellationError {
+            return  // shutting down
         } catch {
             logger.warning("cannot list jobs", ["stage": stage, "error": "\(error)"])
             return

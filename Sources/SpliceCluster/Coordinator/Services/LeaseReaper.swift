@@ -16,6 +16,8 @@ struct LeaseReaper: Sendable {
                 await shell.takenBack(taken)
                 if taken.leases.count < 1000 { return }
             }
+        } catch is CancellationError {
+            return  // shutting down
         } catch {
             logger.warning("reaping failed", ["error": "\(error)"])
         }

@@ -1,6 +1,7 @@
 /// A loop that does one round of work, then waits for a wake-up or its interval: the planner,
-/// the stitcher, the reaper, the janitor and the timers. A graceful shutdown lets the current
-/// round finish (a stitch in progress completes) and stops before the next one.
+/// the stitcher, the reaper, the janitor and the timers. A graceful shutdown cancels the current
+/// round — its store calls stop retrying; a probe or a stitch already running on its thread
+/// completes first — and stops.
 final class LoopService: Service {
     let name: String
     private let interval: Duration
@@ -8,6 +9,7 @@ final class LoopService: Service {
     private let round: @Sendable () async -> Void
     private let stopping = Latch()
     private let stopped = Latch()
+    private let rounds = StoppableTask()
 
     init(_ name: String, every interval: Duration, wake: WakeSignal = WakeSignal(),
          round: @escaping @Sendable () async -> Void) {
@@ -20,7 +22,7 @@ final class LoopService: Service {
     func run() async throws {
         defer { stopped.open() }
         while !stopping.isOpen && !Task.isCancelled {
-            await round()
+            await rounds.run(round)
             guard !stopping.isOpen else { break }
             await wake.wait(upTo: interval)
         }
@@ -29,6 +31,7 @@ final class LoopService: Service {
     func shutdown() async {
         stopping.open()
         wake.signal()
+        await rounds.stop()
         await stopped.wait()
     }
 }

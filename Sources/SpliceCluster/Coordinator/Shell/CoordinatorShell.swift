@@ -89,9 +89,10 @@ actor CoordinatorShell {
         machine.stopDispatching()
     }
 
-    /// Step 2: returns once every store task started so far (and those they started) is answered.
-    func drained() async {
-        await inFlight.drained()
+    /// Step 2: returns once every store task started so far (and those they started) is
+    /// answered; false when some still were after `timeout`.
+    nonisolated func drained(within timeout: Duration) async -> Bool {
+        await inFlight.drained(within: timeout)
     }
 
     /// Step 3: DISCONNECT `shutdown` to every worker.

@@ -1,11 +1,13 @@
 import Synchronization
+import SpliceWire
 
 /// Counts tasks a service started and has not seen finish, so a graceful shutdown can wait for
 /// them (commits to be answered, API requests to be replied to) before closing anything.
 final class InFlightWork: Sendable {
     private struct State {
         var count = 0
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -26,21 +28,37 @@ final class InFlightWork: Sendable {
             state.count -= 1
             guard state.count == 0 else { return [] }
             defer { state.waiters.removeAll() }
-            return state.waiters
+            return Array(state.waiters.values)
         }
         for waiter in waiters { waiter.resume() }
     }
 
-    /// Returns once no counted task is running (at once when none is). Work started by counted
-    /// work before it finished is waited for too.
+    /// Returns once no counted task is running (at once when none is), or when the calling task
+    /// is cancelled. Work started by counted work before it finished is waited for too.
     func drained() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let idle = state.withLock { state -> Bool in
-                if state.count == 0 { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if idle { continuation.resume() }
+        let id = state.withLock { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
         }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.count == 0 || Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+        }
+    }
+
+    /// `drained()`, giving up after `timeout`; false when work was still running then.
+    func drained(within timeout: Duration) async -> Bool {
+        await withDeadline(timeout) { () async -> Bool? in
+            await self.drained()
+            return true
+        } ?? false
     }
 }

@@ -1,7 +1,8 @@
 import Synchronization
 
-/// Runs a reading loop in a task that another task can stop — even before it has started —
-/// and wait for: how a service stops reading its endpoint without closing it.
+/// Runs work (a reading loop, a round of a loop) in a task that another task can stop — even
+/// before it has started — and wait for: how a service stops reading its endpoint without
+/// closing it. Once stopped, every later `run` is cancelled at once.
 final class StoppableTask: Sendable {
     private let state = Mutex<(stopped: Bool, task: Task<Void, Never>?)>((false, nil))
 
