@@ -59,7 +59,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "splice-bench",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster"],
+            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog"],
             swiftSettings: strict
         ),
 

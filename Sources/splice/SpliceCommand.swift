@@ -17,6 +17,7 @@ struct SpliceCommand: Command {
             TranscodeCommand.self,
             StitchCommand.self,
             SegmentRemuxCommand.self,
+            CoordinatorCommand.self,
             WorkerCommand.self,
             SubmitCommand.self,
             StatusCommand.self,

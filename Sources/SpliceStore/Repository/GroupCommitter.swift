@@ -3,8 +3,9 @@ import Synchronization
 /// Group commit: callers submit one item each and wait; items that arrive while a batch is being
 /// written are written together in the next one. An idle committer writes a lone item at once,
 /// so batching adds no latency; under load, many items share one round trip and one fsync.
-final class GroupCommitter<Input: Sendable, Output: Sendable>: Sendable {
-    typealias Flush = @Sendable ([Input]) async throws -> [Output]
+/// `package`: the coordinator batches lease extensions with it too.
+package final class GroupCommitter<Input: Sendable, Output: Sendable>: Sendable {
+    package typealias Flush = @Sendable ([Input]) async throws -> [Output]
 
     private struct Waiter {
         var input: Input
@@ -21,13 +22,13 @@ final class GroupCommitter<Input: Sendable, Output: Sendable>: Sendable {
     private let flush: Flush
 
     /// `flush` writes a batch (at most `maxBatch` items) and answers in the same order.
-    init(maxBatch: Int, flush: @escaping Flush) {
+    package init(maxBatch: Int, flush: @escaping Flush) {
         self.maxBatch = maxBatch
         self.flush = flush
     }
 
     /// Queues `input` and returns its answer once the batch holding it is written.
-    func submit(_ input: Input) async throws -> Output {
+    package func submit(_ input: Input) async throws -> Output {
         try await withCheckedThrowingContinuation { continuation in
             let startFlushing = state.withLock { state in
                 state.queue.append(Waiter(input: input, continuation: continuation))

@@ -8,36 +8,9 @@ extension JobRepository {
     /// concurrent claimers never wait on or receive the same attempt. Every lease gets a fresh token.
     /// A revoked or unknown worker gets nothing.
     public func claimSegments(for workerID: UUID, limit: Int, leaseDuration: Duration) async throws -> [SegmentLease] {
-        guard limit > 0 else { return [] }
-        let rows = try await client.query("""
-            WITH target AS (
-                SELECT s.id FROM segments s
-                WHERE s.state = 'pending' AND s.next_attempt_at <= now()
-                  AND EXISTS (SELECT 1 FROM workers w WHERE w.id = \(workerID) AND w.state <> 'revoked')
-                ORDER BY s.priority DESC, s.job_created_at, s.job_id, s.index
-                LIMIT \(limit)
-                FOR UPDATE SKIP LOCKED
-            ), segment AS (
-                UPDATE segments s
-                SET state = 'leased', attempt = s.attempt + 1, lease_token = gen_random_uuid(),
-                    leased_by = \(workerID), heartbeat_at = now(), updated_at = now(),
-                    lease_expires_at = now() + \(leaseDuration.milliseconds) * interval '1 millisecond'
-                FROM target WHERE s.id = target.id AND s.state = 'pending'
-                RETURNING s.*
-            ), event AS (
-                INSERT INTO job_events (job_id, segment_id, kind, from_state, to_state, attempt, worker_id, lease_token)
-                SELECT job_id, id, 'segment_leased', 'pending', 'leased', attempt, leased_by, lease_token FROM segment
-            )
-            SELECT \(Segment.columns) FROM segment
-            ORDER BY priority DESC, job_created_at, job_id, index
-            """)
-        return try rows.map { row throws(StoreError) in
-            let segment = try Segment(row: row)
-            guard let reference = segment.lease, let expiresAt = segment.leaseExpiresAt else {
-                throw StoreError(.decodingFailed, message: "a claimed segment came back without its lease")
-            }
-            return SegmentLease(segment: segment, reference: reference, expiresAt: expiresAt)
-        }
+        // One worker's claim is the batched claim with one demand (JobRepository+BatchClaims.swift).
+        try await claimSegments(forWorkers: [ClaimDemand(workerID: workerID, limit: limit)],
+                                leaseDuration: leaseDuration)[workerID] ?? []
     }
 
     // MARK: - Extending
@@ -52,12 +25,23 @@ extension JobRepository {
     /// Leases missing from the answer are no longer current.
     public func extendLeases(_ leases: [LeaseReference], by duration: Duration) async throws -> [LeaseReference: Date] {
         guard !leases.isEmpty else { return [:] }
+        // Rows are locked in id order first, the order completions lock them in: an extension and
+        // a completion of the same segments (a PROGRESS just before its COMPLETE) then queue
+        // instead of deadlocking (which Postgres only breaks after deadlock_timeout, 1 s).
         let rows = try await client.query("""
+            WITH target AS (
+                SELECT s.id, lease.token
+                FROM segments s JOIN unnest(\(leases.map(\.segmentID)), \(leases.map(\.token))) AS lease(id, token)
+                    ON s.id = lease.id AND s.lease_token = lease.token
+                WHERE s.state = 'leased'
+                ORDER BY s.id
+                FOR UPDATE OF s
+            )
             UPDATE segments s
             SET lease_expires_at = now() + \(duration.milliseconds) * interval '1 millisecond',
                 heartbeat_at = now(), updated_at = now()
-            FROM unnest(\(leases.map(\.segmentID)), \(leases.map(\.token))) AS lease(id, token)
-            WHERE s.id = lease.id AND s.lease_token = lease.token AND s.state = 'leased'
+            FROM target
+            WHERE s.id = target.id AND s.lease_token = target.token AND s.state = 'leased'
             RETURNING s.id, s.lease_token, s.lease_expires_at
             """)
         var extended: [LeaseReference: Date] = [:]

@@ -1,0 +1,187 @@
+import Foundation
+import SpliceLog
+import SpliceMedia
+import SpliceStore
+import SpliceWire
+
+/// Answers the client API (`splice submit/status/jobs/cancel/workers`). Every request is safe to
+/// repeat: SUBMIT is keyed by its submission key, CANCEL/ENROLL/REVOKE are idempotent in the
+/// store, and the others only read.
+final class ClientAPIHandler: Sendable {
+    private let repository: JobRepository
+    private let shell: CoordinatorShell
+    private let workerEndpoint: CoordinatorWorkerEndpoint
+    /// The worker keys the ZAP handler admits; nil without CURVE.
+    private let enrolledKeys: EnrolledKeys?
+    private let maxAttempts: Int
+    private let plannerWake: WakeSignal
+    private let logger: Logger
+
+    init(
+        repository: JobRepository, shell: CoordinatorShell, workerEndpoint: CoordinatorWorkerEndpoint,
+        enrolledKeys: EnrolledKeys?, maxAttempts: Int, plannerWake: WakeSignal, logger: Logger
+    ) {
+        self.repository = repository
+        self.shell = shell
+        self.workerEndpoint = workerEndpoint
+        self.enrolledKeys = enrolledKeys
+        self.maxAttempts = maxAttempts
+        self.plannerWake = plannerWake
+        self.logger = logger
+    }
+
+    /// The reply to `request`; never throws — failures become `ERROR`.
+    func reply(to request: APIRequest) async -> APIReply {
+        do {
+            switch request {
+            case .submit(let submit): return try await self.submit(submit)
+            case .status(let query): return .status(try await status(of: query.job))
+            case .list(let list): return try await self.list(list)
+            case .cancel(let cancel): return try await self.cancel(cancel.job)
+            case .workers: return .workers(WorkerList(workers: try await workers()))
+            case .enroll(let enroll): return try await self.enroll(enroll)
+            case .revoke(let revoke): return try await self.revoke(revoke.publicKey)
+            }
+        } catch let error as APIError {
+            return .error(error)
+        } catch let error as StoreError where error.isRetryable {
+            return .error(APIError(code: "unavailable", message: "the job store is unreachable; try again",
+                                   retryable: true))
+        } catch {
+            logger.error("API request failed", ["type": type(of: request.body).messageType, "error": "\(error)"])
+            return .error(APIError(code: "internal", message: "the coordinator could not answer: \(error)"))
+        }
+    }
+
+    // MARK: - Jobs
+
+    private func submit(_ submit: SubmitJob) async throws -> APIReply {
+        for (name, path) in [("input", submit.input), ("output", submit.output)] where !path.hasPrefix("/") {
+            throw APIError(code: "invalid-request", message: "\(name) must be an absolute path, not '\(path)'")
+        }
+        let request: JobRequest
+        do {
+            request = try submit.export.decode(JobRequest.self)
+            try request.validate()
+        } catch let error as SettingsError {
+            throw APIError(code: "invalid-request", message: "invalid settings: \(error)")
+        } catch {
+            throw APIError(code: "invalid-request", message: "the export settings are not a valid JobRequest: \(error)")
+        }
+        let key = submit.submissionKey ?? UUID().uuidString
+        guard !key.isEmpty else { throw APIError(code: "invalid-request", message: "the submission key is empty") }
+        let creation = try await repository.createJob(JobSubmission(
+            idempotencyKey: key, sourceURL: submit.input, outputURL: submit.output,
+            settings: try PostgresJSON(encoding: request), priority: submit.priority ?? 0, maxAttempts: maxAttempts))
+        if creation.created {
+            logger.info("job submitted", ["job": creation.job.id.wireText, "input": submit.input, "output": submit.output])
+            plannerWake.signal()
+        }
+        return .submitted(JobSubmitted(job: JobID(creation.job.id)))
+    }
+
+    private func status(of job: JobID) async throws -> JobStatus {
+        guard let id = job.uuid, let stored = try await repository.job(id: id) else { throw notFound(job) }
+        return JobStatusMapping.status(of: stored, runningProgress: await shell.runningProgress(ofJob: id))
+    }
+
+    private func list(_ list: ListJobs) async throws -> APIReply {
+        let states: [JobState]
+        if let name = list.state {
+            guard let state = JobStatusMapping.state(named: name) else {
+                throw APIError(code: "invalid-request", message: "unknown state '\(name)'; use one of "
+                    + JobStatusMapping.stateNames.joined(separator: ", "))
+            }
+            states = [state]
+        } else {
+            states = JobState.allCases
+        }
+        let limit = min(max(list.limit ?? 50, 1), 1000)
+        // The store lists by priority and age; the API shows the newest first.
+        let jobs = try await repository.jobs(in: states, limit: 10_000)
+            .sorted { $0.createdAt > $1.createdAt }.prefix(limit)
+        var statuses: [JobStatus] = []
+        for job in jobs {
+            statuses.append(JobStatusMapping.status(of: job, runningProgress: await shell.runningProgress(ofJob: job.id)))
+        }
+        return .jobs(JobList(jobs: statuses))
+    }
+
+    private func cancel(_ job: JobID) async throws -> APIReply {
+        guard let id = job.uuid else { throw notFound(job) }
+        let stored: Job
+        do {
+            stored = try await repository.cancelJob(jobID: id, reason: "cancelled on request")
+        } catch let error as StoreError where error.code == .notFound {
+            throw notFound(job)
+        } catch let error as StoreError where error.code == .invalidTransition {
+            // Already finished: it keeps its state.
+            guard let finished = try await repository.job(id: id) else { throw notFound(job) }
+            return .cancelled(JobCancelled(job: job, state: JobStatusMapping.name(of: finished.state)))
+        }
+        if stored.state == .cancelled {
+            logger.info("job cancelled", ["job": id.wireText])
+            await shell.jobEnded(id, reason: .jobCancelled)
+        }
+        return .cancelled(JobCancelled(job: job, state: JobStatusMapping.name(of: stored.state)))
+    }
+
+    private func notFound(_ job: JobID) -> APIError {
+        APIError(code: "not-found", message: "no job \(job); `splice jobs` lists the known ones")
+    }
+
+    // MARK: - Workers
+
+    private func workers() async throws -> [WorkerInfo] {
+        let sessions = await shell.sessions
+        var infos: [WorkerInfo] = []
+        for worker in try await repository.workers() {
+            let session = sessions.first { $0.workerID == worker.id }
+            let key: CurvePublicKey
+            if let enrolled = try? CurvePublicKey(z85: worker.publicKey) {
+                key = enrolled
+            } else {
+                // An unauthenticated connection (no CURVE): listed only while connected.
+                guard session != nil else { continue }
+                key = JobStatusMapping.standInKey(for: worker.publicKey)
+            }
+            infos.append(WorkerInfo(
+                publicKey: key, name: session?.name ?? worker.name, enrolled: worker.state != .revoked,
+                connected: session.map { !$0.silent } ?? false, slots: session?.slots ?? worker.slots,
+                running: session?.running ?? 0,
+                lastSeenAtMilliseconds: worker.lastSeenAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }))
+        }
+        return infos
+    }
+
+    private func enroll(_ enroll: EnrollWorker) async throws -> APIReply {
+        let key = enroll.publicKey
+        let existing = try await repository.worker(publicKey: key.z85)
+        if existing?.state == .revoked {
+            throw APIError(code: "invalid-request", message: "worker key \(key) was revoked and cannot enroll again; "
+                + "generate a new key pair on that worker with `splice keys generate`")
+        }
+        try await repository.enrollWorker(
+            publicKey: key.z85, name: enroll.name ?? existing?.name ?? "worker-\(key.z85.prefix(8))",
+            slots: existing?.slots ?? 1, capabilities: existing?.capabilities ?? .emptyObject)
+        enrolledKeys?.enroll(key)
+        logger.info("worker key enrolled", ["worker": key.z85])
+        return .workerKey(WorkerKeyChanged(publicKey: key, enrolled: true))
+    }
+
+    /// Commits the revoke (which also takes back the worker's leases), then refuses the key's
+    /// handshakes and messages, ends its live sessions with DISCONNECT `revoked`, and forgets them.
+    private func revoke(_ key: CurvePublicKey) async throws -> APIReply {
+        guard let worker = try await repository.worker(publicKey: key.z85) else {
+            throw APIError(code: "not-found", message: "no worker with key \(key); `splice workers` lists them")
+        }
+        try await repository.revokeWorker(id: worker.id)
+        enrolledKeys?.revoke(key)
+        let farewell = CoordinatorMessage.disconnect(Disconnect(reason: .revoked, detail: "key revoked"))
+        let closed = await workerEndpoint.disconnect(key: key, farewell: farewell)
+        await shell.workerRevoked(.key(key))
+        await shell.workAvailable()
+        logger.info("worker key revoked", ["worker": key.z85, "sessions_closed": closed])
+        return .workerKey(WorkerKeyChanged(publicKey: key, enrolled: false, sessionsClosed: closed))
+    }
+}

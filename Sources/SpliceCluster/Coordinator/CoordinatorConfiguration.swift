@@ -1,0 +1,101 @@
+public import Foundation
+public import SpliceLog
+public import SpliceStore
+public import SpliceWire
+
+/// Everything a coordinator needs to start: where its database is, where it listens, the shared
+/// spool, its keys, and the timings of leases, heartbeats and its loops. `splice coordinator`
+/// builds one from flags and `SPLICE_*` variables; tests build one with short timings.
+public struct CoordinatorConfiguration: Sendable {
+    /// Where the job store lives.
+    public enum Database: Sendable {
+        /// An existing PostgreSQL server (`--database URL`).
+        case server(ConnectionConfiguration)
+        /// A private server in this directory, started (and initialised on first use) by the
+        /// coordinator and stopped on graceful shutdown.
+        case embedded(directory: String)
+    }
+
+    public var database: Database
+    /// The ROUTER workers connect to (`tcp://*:7450`).
+    public var workersEndpoint: String
+    /// The ROUTER the command-line client connects to (`tcp://*:7451`).
+    public var apiEndpoint: String
+    /// The spool directory shared with the workers (segment files are written under `jobs/<job>/`).
+    public var spool: URL
+    /// The coordinator's CURVE key pair: when set, both endpoints are CURVE servers with ZAP
+    /// (workers: enrolled, unrevoked keys from the store; API: `adminKeys` and this key).
+    public var keys: CurveKeyPair?
+    /// Public keys admitted on the API endpoint when CURVE is on.
+    public var adminKeys: [CurvePublicKey]
+    /// Allow a non-loopback bind without keys.
+    public var insecure: Bool
+    /// Attempts per segment before it is dead.
+    public var maxAttempts: Int
+    /// Session timings: heartbeats, liveness, the lease length.
+    public var sessions: CoordinatorStateMachine.Policy
+    /// The wait before a failed segment is retried.
+    public var segmentRetryBackoff: Backoff
+    /// A segment that failed on this many different workers is dead.
+    public var deadAfterDistinctWorkers: Int
+    /// How often the tables are polled when no NOTIFY arrives (claimable segments, new jobs,
+    /// jobs to stitch): LISTEN/NOTIFY only wakes the loops earlier.
+    public var pollInterval: Duration
+    /// How often expired leases are reaped.
+    public var reapInterval: Duration
+    /// How often the spool is swept for files of finished jobs.
+    public var janitorInterval: Duration
+    /// Database connections in the pool.
+    public var databaseConnections: Int
+    /// How long a graceful shutdown waits for store writes in flight (the workers resend what
+    /// was not acknowledged).
+    public var drainTimeout: Duration
+    /// Lines go here (`key=value` on stderr by default).
+    public var logger: Logger
+
+    /// A configuration with the contract's defaults (`--lease-seconds 60`, `--max-attempts 5`).
+    public init(
+        database: Database, spool: URL, workersEndpoint: String = "tcp://*:7450", apiEndpoint: String = "tcp://*:7451",
+        keys: CurveKeyPair? = nil, adminKeys: [CurvePublicKey] = [], insecure: Bool = false, maxAttempts: Int = 5,
+        sessions: CoordinatorStateMachine.Policy = CoordinatorStateMachine.Policy(),
+        segmentRetryBackoff: Backoff = .segmentRetry, deadAfterDistinctWorkers: Int = 3,
+        pollInterval: Duration = .seconds(1), reapInterval: Duration? = nil, janitorInterval: Duration = .seconds(60),
+        databaseConnections: Int = 8, drainTimeout: Duration = .seconds(10), logger: Logger = Logger()
+    ) {
+        self.database = database
+        self.spool = spool
+        self.workersEndpoint = workersEndpoint
+        self.apiEndpoint = apiEndpoint
+        self.keys = keys
+        self.adminKeys = adminKeys
+        self.insecure = insecure
+        self.maxAttempts = maxAttempts
+        self.sessions = sessions
+        self.segmentRetryBackoff = segmentRetryBackoff
+        self.deadAfterDistinctWorkers = deadAfterDistinctWorkers
+        self.pollInterval = pollInterval
+        self.reapInterval = reapInterval ?? min(.seconds(5), sessions.leaseDuration / 4)
+        self.janitorInterval = janitorInterval
+        self.databaseConnections = databaseConnections
+        self.drainTimeout = drainTimeout
+        self.logger = logger
+    }
+
+    /// Checks what can be checked before anything starts; throws `CoordinatorError` or `WireError`
+    /// with a message that names the setting.
+    public func validate() throws {
+        guard (1...100).contains(maxAttempts) else {
+            throw CoordinatorError(.invalidConfiguration, "--max-attempts must be from 1 to 100; got \(maxAttempts)")
+        }
+        guard sessions.leaseDuration >= .milliseconds(100) else {
+            throw CoordinatorError(.invalidConfiguration, "the lease must last at least 100 ms")
+        }
+        for endpoint in [workersEndpoint, apiEndpoint] {
+            try EndpointSecurity.checkBinding(endpoint, curveEnabled: keys != nil, insecure: insecure)
+        }
+        guard workersEndpoint != apiEndpoint || workersEndpoint.hasSuffix(":*") else {
+            throw CoordinatorError(
+                .invalidConfiguration, "the workers and API endpoints are both \(workersEndpoint); give them different ports")
+        }
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import SpliceLog
+import SpliceStore
+import SpliceWire
+
+/// A started coordinator: the database, the ZeroMQ context with its ZAP handler, both endpoints
+/// bound, and the services that run on them. `start` sets everything up (undoing what it did
+/// when a step fails); `run` runs the services until `shutdown` drains them or the task is
+/// cancelled (an abrupt stop, as close to kill -9 as a process can do to itself); then
+/// everything is closed.
+final class CoordinatorRuntime: Sendable {
+    /// ZAP domains of the two endpoints.
+    static let workerDomain = "splice"
+    static let apiDomain = "splice-api"
+
+    let endpoints: CoordinatorEndpoints
+    let workerEndpoint: CoordinatorWorkerEndpoint
+    let apiEndpoint: APIServerEndpoint
+    let shell: CoordinatorShell
+    private let group: ServiceGroup
+    private let resources: Teardown
+    private let logger: Logger
+
+    private init(
+        endpoints: CoordinatorEndpoints, workerEndpoint: CoordinatorWorkerEndpoint, apiEndpoint: APIServerEndpoint,
+        shell: CoordinatorShell, group: ServiceGroup, resources: Teardown, logger: Logger
+    ) {
+        self.endpoints = endpoints
+        self.workerEndpoint = workerEndpoint
+        self.apiEndpoint = apiEndpoint
+        self.shell = shell
+        self.group = group
+        self.resources = resources
+        self.logger = logger
+    }
+
+    // MARK: - Starting
+
+    static func start(_ configuration: CoordinatorConfiguration) async throws -> CoordinatorRuntime {
+        try configuration.validate()
+        let resources = Teardown()
+        do {
+            return try await start(configuration, resources: resources)
+        } catch {
+            await resources.run(graceful: false)
+            throw error
+        }
+    }
+
+    private static func start(_ configuration: CoordinatorConfiguration, resources: Teardown) async throws
+        -> CoordinatorRuntime
+    {
+        let logger = configuration.logger
+        let database = try await openDatabase(configuration, resources: resources)
+        let client = PostgresClient(configuration: database, maxConnections: configuration.databaseConnections)
+        resources.add { _ in await client.close() }
+        let repository = JobRepository(client: client, policy: JobRepository.Policy(
+            segmentBackoff: configuration.segmentRetryBackoff,
+            deadAfterDistinctWorkers: configuration.deadAfterDistinctWorkers))
+        try createSpool(configuration.spool)
+
+        let context = try WireContext()
+        resources.add { _ in await context.terminate() }
+        let security = try await startSecurity(configuration, context: context, repository: repository, resources: resources)
+        let workerEndpoint = CoordinatorWorkerEndpoint(try await WireEndpoint.bind(
+            [configuration.workersEndpoint], type: .router, context: context,
+            options: .router(curve: security.curve(domain: workerDomain))))
+        resources.add { graceful in await workerEndpoint.close(linger: graceful ? nil : .zero) }
+        let apiEndpoint = APIServerEndpoint(try await WireEndpoint.bind(
+            [configuration.apiEndpoint], type: .router, context: context,
+            options: .router(curve: security.curve(domain: apiDomain))))
+        resources.add { graceful in await apiEndpoint.close(linger: graceful ? nil : .zero) }
+
+        let spool = SpoolLayout(root: configuration.spool)
+        let store = CoordinatorStore(repository: repository, leaseDuration: configuration.sessions.leaseDuration,
+                                     spool: spool)
+        let cleaner = SpoolCleaner(layout: spool, logger: logger)
+        let outbox = Outbox()
+        let plannerWake = WakeSignal()
+        let stitcherWake = WakeSignal()
+        let shell = CoordinatorShell(
+            policy: configuration.sessions, store: store, outbox: outbox, spool: cleaner, stitcherWake: stitcherWake,
+            logger: logger)
+        let planner = JobPlanner(repository: repository, logger: logger) { await shell.workAvailable() }
+        let stitcher = JobStitcher(repository: repository, store: store, cleaner: cleaner, logger: logger)
+        let reaper = LeaseReaper(store: store, shell: shell, logger: logger)
+        let janitor = SpoolJanitor(store: store, cleaner: cleaner, logger: logger)
+        let handler = ClientAPIHandler(
+            repository: repository, shell: shell, workerEndpoint: workerEndpoint, enrolledKeys: security.workerKeys,
+            maxAttempts: configuration.maxAttempts, plannerWake: plannerWake, logger: logger)
+        let tick = max(.milliseconds(20), configuration.sessions.heartbeatInterval / 4)
+
+        // Graceful shutdown stops these last to first: the API, the loops, the reader, then the
+        // session side drains its commits and says goodbye.
+        let group = ServiceGroup(services: [
+            SessionService(endpoint: workerEndpoint, shell: shell, outbox: outbox,
+                           drainTimeout: configuration.drainTimeout),
+            WorkerReader(endpoint: workerEndpoint, shell: shell),
+            LoopService("heartbeats", every: tick) { await shell.tick() },
+            LoopService("dispatch-poll", every: configuration.pollInterval) { await shell.workAvailable() },
+            NotificationService(configuration: database, planner: plannerWake, stitcher: stitcherWake, shell: shell),
+            LoopService("reaper", every: configuration.reapInterval) { await reaper.round() },
+            LoopService("janitor", every: configuration.janitorInterval) { await janitor.round() },
+            LoopService("stitcher", every: configuration.pollInterval, wake: stitcherWake) { await stitcher.round() },
+            LoopService("planner", every: configuration.pollInterval, wake: plannerWake) { await planner.round() },
+            APIService(endpoint: apiEndpoint, handler: handler, logger: logger),
+        ])
+        let endpoints = CoordinatorEndpoints(
+            workers: workerEndpoint.wire.endpoints.first ?? configuration.workersEndpoint,
+            api: apiEndpoint.wire.endpoints.first ?? configuration.apiEndpoint,
+            serverKey: configuration.keys?.publicKey)
+        return CoordinatorRuntime(
+            endpoints: endpoints, workerEndpoint: workerEndpoint, apiEndpoint: apiEndpoint, shell: shell, group: group,
+            resources: resources, logger: logger)
+    }
+
+    /// The store: the given server, or the embedded one in its directory; migrated either way.
+    private static func openDatabase(_ configuration: CoordinatorConfiguration, resources: Teardown) async throws
+        -> ConnectionConfiguration
+    {
+        let logger = configuration.logger
+        let database: ConnectionConfiguration
+        switch configuration.database {
+        case .server(let server):
+            database = server
+        case .embedded(let directory):
+            // The server may run as another account (PostgreSQL refuses root): the folder holding
+            // its directory must be searchable by it, so a state directory we create is 0755.
+            try? FileManager.default.createDirectory(
+                atPath: (directory as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o755])
+            var settings = EmbeddedPostgres.Configuration(directory: directory)
+            settings.log = { line in logger.info("embedded postgres", ["detail": line]) }
+            let server = EmbeddedPostgres(settings)
+            try await server.start()
+            // Stopped on graceful shutdown only: after a crash the next start reuses it.
+            resources.add { graceful in if graceful { try? await server.stop() } }
+            database = try await server.createDatabase("splice")
+        }
+        let applied = try await Migrator(configuration: database).migrate()
+        for migration in applied {
+            logger.info("migration applied", ["version": migration.version, "name": migration.name])
+        }
+        return database
+    }
+
+    private static func createSpool(_ spool: URL) throws {
+        do {
+            try FileManager.default.createDirectory(
+                at: spool.appendingPathComponent("jobs"), withIntermediateDirectories: true)
+        } catch {
+            throw CoordinatorError(
+                .invalidConfiguration,
+                "cannot create the spool directory \(spool.path): \(error.localizedDescription); "
+                    + "give --spool a writable directory shared with the workers")
+        }
+    }
+
+    /// CURVE on both endpoints when the coordinator has keys: a ZAP handler admitting enrolled,
+    /// unrevoked worker keys on the worker endpoint and the admin keys on the API endpoint.
+    private static func startSecurity(
+        _ configuration: CoordinatorConfiguration, context: WireContext, repository: JobRepository, resources: Teardown
+    ) async throws -> Security {
+        guard let keys = configuration.keys else { return Security(keys: nil, workerKeys: nil) }
+        let logger = configuration.logger
+        let enrolled = EnrolledKeys(try await repository.workers().compactMap { worker -> CurvePublicKey? in
+            worker.state == .revoked ? nil : try? CurvePublicKey(z85: worker.publicKey)
+        })
+        let zap = try await ZAPHandler.start(
+            context: context,
+            authorizers: [
+                workerDomain: WorkerKeyAuthorizer(enrolled: enrolled, repository: repository),
+                apiDomain: EnrolledKeys(configuration.adminKeys + [keys.publicKey]),
+            ],
+            observer: { request, decision in
+                guard case .deny(let reason) = decision else { return }
+                logger.warning("handshake refused", ["endpoint": request.domain == apiDomain ? "api" : "workers",
+                                                     "key": request.publicKey.z85, "address": request.address,
+                                                     "reason": reason])
+            })
+        resources.add { _ in await zap.close() }
+        return Security(keys: keys, workerKeys: enrolled)
+    }
+
+    struct Security {
+        var keys: CurveKeyPair?
+        var workerKeys: EnrolledKeys?
+
+        func curve(domain: String) -> CurveRole {
+            keys.map { .server(keys: $0, domain: domain) } ?? .none
+        }
+    }
+
+    // MARK: - Running
+
+    /// Runs the services; returns after a graceful shutdown, or throws when a service fails.
+    /// Everything is closed before it returns, with linger after a graceful shutdown and without
+    /// after cancellation.
+    func run() async throws {
+        logger.info("coordinator ready", ["workers": endpoints.workers, "api": endpoints.api])
+        do {
+            try await group.run()
+        } catch {
+            await resources.run(graceful: false)
+            throw error
+        }
+        await resources.run(graceful: !Task.isCancelled)
+    }
+
+    /// Graceful shutdown: stop accepting, let commits in flight finish and be acknowledged, say
+    /// goodbye to the workers; `run` then closes the endpoints with linger.
+    func shutdown() async {
+        logger.info("coordinator stopping")
+        await group.shutdown()
+    }
+}

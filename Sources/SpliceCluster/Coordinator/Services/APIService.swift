@@ -1,0 +1,52 @@
+import SpliceLog
+import SpliceWire
+
+/// Serves the client API endpoint: every request is answered in a task of its own with exactly
+/// one reply carrying the request's id. Garbled requests are counted (`WireCounters`) and
+/// dropped. On graceful shutdown it stops reading, lets the requests in flight reply, and closes.
+final class APIService: Service {
+    let name = "api"
+    private let endpoint: APIServerEndpoint
+    private let handler: ClientAPIHandler
+    private let logger: Logger
+    private let requests = InFlightWork()
+    private let reading = StoppableTask()
+
+    init(endpoint: APIServerEndpoint, handler: ClientAPIHandler, logger: Logger) {
+        self.endpoint = endpoint
+        self.handler = handler
+        self.logger = logger
+    }
+
+    func run() async throws {
+        let endpoint = self.endpoint
+        let handler = self.handler
+        let requests = self.requests
+        let logger = self.logger
+        await reading.run {
+            while let received = await endpoint.receive() {
+                switch received {
+                case .message(let envelope, let peer):
+                    requests.start {
+                        let reply = await handler.reply(to: envelope.message)
+                        do {
+                            try await endpoint.send(reply, to: peer, requestID: envelope.requestID)
+                        } catch {
+                            logger.info("API reply undeliverable", ["client": "\(peer)", "error": "\(error)"])
+                        }
+                    }
+                case .rejected(let rejection, let peer):
+                    logger.warning("API request dropped", ["reason": rejection.reason.rawValue,
+                                                           "detail": rejection.detail, "client": "\(peer)"])
+                }
+            }
+        }
+        _ = await requests.drained(within: .seconds(5))
+    }
+
+    func shutdown() async {
+        await reading.stop()
+        // Requests in flight get their answers; a store that does not answer is not waited for long.
+        _ = await requests.drained(within: .seconds(5))
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import SpliceLog
+import SpliceMedia
+import SpliceStore
+
+/// Plans queued jobs: `queued → planning`, probe the source, cut it with `SegmentPlanner` using
+/// the job's `JobRequest`, record the plan and its segments (`planning → running`). A job found
+/// in `planning` (the coordinator died mid-way) is simply planned again.
+///
+/// An unreadable input or settings that cannot work fail the job at once with the reason; a
+/// transient failure (the store, an I/O hiccup) is retried with backoff a few times, then fails
+/// the job too — nothing is retried forever.
+final class JobPlanner: Sendable {
+    private let repository: JobRepository
+    private let logger: Logger
+    private let planned: @Sendable () async -> Void
+    private let rounds: JobRounds
+
+    /// `planned` is called after each recorded plan (to wake the dispatcher).
+    init(repository: JobRepository, logger: Logger, planned: @escaping @Sendable () async -> Void) {
+        self.repository = repository
+        self.logger = logger
+        self.planned = planned
+        self.rounds = JobRounds(stage: "planning", repository: repository, logger: logger)
+    }
+
+    /// One pass over the jobs waiting to be planned.
+    func round() async {
+        await rounds.forEachDue(in: [.queued, .planning]) { await plan($0) }
+    }
+
+    private func plan(_ job: Job) async {
+        let fields: KeyValuePairs<String, any LogValue> = ["job": job.id.wireText, "input": job.sourceURL]
+        do {
+            try await repository.startPlanning(jobID: job.id)
+        } catch let error as StoreError where error.code == .invalidTransition || error.code == .notFound {
+            return  // cancelled (or planned) meanwhile
+        } catch {
+            await rounds.retry(job, after: error)
+            return
+        }
+        logger.info("planning job", fields)
+        let plan: SegmentPlan
+        do {
+            plan = try await makePlan(job)
+        } catch let reason as PlanningFailure {
+            await rounds.fail(job, reason: reason.message)
+            return
+        } catch {
+            await rounds.retry(job, after: error)
+            return
+        }
+        do {
+            try await repository.recordPlan(
+                jobID: job.id, plan: try PostgresJSON(encoding: plan),
+                segments: try plan.segments.map { try SegmentRange(spec: $0, in: plan).planned })
+        } catch let error as StoreError where error.code == .invalidTransition || error.code == .notFound {
+            logger.info("plan dropped: the job ended while it was planned", fields)
+            return
+        } catch {
+            await rounds.retry(job, after: error)
+            return
+        }
+        rounds.succeeded(job)
+        logger.info("job planned", ["job": job.id.wireText, "segments": plan.segments.count])
+        await planned()
+    }
+
+    /// Probes the source and plans it. Throws `PlanningFailure` when no retry can help.
+    private func makePlan(_ job: Job) async throws -> SegmentPlan {
+        let request: JobRequest
+        do {
+            request = try job.settings.decode(JobRequest.self)
+            try request.validate()
+        } catch let error as SettingsError {
+            throw PlanningFailure("invalid settings: \(error)")
+        } catch {
+            throw PlanningFailure("the job's settings are not a valid export request: \(error)")
+        }
+        do {
+            let asset = try await Asset.open(job.sourceURL)
+            // As `splice transcode` does: the source's tags, minus the container's own, then the job's.
+            var metadata = asset.metadata.filter {
+                !["major_brand", "minor_version", "compatible_brands", "encoder"].contains($0.key)
+            }
+            metadata.merge(request.metadata) { _, requested in requested }
+            return try await SegmentPlanner(targetDuration: request.segmentDuration).plan(
+                asset: asset, video: request.video, audio: request.audio, fileType: request.fileType,
+                range: request.range, fastStart: request.optimizesForNetworkUse, metadata: metadata)
+        } catch let error as MediaError where !error.isRetryable {
+            throw PlanningFailure(error.message)
+        } catch let error as SettingsError {
+            throw PlanningFailure("invalid settings: \(error)")
+        }
+    }
+}
+
+/// A reason a job cannot be planned that no retry can fix, for the job's `error`.
+struct PlanningFailure: Error, CustomStringConvertible {
+    let message: String
+    init(_ message: String) { self.message = message }
+    var description: String { message }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import SpliceLog
+import SpliceMedia
+import SpliceStore
+
+/// Stitches jobs whose segments are all done (`stitching`): the recorded segment files, checked
+/// against the recorded checksums, joined by `Stitcher` into the job's output; then
+/// `stitching → completed` and the job's spool directory is removed. A stitch the stitcher
+/// refuses (a missing, foreign or damaged segment) fails the job with the stitcher's message.
+/// A job found in `stitching` after a restart is stitched again: the output only appears on success.
+final class JobStitcher: Sendable {
+    private let repository: JobRepository
+    private let store: CoordinatorStore
+    private let cleaner: SpoolCleaner
+    private let logger: Logger
+    private let rounds: JobRounds
+
+    init(repository: JobRepository, store: CoordinatorStore, cleaner: SpoolCleaner, logger: Logger) {
+        self.repository = repository
+        self.store = store
+        self.cleaner = cleaner
+        self.logger = logger
+        self.rounds = JobRounds(stage: "stitching", repository: repository, logger: logger)
+    }
+
+    /// One pass over the jobs waiting to be stitched.
+    func round() async {
+        await rounds.forEachDue(in: [.stitching]) { await stitch($0) }
+    }
+
+    private func stitch(_ job: Job) async {
+        let output = Self.outputURL(job.outputURL)
+        logger.info("stitching job", ["job": job.id.wireText, "output": output.path])
+        let summary: StitchSummary
+        do {
+            guard let plan = try job.plan?.decode(SegmentPlan.self) else {
+                throw MediaError(.internalError, "job \(job.id.wireText) has no plan")
+            }
+            var paths: [Int: String] = [:]
+            var checksums: [Int: String] = [:]
+            for segment in try await repository.segments(ofJob: job.id) where segment.state == .done {
+                guard let path = segment.outputURL else { continue }
+                paths[segment.plan.index] = path
+                if let checksum = segment.checksum { checksums[segment.plan.index] = Self.hexDigest(checksum) }
+            }
+            summary = try await Stitcher(plan: plan).stitch(segments: paths, checksums: checksums, to: output)
+        } catch let error as MediaError where !error.isRetryable {
+            await fail(job, reason: "stitching failed: \(error.message)")
+            return
+        } catch let error as DecodingError {
+            await fail(job, reason: "stitching failed: the job's plan cannot be read: \(error)")
+            return
+        } catch {
+            if await rounds.retry(job, after: error) { await cleanUp(job.id) }
+            return
+        }
+        do {
+            try await repository.completeJob(jobID: job.id)
+        } catch {
+            logger.warning("job stitched but not recorded; it will be stitched again",
+                           ["job": job.id.wireText, "error": "\(error)"])
+            return
+        }
+        rounds.succeeded(job)
+        logger.info("job completed", ["job": job.id.wireText, "output": output.path, "frames": summary.videoFrames,
+                                      "bytes": summary.bytes])
+        await cleanUp(job.id)
+    }
+
+    private func fail(_ job: Job, reason: String) async {
+        if await rounds.fail(job, reason: reason) { await cleanUp(job.id) }
+    }
+
+    private func cleanUp(_ job: UUID) async {
+        store.forget(job: job)
+        await cleaner.removeJob(job)
+    }
+
+    /// The job's output as a file URL (`file://` URLs and plain paths both work).
+    static func outputURL(_ text: String) -> URL {
+        if text.hasPrefix("file://"), let url = URL(string: text) { return url }
+        return URL(fileURLWithPath: text)
+    }
+
+    /// The stitcher compares bare hex; COMPLETE carries `sha256:` + hex.
+    static func hexDigest(_ checksum: String) -> String {
+        checksum.hasPrefix("sha256:") ? String(checksum.dropFirst("sha256:".count)) : checksum
+    }
+}

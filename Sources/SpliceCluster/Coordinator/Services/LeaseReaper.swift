@@ -1,0 +1,45 @@
+import SpliceLog
+
+/// Takes back leases whose workers stopped extending them, so their segments are retried (the
+/// store repeats its own predicate in every UPDATE: a completion that committed first wins).
+struct LeaseReaper: Sendable {
+    let store: CoordinatorStore
+    let shell: CoordinatorShell
+    let logger: Logger
+
+    func round() async {
+        do {
+            while !Task.isCancelled {
+                let taken = try await store.reapExpiredLeases()
+                guard !taken.leases.isEmpty else { return }
+                logger.info("expired leases reaped", ["count": taken.leases.count])
+                await shell.takenBack(taken)
+                if taken.leases.count < 1000 { return }
+            }
+        } catch is CancellationError {
+            return  // shutting down
+        } catch {
+            logger.warning("reaping failed", ["error": "\(error)"])
+        }
+    }
+}
+
+/// Sweeps the spool for directories of jobs that have ended (a worker's late write after a
+/// cancel, a removal that failed): whatever is there is garbage once the job is finished.
+struct SpoolJanitor: Sendable {
+    let store: CoordinatorStore
+    let cleaner: SpoolCleaner
+    let logger: Logger
+
+    func round() async {
+        for job in await cleaner.jobsWithFiles() {
+            if Task.isCancelled { return }
+            do {
+                guard let state = try await store.repository.job(id: job)?.state, state.isTerminal else { continue }
+                await cleaner.removeJob(job)
+            } catch {
+                logger.debug("spool sweep skipped a job", ["job": job.wireText, "error": "\(error)"])
+            }
+        }
+    }
+}

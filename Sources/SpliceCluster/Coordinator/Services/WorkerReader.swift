@@ -1,0 +1,31 @@
+import SpliceWire
+
+/// Reads the worker endpoint and hands every message to the shell, in order. Stopping it (the
+/// first step of a graceful shutdown for the worker side) leaves the endpoint open so that
+/// answers to what was already read still go out; anything unread is resent by the workers to
+/// the next coordinator.
+final class WorkerReader: Service {
+    let name = "worker-reader"
+    private let endpoint: CoordinatorWorkerEndpoint
+    private let shell: CoordinatorShell
+    private let reading = StoppableTask()
+
+    init(endpoint: CoordinatorWorkerEndpoint, shell: CoordinatorShell) {
+        self.endpoint = endpoint
+        self.shell = shell
+    }
+
+    func run() async throws {
+        let endpoint = self.endpoint
+        let shell = self.shell
+        await reading.run {
+            while let received = await endpoint.receive() {
+                await shell.received(received)
+            }
+        }
+    }
+
+    func shutdown() async {
+        await reading.stop()
+    }
+}

@@ -1,0 +1,326 @@
+import Foundation
+import SpliceLog
+import SpliceStore
+import SpliceWire
+
+/// The thin shell around `CoordinatorStateMachine`: it feeds the machine every event (a worker's
+/// message, a commit's answer, the timer) and carries out the directives that come back — sends
+/// go to the `Outbox`, store work runs in tasks of its own whose answers come back as events.
+/// Nothing here decides protocol questions; that is the machine's job.
+actor CoordinatorShell {
+    private var machine: CoordinatorStateMachine
+    private let store: CoordinatorStore
+    private let outbox: Outbox
+    private let spool: SpoolCleaner
+    private let stitcherWake: WakeSignal
+    nonisolated let logger: Logger
+    /// Store tasks started and not yet answered (a graceful shutdown waits for them).
+    private let inFlight = InFlightWork()
+
+    init(
+        policy: CoordinatorStateMachine.Policy, store: CoordinatorStore, outbox: Outbox, spool: SpoolCleaner,
+        stitcherWake: WakeSignal, logger: Logger
+    ) {
+        self.machine = CoordinatorStateMachine(policy: policy)
+        self.store = store
+        self.outbox = outbox
+        self.spool = spool
+        self.stitcherWake = stitcherWake
+        self.logger = logger
+    }
+
+    // MARK: - Events
+
+    /// A message (or a rejection) from the worker endpoint.
+    func received(_ received: Received<WorkerMessage>) {
+        switch received {
+        case .message(let envelope, let peer):
+            apply { $0.onMessage(envelope.message, from: peer, now: .now) }
+        case .rejected(let rejection, let peer):
+            apply { $0.onRejected(rejection, from: peer, now: .now) }
+        }
+    }
+
+    /// The timer: heartbeats and liveness.
+    func tick() {
+        apply { $0.onTick(now: .now) }
+    }
+
+    /// Segments may be claimable (poll timer, NOTIFY, a lease taken back, a backoff ended).
+    func workAvailable() {
+        apply {
+            $0.onWorkAvailable()
+            return []
+        }
+    }
+
+    /// The store took leases back (reaper, or a worker's release).
+    func takenBack(_ taken: CoordinatorStore.TakenBack) {
+        for lease in taken.leases {
+            logger.info("lease taken back", ["job": lease.job.rawValue, "lease": lease.leaseToken.rawValue,
+                                             "job_failed": lease.jobFailed])
+        }
+        if let retry = taken.firstRetry { wake(at: retry) }
+        apply {
+            $0.onWorkAvailable()
+            return $0.onLeasesTakenBack(taken.leases, now: .now)
+        }
+    }
+
+    /// A job was cancelled or failed outside the worker protocol (the API, the planner).
+    func jobEnded(_ job: UUID, reason: Cancel.Reason) {
+        apply { $0.onJobEnded(JobID(job), reason: reason, now: .now) }
+    }
+
+    /// A worker key was revoked: its connections are already cut off.
+    func workerRevoked(_ identity: WorkerIdentity) {
+        apply { $0.onWorkerRevoked(identity) }
+    }
+
+    /// A send from the outbox failed.
+    func sendFailed(_ outgoing: Outbox.Outgoing, error: WireError) {
+        apply { $0.onSendFailed(outgoing.message, worker: outgoing.worker, error: error, now: .now) }
+    }
+
+    // MARK: - Shutdown
+
+    /// Graceful shutdown, step 1: no more claims.
+    func stopDispatching() {
+        machine.stopDispatching()
+    }
+
+    /// Step 2: returns once every store task started so far (and those they started) is
+    /// answered; false when some still were after `timeout`.
+    nonisolated func drained(within timeout: Duration) async -> Bool {
+        await inFlight.drained(within: timeout)
+    }
+
+    /// Step 3: DISCONNECT `shutdown` to every worker.
+    func farewell() {
+        execute(machine.onShutdown(now: .now))
+    }
+
+    // MARK: - Reading
+
+    var sessions: [WorkerSessionSnapshot] { machine.sessionSnapshots }
+
+    func runningProgress(ofJob job: UUID) -> Double {
+        machine.runningProgress(ofJob: JobID(job))
+    }
+
+    // MARK: - Carrying out directives
+
+    /// Runs one event through the machine, carries out what it says, then lets it dispatch.
+    private func apply(_ event: @Sendable (inout CoordinatorStateMachine) -> [CoordinatorDirective]) {
+        execute(event(&machine))
+        execute(machine.dispatch())
+    }
+
+    private func execute(_ directives: [CoordinatorDirective]) {
+        for directive in directives { execute(directive) }
+    }
+
+    private func execute(_ directive: CoordinatorDirective) {
+        switch directive {
+        case .send(let message, let peer, let worker):
+            outbox.enqueue(message, to: peer, worker: worker)
+        case .registerWorker(let identity, let name, let slots, let encoders):
+            spawn { await self.register(identity, name: name, slots: slots, encoders: encoders) }
+        case .commitResult(let result):
+            spawn { await self.commit(result) }
+        case .extendLeases(let attempts, let worker, let check):
+            spawn { await self.extend(attempts, worker: worker, check: check) }
+        case .claim(let demands, let generation):
+            spawn { await self.claim(demands, generation: generation) }
+        case .abandonAttempt(let attempt, let reason):
+            spawn { await self.abandon(attempt, reason: reason) }
+        case .releaseWorker(let workerID, let reason):
+            spawn { await self.release(workerID, reason: reason) }
+        case .markWorkers(let ids, let online):
+            spawn { await self.mark(ids, online: online) }
+        case .wakeStitcher:
+            stitcherWake.signal()
+        case .removeJobFiles(let job):
+            spawn { await self.removeFiles(of: job) }
+        case .report(let observation):
+            log(observation)
+        }
+    }
+
+    /// Runs store work off the actor; counted so a graceful shutdown can wait for it.
+    private func spawn(_ work: @escaping @Sendable () async -> Void) {
+        inFlight.start(work)
+    }
+
+    /// Makes segments claimable again at `date` (the end of a retry backoff).
+    private func wake(at date: Date) {
+        let delay = max(0, date.timeIntervalSinceNow)
+        Task {
+            try? await Task.sleep(for: .milliseconds(Int64(delay * 1000) + 5))
+            self.workAvailable()
+        }
+    }
+
+    // MARK: - Store work (off the actor)
+
+    private nonisolated func register(_ identity: WorkerIdentity, name: String, slots: Int, encoders: [String]) async {
+        do {
+            switch try await store.register(identity, name: name, slots: slots, encoders: encoders) {
+            case .registered(let workerID):
+                await apply { $0.onWorkerRegistered(identity, workerID: workerID, now: .now) }
+            case .refused(let reason):
+                await apply { $0.onWorkerRefused(identity, reason: reason, now: .now) }
+            }
+        } catch {
+            logger.warning("worker registration failed", ["worker": identity.description, "error": "\(error)"])
+            await apply { $0.onRegistrationFailed(identity) }
+        }
+    }
+
+    private nonisolated func commit(_ result: WorkerResult) async {
+        let attempt = result.attempt
+        do {
+            let (outcome, retryAt) = try await store.commit(result)
+            logCommitted(result, outcome: outcome)
+            if let retryAt { await wake(at: retryAt) }
+            await apply { $0.onResultCommitted(result, outcome: outcome, now: .now) }
+        } catch {
+            logger.warning("result not committed; the worker will resend it", [
+                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "error": "\(error)",
+            ])
+            await apply { $0.onResultCommitFailed(result, now: .now) }
+        }
+    }
+
+    private nonisolated func extend(_ attempts: [SegmentAttempt], worker: WorkerIdentity, check: LeaseCheck) async {
+        do {
+            let current = try await store.extend(attempts)
+            await apply { $0.onLeasesExtended(attempts, worker: worker, check: check, current: current, now: .now) }
+        } catch {
+            logger.warning("lease extension failed", ["worker": worker.description, "error": "\(error)"])
+            await apply { $0.onLeaseExtensionFailed(attempts, worker: worker, check: check, now: .now) }
+        }
+    }
+
+    private nonisolated func claim(_ demands: [ClaimDemand], generation: UInt64) async {
+        do {
+            let assignments = try await store.claim(demands)
+            if logger.isEnabled(.debug) {
+                for (worker, claimed) in assignments {
+                    for attempt in claimed.map(\.attempt) {
+                        logger.debug("segment assigned", [
+                            "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                            "worker": worker.description,
+                        ])
+                    }
+                }
+            }
+            await apply { $0.onClaimed(assignments, demands: demands, generation: generation, now: .now) }
+        } catch {
+            logger.warning("claim failed", ["workers": demands.count, "error": "\(error)"])
+            await apply { $0.onClaimFailed(demands) }
+        }
+    }
+
+    private nonisolated func abandon(_ attempt: SegmentAttempt, reason: String) async {
+        do {
+            let (jobFailed, retryAt) = try await store.abandon(attempt, reason: reason)
+            logger.info("attempt handed back", [
+                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt, "reason": reason,
+            ])
+            if let retryAt { await wake(at: retryAt) }
+            if jobFailed { await apply { $0.onJobEnded(attempt.job, reason: .jobFailed, now: .now) } }
+        } catch {
+            logger.warning("attempt not handed back; its lease will expire", [
+                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "error": "\(error)",
+            ])
+        }
+    }
+
+    private nonisolated func release(_ workerID: UUID, reason: String) async {
+        do {
+            await takenBack(try await store.releaseLeases(ofWorker: workerID, reason: reason))
+        } catch {
+            logger.warning("leases not released; they will expire", ["worker_id": workerID.wireText, "error": "\(error)"])
+        }
+    }
+
+    private nonisolated func mark(_ ids: [UUID], online: Bool) async {
+        do {
+            try await store.markWorkers(ids, online: online)
+        } catch {
+            logger.debug("worker presence not recorded", ["error": "\(error)"])
+        }
+    }
+
+    private nonisolated func removeFiles(of job: JobID) async {
+        guard let id = job.uuid else { return }
+        store.forget(job: id)
+        await spool.removeJob(id)
+    }
+
+    // MARK: - Logging
+
+    private nonisolated func logCommitted(_ result: WorkerResult, outcome: ResultOutcome) {
+        let attempt = result.attempt
+        let fields: KeyValuePairs<String, any LogValue> = [
+            "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+        ]
+        switch (result, outcome) {
+        case (.complete, .completed(let ready)):
+            logger.debug("segment done", fields)
+            if ready { logger.info("job ready to stitch", ["job": attempt.job.rawValue]) }
+        case (.fail(let fail), .failureRecorded(let jobFailed)):
+            logger.warning("segment attempt failed", [
+                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "code": fail.code, "retryable": fail.retryable, "job_failed": jobFailed, "reason": fail.reason,
+            ])
+        case (_, .stale):
+            logger.info("stale result refused", fields)
+        default:
+            logger.debug("duplicate result", fields)
+        }
+    }
+
+    private nonisolated func log(_ observation: CoordinatorObservation) {
+        switch observation {
+        case .workerRegistering(let worker, let name, let slots):
+            logger.info("worker registering", ["worker": worker.description, "name": name, "slots": slots])
+        case .workerWelcomed(let worker, let workerID, let running):
+            logger.info("worker welcomed", ["worker": worker.description, "worker_id": workerID.wireText,
+                                            "running": running])
+        case .workerRefused(let worker, let reason):
+            logger.warning("worker refused", ["worker": worker.description, "reason": reason])
+        case .workerSilent(let worker):
+            logger.warning("worker silent: no new assignments", ["worker": worker.description])
+        case .workerBack(let worker):
+            logger.info("worker heard again", ["worker": worker.description])
+        case .workerForgotten(let worker):
+            logger.warning("worker session forgotten", ["worker": worker.description])
+        case .workerLeft(let worker, let reason):
+            logger.info("worker left", ["worker": worker.description, "reason": reason.rawValue])
+        case .unknownSession(let worker, let type):
+            logger.info("message from unknown session: asked to register", ["worker": worker.description,
+                                                                              "type": type])
+        case .dropped(let rejection, let worker):
+            logger.warning("message dropped", ["reason": rejection.reason.rawValue, "detail": rejection.detail,
+                                               "worker": worker?.description ?? "unknown"])
+        case .invalidHello(let worker, let detail):
+            logger.warning("invalid HELLO", ["worker": worker.description, "detail": detail])
+        case .leaseLost(let worker, let attempt):
+            logger.info("lease lost: attempt cancelled", [
+                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "worker": worker.description,
+            ])
+        case .orphanedAttempt(let worker, let attempt):
+            logger.info("worker registered again without an attempt", [
+                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "worker": worker.description,
+            ])
+        case .undeliverable(let worker, let type, let error):
+            logger.warning("message undeliverable", ["worker": worker.description, "type": type, "error": error])
+        }
+    }
+}

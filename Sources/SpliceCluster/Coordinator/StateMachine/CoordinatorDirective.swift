@@ -1,0 +1,163 @@
+public import Foundation
+public import SpliceWire
+
+/// What the coordinator's state machine asks its shell to do. The state machine never performs
+/// I/O: it returns directives, and the shell carries them out (send a message, write to the
+/// store, wake a loop) and reports each outcome back as another event.
+public enum CoordinatorDirective: Hashable, Sendable {
+    /// Send `message` to `peer` (the return address of `worker`'s latest message). A failed send
+    /// comes back as `onSendFailed`.
+    case send(CoordinatorMessage, to: WirePeer, worker: WorkerIdentity)
+    /// Look the worker up (or, without CURVE, enroll its connection) and record it online;
+    /// answer with `onWorkerRegistered`, `onWorkerRefused` or `onRegistrationFailed`.
+    case registerWorker(WorkerIdentity, name: String, slots: Int, encoders: [String])
+    /// Commit a COMPLETE or FAIL, fenced on its lease token; answer with `onResultCommitted` or
+    /// `onResultCommitFailed`.
+    case commitResult(WorkerResult)
+    /// Extend these leases (ACCEPT, PROGRESS, or the `running` list of a HELLO); answer with
+    /// `onLeasesExtended` or `onLeaseExtensionFailed`.
+    case extendLeases([SegmentAttempt], worker: WorkerIdentity, check: LeaseCheck)
+    /// Lease segments to these workers, up to each one's free slots, in one store round trip;
+    /// answer with `onClaimed` or `onClaimFailed`.
+    case claim([ClaimDemand], generation: UInt64)
+    /// End an attempt that will never run (its ASSIGN could not be delivered, or its worker came
+    /// back without it) so the segment can be retried: a retryable failure, fenced on the token.
+    case abandonAttempt(SegmentAttempt, reason: String)
+    /// Take back every lease of a worker that said it is leaving.
+    case releaseWorker(workerID: UUID, reason: String)
+    /// Record that these workers were heard from (`online`) or are gone (`offline`).
+    case markWorkers([UUID], online: Bool)
+    /// A job has every segment done: stitch it now rather than at the next poll.
+    case wakeStitcher
+    /// Remove the job's segment files from the spool (it was cancelled or failed).
+    case removeJobFiles(JobID)
+    /// Something worth a log line.
+    case report(CoordinatorObservation)
+}
+
+/// A worker's result for one attempt: what COMPLETE and FAIL carry.
+public enum WorkerResult: Hashable, Sendable {
+    case complete(Complete)
+    case fail(Fail)
+
+    public var attempt: SegmentAttempt {
+        switch self {
+        case .complete(let complete): complete.attempt
+        case .fail(let fail): fail.attempt
+        }
+    }
+
+    /// The message type an ACK of this result names.
+    public var acknowledged: Ack.Acknowledged {
+        switch self {
+        case .complete: .complete
+        case .fail: .fail
+        }
+    }
+}
+
+/// What committing a `WorkerResult` did.
+public enum ResultOutcome: Hashable, Sendable {
+    /// The segment is done; `readyToStitch` when it was the job's last one.
+    case completed(readyToStitch: Bool)
+    /// This very attempt had completed before (a resend).
+    case alreadyCompleted
+    /// The failure is recorded; `jobFailed` when it ended the segment and with it the job.
+    case failureRecorded(jobFailed: Bool)
+    /// The lease token is not current: the attempt was taken back, re-leased or cancelled.
+    case stale
+
+    /// The ACK outcome for the first report of the attempt.
+    var ackOutcome: Ack.Outcome {
+        switch self {
+        case .completed, .failureRecorded: .accepted
+        case .alreadyCompleted: .duplicate
+        case .stale: .stale
+        }
+    }
+}
+
+/// Why leases are being extended.
+public enum LeaseCheck: Hashable, Sendable {
+    /// An ACCEPT: acknowledge it.
+    case accept
+    /// A PROGRESS: acknowledge it.
+    case progress
+    /// The `running` list of a HELLO (of the session's `incarnation`): cancel what is no longer
+    /// current, then WELCOME.
+    case helloRunning(incarnation: UInt64)
+
+    var acknowledged: Ack.Acknowledged? {
+        switch self {
+        case .accept: .accept
+        case .progress: .progress
+        case .helloRunning: nil
+        }
+    }
+}
+
+/// One worker's share of a claim: its free slots.
+public struct ClaimDemand: Hashable, Sendable {
+    public var worker: WorkerIdentity
+    /// Its `workers` row.
+    public var workerID: UUID
+    public var limit: Int
+
+    public init(worker: WorkerIdentity, workerID: UUID, limit: Int) {
+        self.worker = worker
+        self.workerID = workerID
+        self.limit = limit
+    }
+}
+
+/// One claimed segment, ready to be sent as an ASSIGN.
+public struct Assignment: Hashable, Sendable {
+    public var attempt: SegmentAttempt
+    /// The attempt-unique output path in the shared spool.
+    public var outputPath: String
+    /// The `SegmentWorkOrder` as JSON.
+    public var spec: JSONValue
+
+    public init(attempt: SegmentAttempt, outputPath: String, spec: JSONValue) {
+        self.attempt = attempt
+        self.outputPath = outputPath
+        self.spec = spec
+    }
+}
+
+/// A lease the store took back without a result (the reaper, or a worker's release).
+public struct TakenBackLease: Hashable, Sendable {
+    public var job: JobID
+    public var leaseToken: LeaseToken
+    /// The segment ran out of attempts and its job failed.
+    public var jobFailed: Bool
+
+    public init(job: JobID, leaseToken: LeaseToken, jobFailed: Bool) {
+        self.job = job
+        self.leaseToken = leaseToken
+        self.jobFailed = jobFailed
+    }
+}
+
+/// Events the shell logs.
+public enum CoordinatorObservation: Hashable, Sendable {
+    case workerRegistering(WorkerIdentity, name: String, slots: Int)
+    case workerWelcomed(WorkerIdentity, workerID: UUID, running: Int)
+    case workerRefused(WorkerIdentity, reason: String)
+    case workerSilent(WorkerIdentity)
+    case workerBack(WorkerIdentity)
+    case workerForgotten(WorkerIdentity)
+    case workerLeft(WorkerIdentity, reason: Disconnect.Reason)
+    /// A message other than HELLO from a worker without a session: told to re-register.
+    case unknownSession(WorkerIdentity, messageType: String)
+    /// A message the wire layer could not accept (already counted in `WireCounters`).
+    case dropped(WireRejection, from: WorkerIdentity?)
+    /// A HELLO that breaks the protocol (no slots).
+    case invalidHello(WorkerIdentity, detail: String)
+    /// An ACCEPT or PROGRESS whose lease is gone: the worker is told to stop.
+    case leaseLost(WorkerIdentity, SegmentAttempt)
+    /// A worker re-registered without an attempt it held.
+    case orphanedAttempt(WorkerIdentity, SegmentAttempt)
+    /// An ASSIGN (or another message) could not be delivered.
+    case undeliverable(WorkerIdentity, messageType: String, error: String)
+}

@@ -1,0 +1,626 @@
+public import Foundation
+public import SpliceWire
+
+/// The coordinator's side of the worker protocol as a plain state machine: every event goes in
+/// through a `mutating func on…` and comes out as `CoordinatorDirective`s for the shell to carry
+/// out (swift-cluster-membership style). It performs no I/O and reads no clock — time is an
+/// argument — so every rule of docs/protocol.md is tested without a socket or a database.
+///
+/// What it keeps is only what a restarted coordinator can afford to lose: worker sessions (keyed
+/// by `WorkerIdentity`, never by routing id), the attempts each worker runs (for slot accounting,
+/// progress and CANCEL fan-out), results being committed (so a resend waits for the same commit)
+/// and the recent answers (so a resend gets the same ACK). Postgres holds the truth.
+///
+/// The shell calls `dispatch()` after every event: it turns free slots into claims.
+public struct CoordinatorStateMachine: Sendable {
+    /// Timings and limits.
+    public struct Policy: Sendable, Hashable {
+        /// How often each side sends HEARTBEAT when it has sent nothing else.
+        public var heartbeatInterval: Duration
+        /// Silent intervals after which a worker gets no new assignments.
+        public var heartbeatLiveness: Int
+        /// The lease an ASSIGN grants (and each ACCEPT/PROGRESS renews).
+        public var leaseDuration: Duration
+        /// How often a worker should send PROGRESS.
+        public var progressInterval: Duration
+        /// Silence after which a session is forgotten altogether (the worker must HELLO again).
+        public var forgetAfter: Duration
+        /// How often a live worker's `last_seen_at` is written.
+        public var seenInterval: Duration
+        /// How many committed result outcomes are remembered for resends.
+        public var answeredCapacity: Int
+
+        public init(
+            heartbeatInterval: Duration = .seconds(2), heartbeatLiveness: Int = 3, leaseDuration: Duration = .seconds(60),
+            progressInterval: Duration? = nil, forgetAfter: Duration? = nil, seenInterval: Duration = .seconds(15),
+            answeredCapacity: Int = 16_384
+        ) {
+            self.heartbeatInterval = heartbeatInterval
+            self.heartbeatLiveness = max(1, heartbeatLiveness)
+            self.leaseDuration = leaseDuration
+            self.progressInterval = progressInterval ?? min(.seconds(5), leaseDuration / 4)
+            self.forgetAfter = forgetAfter ?? leaseDuration + heartbeatInterval * self.heartbeatLiveness
+            self.seenInterval = seenInterval
+            self.answeredCapacity = max(1, answeredCapacity)
+        }
+
+        /// Silence after which a worker is considered silent.
+        var silenceLimit: Duration { heartbeatInterval * heartbeatLiveness }
+    }
+
+    typealias Instant = ContinuousClock.Instant
+
+    /// One report of a result waiting for its commit (the first, or a resend that came meanwhile).
+    private struct ResultWaiter: Sendable {
+        var identity: WorkerIdentity
+        var incarnation: UInt64
+        var peer: WirePeer
+        var acknowledged: Ack.Acknowledged
+        /// Part of a HELLO: its WELCOME waits for this commit.
+        var fromHello: Bool
+    }
+
+    public let policy: Policy
+    /// Sent in WELCOME; identifies this coordinator process in the workers' logs.
+    public let sessionName: String
+    private(set) var sessions: [WorkerIdentity: WorkerSession] = [:]
+    private var pendingResults: [LeaseToken: [ResultWaiter]] = [:]
+    private var answered: AnsweredResults
+    /// Whether a claim may find something. Cleared when a claim comes back short, set again by
+    /// `onWorkAvailable()`; the generation keeps a wake-up that raced a short claim from being lost.
+    public private(set) var workAvailable = true
+    private var workGeneration: UInt64 = 0
+    /// At most one claim at a time, for all workers.
+    private var claimInFlight = false
+    private var incarnations: UInt64 = 0
+    public private(set) var shuttingDown = false
+    private var farewellSent = false
+
+    public init(policy: Policy = Policy(), sessionName: String = UUID().uuidString.lowercased()) {
+        self.policy = policy
+        self.sessionName = sessionName
+        self.answered = AnsweredResults(capacity: policy.answeredCapacity)
+    }
+
+    // MARK: - Messages
+
+    /// A decoded message from a worker.
+    public mutating func onMessage(_ message: WorkerMessage, from peer: WirePeer, now: ContinuousClock.Instant)
+        -> [CoordinatorDirective]
+    {
+        guard let identity = WorkerIdentity(peer: peer) else { return [] }
+        switch message {
+        case .hello(let hello):
+            return onHello(hello, identity: identity, peer: peer, now: now)
+        case .disconnect(let disconnect):
+            return onDisconnect(disconnect, identity: identity)
+        default:
+            break
+        }
+        guard sessions[identity] != nil else {
+            let farewell = CoordinatorMessage.disconnect(Disconnect(reason: .reregister, detail: "unknown session: send HELLO"))
+            return [
+                .report(.unknownSession(identity, messageType: type(of: message.body).messageType)),
+                .send(farewell, to: peer, worker: identity),
+            ]
+        }
+        var directives = heard(identity, peer: peer, now: now)
+        switch message {
+        case .accept(let accept):
+            directives.append(.extendLeases([accept.attempt], worker: identity, check: .accept))
+        case .progress(let progress):
+            let fraction = progress.fraction.isFinite ? min(1, max(0, progress.fraction)) : 0
+            sessions[identity]?.held[progress.attempt.leaseToken]?.fraction = fraction
+            directives.append(.extendLeases([progress.attempt], worker: identity, check: .progress))
+        case .complete(let complete):
+            directives += submit(.complete(complete), from: identity, fromHello: false, now: now).directives
+        case .fail(let fail):
+            directives += submit(.fail(fail), from: identity, fromHello: false, now: now).directives
+        case .heartbeat, .hello, .disconnect:
+            break
+        }
+        return directives
+    }
+
+    /// A message the endpoint dropped (garbled, wrong protocol, unknown type…). It is already
+    /// counted in `WireCounters`; here it only becomes a log line.
+    public mutating func onRejected(_ rejection: WireRejection, from peer: WirePeer, now: ContinuousClock.Instant)
+        -> [CoordinatorDirective]
+    {
+        [.report(.dropped(rejection, from: WorkerIdentity(peer: peer)))]
+    }
+
+    // MARK: - Sessions
+
+    private mutating func onHello(_ hello: Hello, identity: WorkerIdentity, peer: WirePeer, now: Instant)
+        -> [CoordinatorDirective]
+    {
+        guard hello.slots > 0 else {
+            let detail = "HELLO must offer at least one slot, not \(hello.slots)"
+            return [
+                .report(.invalidHello(identity, detail: detail)),
+                .send(.disconnect(Disconnect(reason: .protocolError, detail: detail)), to: peer, worker: identity),
+            ]
+        }
+        var directives: [CoordinatorDirective] = []
+        if let existing = sessions[identity] {
+            // A HELLO resent while the first is being registered changes nothing.
+            if existing.phase == .registering { return heard(identity, peer: peer, now: now) }
+            // The same HELLO again crossed our WELCOME (workers resend HELLO until WELCOME
+            // arrives): welcome it again, and keep what was assigned since.
+            if existing.registration == hello { return heard(identity, peer: peer, now: now) + welcome(identity, now: now) }
+            // The worker registers again (it restarted, or lost us for a while). What it no longer
+            // mentions it does not have: hand those attempts back now instead of at lease expiry.
+            let mentioned = Set(hello.running.map(\.leaseToken) + hello.finished.map(\.attempt.leaseToken)
+                + hello.failed.map(\.attempt.leaseToken))
+            for held in existing.held.values.sorted(by: { $0.attempt.description < $1.attempt.description })
+            where !mentioned.contains(held.attempt.leaseToken) {
+                directives.append(.report(.orphanedAttempt(identity, held.attempt)))
+                directives.append(.abandonAttempt(held.attempt, reason: "the worker registered again without it"))
+            }
+        }
+        incarnations += 1
+        sessions[identity] = WorkerSession(identity: identity, incarnation: incarnations, peer: peer, hello: hello, now: now)
+        directives.append(.report(.workerRegistering(identity, name: hello.workerName, slots: hello.slots)))
+        directives.append(.registerWorker(identity, name: hello.workerName, slots: hello.slots, encoders: hello.encoders))
+        return directives
+    }
+
+    /// The store knows the worker (row `workerID`): commit what its HELLO holds, check what it
+    /// runs, and WELCOME it once that is done.
+    public mutating func onWorkerRegistered(_ identity: WorkerIdentity, workerID: UUID, now: ContinuousClock.Instant)
+        -> [CoordinatorDirective]
+    {
+        guard var session = sessions[identity], session.phase == .registering, let hello = session.pendingHello else {
+            return []
+        }
+        session.workerID = workerID
+        session.pendingHello = nil
+        sessions[identity] = session
+        var directives: [CoordinatorDirective] = []
+        var outstanding = 0
+        for result in hello.finished.map(WorkerResult.complete) + hello.failed.map(WorkerResult.fail) {
+            let submitted = submit(result, from: identity, fromHello: true, now: now)
+            directives += submitted.directives
+            if submitted.awaitingCommit { outstanding += 1 }
+        }
+        let running = hello.running.filter { session.held[$0.leaseToken] != nil }
+        if !running.isEmpty {
+            directives.append(.extendLeases(running, worker: identity, check: .helloRunning(incarnation: session.incarnation)))
+            outstanding += 1
+        }
+        sessions[identity]?.pendingHelloWork += outstanding
+        return directives + welcomeIfReady(identity, now: now)
+    }
+
+    /// The worker may not register (its key is unknown or revoked): tell it and forget it.
+    public mutating func onWorkerRefused(_ identity: WorkerIdentity, reason: String, now: ContinuousClock.Instant)
+        -> [CoordinatorDirective]
+    {
+        guard let session = sessions.removeValue(forKey: identity) else { return [] }
+        return [
+            .report(.workerRefused(identity, reason: reason)),
+            .send(.disconnect(Disconnect(reason: .revoked, detail: reason)), to: session.peer, worker: identity),
+        ]
+    }
+
+    /// Registering failed (the store was unreachable): forget the session; the worker resends
+    /// HELLO until it is welcomed.
+    public mutating func onRegistrationFailed(_ identity: WorkerIdentity) -> [CoordinatorDirective] {
+        if sessions[identity]?.phase == .registering { sessions[identity] = nil }
+        return []
+    }
+
+    /// The key was revoked; the shell has already cut off its connections.
+    public mutating func onWorkerRevoked(_ identity: WorkerIdentity) -> [CoordinatorDirective] {
+        guard sessions.removeValue(forKey: identity) != nil else { return [] }
+        return [.report(.workerRefused(identity, reason: "key revoked"))]
+    }
+
+    private mutating func onDisconnect(_ disconnect: Disconnect, identity: WorkerIdentity) -> [CoordinatorDirective] {
+        guard let session = sessions.removeValue(forKey: identity) else { return [] }
+        var directives: [CoordinatorDirective] = [.report(.workerLeft(identity, reason: disconnect.reason))]
+        if let workerID = session.workerID {
+            let reason = disconnect.detail.isEmpty
+                ? "the worker disconnected (\(disconnect.reason.rawValue))"
+                : "the worker disconnected (\(disconnect.reason.rawValue)): \(disconnect.detail)"
+            directives.append(.releaseWorker(workerID: workerID, reason: reason))
+            directives.append(.markWorkers([workerID], online: false))
+        }
+        return directives
+    }
+
+    /// Notes that `identity` spoke: refreshes liveness and its return address.
+    private mutating func heard(_ identity: WorkerIdentity, peer: WirePeer, now: Instant) -> [CoordinatorDirective] {
+        guard var session = sessions[identity] else { return [] }
+        session.lastHeard = now
+        session.peer = peer
+        let wasSilent = session.silent
+        session.silent = false
+        sessions[identity] = session
+        return wasSilent ? [.report(.workerBack(identity))] : []
+    }
+
+    /// One of a HELLO's commits or checks is done; WELCOME when none is left.
+    private mutating func helloWorkDone(_ identity: WorkerIdentity, incarnation: UInt64, now: Instant)
+        -> [CoordinatorDirective]
+    {
+        guard let session = sessions[identity], session.incarnation == incarnation, session.phase == .registering else {
+            return []
+        }
+        sessions[identity]?.pendingHelloWork -= 1
+        return welcomeIfReady(identity, now: now)
+    }
+
+    private mutating func welcomeIfReady(_ identity: WorkerIdentity, now: Instant) -> [CoordinatorDirective] {
+        guard let session = sessions[identity], session.phase == .registering, session.pendingHello == nil,
+            session.pendingHelloWork <= 0, let workerID = session.workerID
+        else { return [] }
+        sessions[identity]?.phase = .active
+        return [.report(.workerWelcomed(identity, workerID: workerID, running: session.held.count))]
+            + welcome(identity, now: now)
+    }
+
+    private mutating func welcome(_ identity: WorkerIdentity, now: Instant) -> [CoordinatorDirective] {
+        let welcome = Welcome(
+            session: sessionName, heartbeatIntervalMilliseconds: policy.heartbeatInterval.wholeMilliseconds,
+            heartbeatLiveness: policy.heartbeatLiveness)
+        return send(.welcome(welcome), to: identity, now: now)
+    }
+
+    // MARK: - Results
+
+    /// Queues a COMPLETE/FAIL for its commit, or answers a resend at once.
+    private mutating func submit(_ result: WorkerResult, from identity: WorkerIdentity, fromHello: Bool, now: Instant)
+        -> (directives: [CoordinatorDirective], awaitingCommit: Bool)
+    {
+        let token = result.attempt.leaseToken
+        guard let session = sessions[identity] else { return ([], false) }
+        if let outcome = answered[token] {
+            sessions[identity]?.held[token] = nil
+            let ack = Ack(attempt: result.attempt, acknowledges: result.acknowledged, outcome: Self.resendOutcome(outcome))
+            return (send(.ack(ack), to: identity, now: now), false)
+        }
+        // The worker is no longer running the attempt; its slot frees when the result is committed.
+        sessions[identity]?.held[token]?.reported = true
+        let waiter = ResultWaiter(
+            identity: identity, incarnation: session.incarnation, peer: session.peer,
+            acknowledged: result.acknowledged, fromHello: fromHello)
+        if pendingResults[token] != nil {
+            pendingResults[token]?.append(waiter)
+            return ([], true)
+        }
+        pendingResults[token] = [waiter]
+        return ([.commitResult(result)], true)
+    }
+
+    /// The result is committed: ACK every report of it that waited, then act on the outcome.
+    public mutating func onResultCommitted(_ result: WorkerResult, outcome: ResultOutcome, now: ContinuousClock.Instant)
+        -> [CoordinatorDirective]
+    {
+        let token = result.attempt.leaseToken
+        answered.record(outcome, for: token)
+        var directives: [CoordinatorDirective] = []
+        for (position, waiter) in (pendingResults.removeValue(forKey: token) ?? []).enumerated() {
+            sessions[waiter.identity]?.held[token] = nil
+            let ackOutcome = position == 0 ? outcome.ackOutcome : Self.resendOutcome(outcome)
+            let ack = Ack(attempt: result.attempt, acknowledges: waiter.acknowledged, outcome: ackOutcome)
+            directives += send(.ack(ack), to: waiter.identity, fallback: waiter.peer, now: now)
+            if waiter.fromHello {
+                directives += helloWorkDone(waiter.identity, incarnation: waiter.incarnation, now: now)
+            }
+        }
+        switch outcome {
+        case .completed(readyToStitch: true):
+            directives.append(.wakeStitcher)
+        case .failureRecorded(jobFailed: true):
+            directives += onJobEnded(result.attempt.job, reason: .jobFailed, now: now)
+        default:
+            break
+        }
+        return directives
+    }
+
+    /// The commit failed (the store stayed unreachable): no ACK, so the worker resends.
+    public mutating func onResultCommitFailed(_ result: WorkerResult, now: ContinuousClock.Instant)
+        -> [CoordinatorDirective]
+    {
+        var directives: [CoordinatorDirective] = []
+        for waiter in pendingResults.removeValue(forKey: result.attempt.leaseToken) ?? [] {
+            sessions[waiter.identity]?.held[result.attempt.leaseToken] = nil
+            if waiter.fromHello {
+                directives += helloWorkDone(waiter.identity, incarnation: waiter.incarnation, now: now)
+            }
+        }
+        return directives
+    }
+
+    /// How a resend of an already-committed result is answered.
+    static func resendOutcome(_ outcome: ResultOutcome) -> Ack.Outcome {
+        outcome == .stale ? .stale : .duplicate
+    }
+
+    // MARK: - Leases
+
+    /// Extensions committed: `current` holds the tokens the store extended; the others are gone.
+    public mutating func onLeasesExtended(
+        _ attempts: [SegmentAttempt], worker identity: WorkerIdentity, check: LeaseCheck, current: Set<LeaseToken>,
+        now: ContinuousClock.Instant
+    ) -> [CoordinatorDirective] {
+        guard sessions[identity] != nil else { return [] }
+        var directives: [CoordinatorDirective] = []
+        for attempt in attempts {
+            let token = attempt.leaseToken
+            if current.contains(token) {
+                // A worker running an attempt this process never assigned (it did so before a
+                // restart) holds a slot too — unless its result has already come in.
+                if sessions[identity]?.held[token] == nil, pendingResults[token] == nil, answered[token] == nil {
+                    sessions[identity]?.held[token] = WorkerSession.HeldAttempt(attempt: attempt)
+                }
+                if let acknowledged = check.acknowledged {
+                    let ack = Ack(attempt: attempt, acknowledges: acknowledged, outcome: .accepted)
+                    directives += send(.ack(ack), to: identity, now: now)
+                }
+            } else if pendingResults[token] != nil || answered[token].map({ $0 != .stale }) == true {
+                // The lease ended because this attempt's own COMPLETE/FAIL was committed (a
+                // PROGRESS raced it): nothing was lost, and a worker told `stale` or CANCEL might
+                // delete the very output whose COMPLETE is being acknowledged.
+                if let acknowledged = check.acknowledged {
+                    let ack = Ack(attempt: attempt, acknowledges: acknowledged, outcome: .duplicate)
+                    directives += send(.ack(ack), to: identity, now: now)
+                }
+            } else {
+                sessions[identity]?.held[token] = nil
+                directives.append(.report(.leaseLost(identity, attempt)))
+                if let acknowledged = check.acknowledged {
+                    let ack = Ack(attempt: attempt, acknowledges: acknowledged, outcome: .stale)
+                    directives += send(.ack(ack), to: identity, now: now)
+                }
+                directives += send(.cancel(Cancel(attempt: attempt, reason: .leaseLost)), to: identity, now: now)
+            }
+        }
+        if case .helloRunning(let incarnation) = check {
+            directives += helloWorkDone(identity, incarnation: incarnation, now: now)
+        }
+        return directives
+    }
+
+    /// The extension could not be committed: no ACK (the worker keeps its own deadline and sends
+    /// PROGRESS again); a HELLO's running attempts stay counted as running.
+    public mutating func onLeaseExtensionFailed(
+        _ attempts: [SegmentAttempt], worker identity: WorkerIdentity, check: LeaseCheck, now: ContinuousClock.Instant
+    ) -> [CoordinatorDirective] {
+        guard case .helloRunning(let incarnation) = check else { return [] }
+        return helloWorkDone(identity, incarnation: incarnation, now: now)
+    }
+
+    /// The store took leases back (expired, or released): the worker holding one, if any, is told
+    /// to stop; a job that failed because of it cancels its other attempts.
+    public mutating func onLeasesTakenBack(_ leases: [TakenBackLease], now: ContinuousClock.Instant)
+        -> [CoordinatorDirective]
+    {
+        var directives: [CoordinatorDirective] = []
+        var failedJobs: [JobID] = []
+        for lease in leases {
+            for (identity, session) in sessions {
+                guard let held = session.held[lease.leaseToken], !held.reported else { continue }
+                sessions[identity]?.held[lease.leaseToken] = nil
+                directives.append(.report(.leaseLost(identity, held.attempt)))
+                directives += send(.cancel(Cancel(attempt: held.attempt, reason: .leaseLost)), to: identity, now: now)
+            }
+            if lease.jobFailed && !failedJobs.contains(lease.job) { failedJobs.append(lease.job) }
+        }
+        for job in failedJobs { directives += onJobEnded(job, reason: .jobFailed, now: now) }
+        return directives
+    }
+
+    /// A job was cancelled or failed: every attempt of it still running anywhere gets CANCEL, and
+    /// its segment files are removed.
+    public mutating func onJobEnded(_ job: JobID, reason: Cancel.Reason, now: ContinuousClock.Instant)
+        -> [CoordinatorDirective]
+    {
+        var directives: [CoordinatorDirective] = []
+        for (identity, session) in sessions {
+            for held in session.held.values where held.attempt.job == job {
+                sessions[identity]?.held[held.attempt.leaseToken] = nil
+                // An attempt whose result is being committed has stopped already: its ACK says the rest.
+                guard !held.reported else { continue }
+                directives += send(.cancel(Cancel(attempt: held.attempt, reason: reason)), to: identity, now: now)
+            }
+        }
+        return directives + [.removeJobFiles(job)]
+    }
+
+    // MARK: - Dispatch
+
+    /// Something may be claimable: a plan was recorded, a lease was taken back, a backoff ended,
+    /// or the poll timer fired.
+    public mutating func onWorkAvailable() {
+        workAvailable = true
+        workGeneration &+= 1
+    }
+
+    /// One claim for every worker with free slots, when none is in flight: slots freed while one
+    /// is in flight go into the next, which batches claims under load without delaying them when
+    /// idle — one store round trip per round, whatever the number of workers.
+    public mutating func dispatch() -> [CoordinatorDirective] {
+        guard workAvailable, !shuttingDown, !claimInFlight else { return [] }
+        var demands: [ClaimDemand] = []
+        for (identity, session) in sessions {
+            let free = session.freeSlots
+            guard free > 0, let workerID = session.workerID else { continue }
+            sessions[identity]?.reserved += free
+            demands.append(ClaimDemand(worker: identity, workerID: workerID, limit: free))
+        }
+        guard !demands.isEmpty else { return [] }
+        claimInFlight = true
+        return [.claim(demands, generation: workGeneration)]
+    }
+
+    /// A claim came back with these segments per worker: ASSIGN each. Fewer than asked means
+    /// nothing else is claimable right now.
+    public mutating func onClaimed(
+        _ assignments: [WorkerIdentity: [Assignment]], demands: [ClaimDemand], generation: UInt64,
+        now: ContinuousClock.Instant
+    ) -> [CoordinatorDirective] {
+        claimInFlight = false
+        let granted = assignments.values.reduce(0) { $0 + $1.count }
+        if granted < demands.reduce(0, { $0 + $1.limit }) && generation == workGeneration { workAvailable = false }
+        var directives: [CoordinatorDirective] = []
+        for demand in demands {
+            let identity = demand.worker
+            let claimed = assignments[identity] ?? []
+            guard sessions[identity] != nil else {
+                directives += claimed.map {
+                    .abandonAttempt($0.attempt, reason: "the worker left before its assignment was sent")
+                }
+                continue
+            }
+            releaseReservation(identity, slots: demand.limit)
+            for assignment in claimed {
+                sessions[identity]?.held[assignment.attempt.leaseToken] =
+                    WorkerSession.HeldAttempt(attempt: assignment.attempt)
+                let assign = Assign(
+                    attempt: assignment.attempt, outputPath: assignment.outputPath,
+                    leaseMilliseconds: policy.leaseDuration.wholeMilliseconds,
+                    progressIntervalMilliseconds: policy.progressInterval.wholeMilliseconds, spec: assignment.spec)
+                directives += send(.assign(assign), to: identity, now: now)
+            }
+        }
+        return directives
+    }
+
+    /// The claim failed (the store was unreachable): the slots are free again, and claiming stops
+    /// until the next `onWorkAvailable()` (the poll timer), so an unreachable store is not hammered.
+    public mutating func onClaimFailed(_ demands: [ClaimDemand]) -> [CoordinatorDirective] {
+        claimInFlight = false
+        workAvailable = false
+        for demand in demands { releaseReservation(demand.worker, slots: demand.limit) }
+        return []
+    }
+
+    private mutating func releaseReservation(_ identity: WorkerIdentity, slots: Int) {
+        guard var session = sessions[identity] else { return }
+        session.reserved = max(0, session.reserved - slots)
+        sessions[identity] = session
+    }
+
+    /// A send failed. An ASSIGN that did not go out is handed back at once (ROUTER_MANDATORY is
+    /// why we know); a worker whose route is gone is forgotten — its other leases run out.
+    public mutating func onSendFailed(
+        _ message: CoordinatorMessage, worker identity: WorkerIdentity, error: WireError, now: ContinuousClock.Instant
+    ) -> [CoordinatorDirective] {
+        guard error.code != .closed else { return [] }  // shutting down: the next coordinator takes over
+        var directives: [CoordinatorDirective] = [
+            .report(.undeliverable(identity, messageType: type(of: message.body).messageType, error: error.description))
+        ]
+        if case .assign(let assign) = message {
+            sessions[identity]?.held[assign.attempt.leaseToken] = nil
+            directives.append(.abandonAttempt(assign.attempt, reason: "the assignment could not be delivered: \(error.message)"))
+        }
+        let gone: Set<WireError.Code> = [.unroutable, .unknownPeer, .peerMismatch, .peerRevoked]
+        if gone.contains(error.code), let session = sessions.removeValue(forKey: identity) {
+            directives.append(.report(.workerForgotten(identity)))
+            if let workerID = session.workerID { directives.append(.markWorkers([workerID], online: false)) }
+        }
+        return directives
+    }
+
+    // MARK: - Time and shutdown
+
+    /// The timer: HEARTBEAT to workers we have not written to for an interval, stop assigning to
+    /// workers silent for `heartbeatLiveness` intervals, forget those silent for `forgetAfter`,
+    /// and record live workers as seen now and then.
+    public mutating func onTick(now: ContinuousClock.Instant) -> [CoordinatorDirective] {
+        var directives: [CoordinatorDirective] = []
+        var seen: [UUID] = []
+        var gone: [UUID] = []
+        for identity in Array(sessions.keys) {
+            guard var session = sessions[identity] else { continue }
+            let silence = now - session.lastHeard
+            if silence > policy.forgetAfter {
+                sessions[identity] = nil
+                directives.append(.report(.workerForgotten(identity)))
+                if let workerID = session.workerID { gone.append(workerID) }
+                continue
+            }
+            if !session.silent && silence > policy.silenceLimit {
+                session.silent = true
+                directives.append(.report(.workerSilent(identity)))
+            }
+            if let workerID = session.workerID, !session.silent,
+                session.lastSeenRecorded.map({ now - $0 >= policy.seenInterval }) ?? true
+            {
+                session.lastSeenRecorded = now
+                seen.append(workerID)
+            }
+            sessions[identity] = session
+            if session.phase == .active && now - session.lastSent >= policy.heartbeatInterval {
+                directives += send(.heartbeat(Heartbeat()), to: identity, now: now)
+            }
+        }
+        if !seen.isEmpty { directives.append(.markWorkers(seen, online: true)) }
+        if !gone.isEmpty { directives.append(.markWorkers(gone, online: false)) }
+        return directives
+    }
+
+    /// The first step of a graceful shutdown: no more claims.
+    public mutating func stopDispatching() {
+        shuttingDown = true
+    }
+
+    /// The last step of a graceful shutdown, once in-flight commits are answered: every worker is
+    /// told the coordinator is leaving (it keeps its results and reports them to the next one).
+    public mutating func onShutdown(now: ContinuousClock.Instant) -> [CoordinatorDirective] {
+        guard !farewellSent else { return [] }
+        shuttingDown = true
+        farewellSent = true
+        let farewell = CoordinatorMessage.disconnect(Disconnect(reason: .shutdown, detail: "the coordinator is stopping"))
+        return Array(sessions.keys).flatMap { send(farewell, to: $0, now: now) }
+    }
+
+    // MARK: - Sending
+
+    /// A send to a session's latest return address; nothing when there is no such session.
+    private mutating func send(_ message: CoordinatorMessage, to identity: WorkerIdentity, now: Instant)
+        -> [CoordinatorDirective]
+    {
+        guard let peer = sessions[identity]?.peer else { return [] }
+        sessions[identity]?.lastSent = now
+        return [.send(message, to: peer, worker: identity)]
+    }
+
+    /// A send to the session if it still exists, else to the address the message came from.
+    private mutating func send(
+        _ message: CoordinatorMessage, to identity: WorkerIdentity, fallback: WirePeer, now: Instant
+    ) -> [CoordinatorDirective] {
+        let sent = send(message, to: identity, now: now)
+        return sent.isEmpty ? [.send(message, to: fallback, worker: identity)] : sent
+    }
+
+    // MARK: - Reading
+
+    /// The sessions, for `splice workers`.
+    public var sessionSnapshots: [WorkerSessionSnapshot] {
+        sessions.values.map {
+            WorkerSessionSnapshot(
+                identity: $0.identity, workerID: $0.workerID, name: $0.name, slots: $0.slots, running: $0.held.count,
+                active: $0.phase == .active, silent: $0.silent)
+        }
+    }
+
+    /// The summed PROGRESS fractions of the job's running attempts (0 when none run).
+    public func runningProgress(ofJob job: JobID) -> Double {
+        sessions.values.reduce(0) { sum, session in
+            sum + session.held.values.filter { $0.attempt.job == job }.reduce(0) { $0 + $1.fraction }
+        }
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, as the protocol carries durations.
+    var wholeMilliseconds: Int {
+        let (seconds, attoseconds) = components
+        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+    }
+}

@@ -1,0 +1,93 @@
+public import Foundation
+import SpliceWire
+
+/// One registered worker as the state machine sees it: where to reach it, what it holds, and
+/// when it was last heard from. Everything here can be lost (a coordinator restart): the store
+/// has the leases, and the worker re-registers with what it holds.
+struct WorkerSession: Sendable {
+    enum Phase: Hashable, Sendable {
+        /// HELLO received; the store lookup, the result commits and the lease checks are under
+        /// way. No ASSIGN yet; WELCOME when they are all done.
+        case registering
+        /// WELCOME sent: assignable.
+        case active
+    }
+
+    /// An attempt the worker is running (as far as the coordinator knows), or whose result is
+    /// being committed (see `freeSlots`).
+    struct HeldAttempt: Hashable, Sendable {
+        var attempt: SegmentAttempt
+        /// The worker's last PROGRESS, 0…1.
+        var fraction: Double = 0
+        /// Its COMPLETE or FAIL has arrived and is being committed: nothing left to cancel.
+        var reported = false
+    }
+
+    let identity: WorkerIdentity
+    /// Distinguishes this registration from an earlier one of the same identity, so answers to
+    /// an old HELLO's commits do not count towards a new one's WELCOME.
+    let incarnation: UInt64
+    /// The return address of the latest message.
+    var peer: WirePeer
+    var name: String
+    var slots: Int
+    var encoders: [String]
+    /// The `workers.id` row, once registered.
+    var workerID: UUID?
+    var phase: Phase = .registering
+    /// The HELLO that opened this session: the same HELLO again is a resend, not a new session.
+    let registration: Hello
+    /// The HELLO whose results and running attempts are handled once the worker is registered.
+    var pendingHello: Hello?
+    /// Commits and lease checks of the HELLO still outstanding; WELCOME goes out at zero.
+    var pendingHelloWork = 0
+    var held: [LeaseToken: HeldAttempt] = [:]
+    /// Slots promised to the claim in flight.
+    var reserved = 0
+    var lastHeard: ContinuousClock.Instant
+    var lastSent: ContinuousClock.Instant
+    var lastSeenRecorded: ContinuousClock.Instant?
+    /// Silent for `heartbeatLiveness` intervals: no new assignments until it speaks again.
+    var silent = false
+
+    init(identity: WorkerIdentity, incarnation: UInt64, peer: WirePeer, hello: Hello, now: ContinuousClock.Instant) {
+        self.identity = identity
+        self.incarnation = incarnation
+        self.peer = peer
+        self.name = hello.workerName
+        self.slots = hello.slots
+        self.encoders = hello.encoders
+        self.registration = hello
+        self.pendingHello = hello
+        self.lastHeard = now
+        self.lastSent = now
+        for attempt in hello.running {
+            held[attempt.leaseToken] = HeldAttempt(attempt: attempt)
+        }
+    }
+
+    /// Slots the dispatcher may fill now. A worker that has reported a result is free to start
+    /// the next segment while the result is committed — up to `slots` results awaiting their
+    /// commit; beyond that they count against its slots, so a fast worker cannot pile up results
+    /// faster than the store takes them (backpressure, and a bound on ACK latency).
+    var freeSlots: Int {
+        guard phase == .active, !silent, workerID != nil else { return 0 }
+        let committing = held.values.reduce(0) { $0 + ($1.reported ? 1 : 0) }
+        let busy = held.count - committing + max(0, committing - slots)
+        return max(0, slots - busy - reserved)
+    }
+}
+
+/// A worker session as `splice workers` and the tests see it.
+public struct WorkerSessionSnapshot: Hashable, Sendable {
+    public var identity: WorkerIdentity
+    public var workerID: UUID?
+    public var name: String
+    public var slots: Int
+    /// Attempts it is running.
+    public var running: Int
+    /// WELCOME sent.
+    public var active: Bool
+    /// Not heard from for `heartbeatLiveness` intervals.
+    public var silent: Bool
+}

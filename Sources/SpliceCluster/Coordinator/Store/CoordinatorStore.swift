@@ -1,0 +1,234 @@
+import Foundation
+import SpliceMedia
+import SpliceStore
+import SpliceWire
+
+/// The coordinator's use of the job store: it turns wire attempts into fenced lease references,
+/// claimed segments into ASSIGN payloads, and store answers into state machine outcomes. Every
+/// write is the repository's fenced, retry-safe transaction; the caches here only spare queries
+/// (segment ids and plans never change once a job is planned).
+final class CoordinatorStore: Sendable {
+    /// What registering a worker found.
+    enum Registration: Sendable, Equatable {
+        case registered(UUID)
+        case refused(String)
+    }
+
+    let repository: JobRepository
+    let leaseDuration: Duration
+    let spool: SpoolLayout
+    /// Segment id by index, per job.
+    private let segmentIDs = JobKeyedCache<[Int: Int64]>()
+    /// The job's plan without its segments, and the segments by index.
+    private let plans = JobKeyedCache<PlanEntry>(limit: 128)
+    /// Lease extensions are group-committed like completions: one statement for all that arrive
+    /// while the previous one is being written.
+    private let extensions: GroupCommitter<LeaseReference, Bool>
+
+    /// A job's plan as ASSIGN needs it, already as JSON (encoded once per job, not once per
+    /// assignment): the plan without its segments, and each segment's spec by index.
+    struct PlanEntry: Sendable {
+        var skeleton: [String: JSONValue]
+        var specs: [Int: JSONValue]
+    }
+
+    init(repository: JobRepository, leaseDuration: Duration, spool: SpoolLayout) {
+        self.repository = repository
+        self.leaseDuration = leaseDuration
+        self.spool = spool
+        extensions = GroupCommitter(maxBatch: 512) { references in
+            let extended = try await repository.extendLeases(Array(Set(references)), by: leaseDuration)
+            return references.map { extended[$0] != nil }
+        }
+    }
+
+    // MARK: - Workers
+
+    /// Finds the worker's row — a CURVE key must be enrolled and not revoked; an unauthenticated
+    /// connection is enrolled on the spot — records its name, slots and encoders, and marks it online.
+    func register(_ identity: WorkerIdentity, name: String, slots: Int, encoders: [String]) async throws -> Registration {
+        if case .key = identity {
+            guard let existing = try await repository.worker(publicKey: identity.storeKey) else {
+                return .refused("key not enrolled")
+            }
+            guard existing.state != .revoked else { return .refused("key revoked") }
+        }
+        let worker: Worker
+        do {
+            worker = try await repository.enrollWorker(
+                publicKey: identity.storeKey, name: name, slots: slots,
+                capabilities: try PostgresJSON(encoding: ["encoders": encoders]))
+        } catch let error as StoreError where error.code == .workerRevoked {
+            return .refused("key revoked")
+        }
+        _ = try await repository.workerSeen(id: worker.id, state: .online)
+        return .registered(worker.id)
+    }
+
+    /// Records workers as heard from now, or gone.
+    func markWorkers(_ ids: [UUID], online: Bool) async throws {
+        for id in ids { _ = try await repository.workerSeen(id: id, state: online ? .online : .offline) }
+    }
+
+    // MARK: - Results and leases
+
+    /// Commits a COMPLETE or FAIL, fenced on its token. Also returns when a retried segment
+    /// becomes claimable again.
+    func commit(_ result: WorkerResult) async throws -> (outcome: ResultOutcome, retryAt: Date?) {
+        guard let reference = try await reference(for: result.attempt) else { return (.stale, nil) }
+        switch result {
+        case .complete(let complete):
+            switch try await repository.completeSegment(
+                reference, outputURL: complete.outputPath, checksum: complete.checksum)
+            {
+            case .completed(let ready): return (.completed(readyToStitch: ready), nil)
+            case .alreadyCompleted: return (.alreadyCompleted, nil)
+            case .staleLease: return (.stale, nil)
+            }
+        case .fail(let fail):
+            let failure = SegmentFailure(message: "\(fail.code): \(fail.reason)", isRetryable: fail.retryable)
+            switch try await repository.failSegment(reference, failure: failure) {
+            case .recorded(.willRetry(let at)): return (.failureRecorded(jobFailed: false), at)
+            case .recorded(.jobFailed): return (.failureRecorded(jobFailed: true), nil)
+            case .staleLease: return (.stale, nil)
+            }
+        }
+    }
+
+    /// Extends the leases; returns the tokens that were current (and are now extended).
+    func extend(_ attempts: [SegmentAttempt]) async throws -> Set<LeaseToken> {
+        if attempts.count == 1, let attempt = attempts.first {  // ACCEPT and PROGRESS: no task group
+            guard let reference = try await reference(for: attempt) else { return [] }
+            return try await extensions.submit(reference) ? [attempt.leaseToken] : []
+        }
+        return try await withThrowingTaskGroup(of: LeaseToken?.self) { group in
+            for attempt in attempts {
+                group.addTask {
+                    guard let reference = try await self.reference(for: attempt) else { return nil }
+                    return try await self.extensions.submit(reference) ? attempt.leaseToken : nil
+                }
+            }
+            var current: Set<LeaseToken> = []
+            for try await token in group { if let token { current.insert(token) } }
+            return current
+        }
+    }
+
+    /// Ends an attempt that will never run, as a retryable failure. Returns whether that failed
+    /// its job, and when the segment may be claimed again.
+    func abandon(_ attempt: SegmentAttempt, reason: String) async throws -> (jobFailed: Bool, retryAt: Date?) {
+        guard let reference = try await reference(for: attempt) else { return (false, nil) }
+        switch try await repository.failSegment(reference, failure: SegmentFailure(message: reason, isRetryable: true)) {
+        case .recorded(.willRetry(let at)): return (false, at)
+        case .recorded(.jobFailed): return (true, nil)
+        case .staleLease: return (false, nil)
+        }
+    }
+
+    /// Takes back the leases of a worker that left.
+    func releaseLeases(ofWorker workerID: UUID, reason: String) async throws -> TakenBack {
+        TakenBack(try await repository.releaseLeases(ofWorker: workerID, reason: reason))
+    }
+
+    /// Takes back expired leases.
+    func reapExpiredLeases() async throws -> TakenBack {
+        TakenBack(try await repository.reapExpiredLeases())
+    }
+
+    /// Leases the store took back, in the state machine's terms.
+    struct TakenBack: Sendable {
+        var leases: [TakenBackLease]
+        /// The earliest moment one of them becomes claimable again.
+        var firstRetry: Date?
+
+        init(_ released: [ReleasedLease]) {
+            leases = released.map { lease in
+                if case .jobFailed = lease.outcome {
+                    return TakenBackLease(job: JobID(lease.jobID), leaseToken: LeaseToken(lease.reference.token), jobFailed: true)
+                }
+                return TakenBackLease(job: JobID(lease.jobID), leaseToken: LeaseToken(lease.reference.token), jobFailed: false)
+            }
+            firstRetry = released.compactMap { lease -> Date? in
+                if case .willRetry(let at) = lease.outcome { return at }
+                return nil
+            }.min()
+        }
+    }
+
+    // MARK: - Claims
+
+    /// Leases segments to the workers (up to each one's limit, in one statement) and builds their
+    /// ASSIGN payloads: a fresh token and an attempt-unique output path each.
+    func claim(_ demands: [ClaimDemand]) async throws -> [WorkerIdentity: [Assignment]] {
+        let leases = try await repository.claimSegments(
+            forWorkers: demands.map { JobRepository.ClaimDemand(workerID: $0.workerID, limit: $0.limit) },
+            leaseDuration: leaseDuration)
+        var assignments: [WorkerIdentity: [Assignment]] = [:]
+        for demand in demands {
+            for lease in leases[demand.workerID] ?? [] {
+                if let assignment = await assignment(for: lease) { assignments[demand.worker, default: []].append(assignment) }
+            }
+        }
+        return assignments
+    }
+
+    /// The ASSIGN payload of one lease; nil (and the segment ended for good) when the job's plan
+    /// cannot be read, which no retry would change.
+    private func assignment(for lease: SegmentLease) async -> Assignment? {
+        let segment = lease.segment
+        segmentIDs.update(segment.jobID, initial: [:]) { $0[segment.plan.index] = segment.id }
+        let job = JobID(segment.jobID)
+        let token = LeaseToken(lease.reference.token)
+        let attempt = SegmentAttempt(job: job, segment: segment.plan.index, attempt: segment.attempt, leaseToken: token)
+        do {
+            let spec = try await workOrder(job: segment.jobID, segment: segment.plan.index)
+            let output = spool.segmentFile(
+                job: job.rawValue, segment: segment.plan.index, attempt: segment.attempt, leaseToken: token.rawValue)
+            return Assignment(attempt: attempt, outputPath: output.path, spec: spec)
+        } catch {
+            let failure = SegmentFailure(message: "the job's plan cannot be read: \(error)", isRetryable: false)
+            _ = try? await repository.failSegment(lease.reference, failure: failure)
+            return nil
+        }
+    }
+
+    /// The ASSIGN `spec`: `SegmentWorkOrder` — the job's plan cut down to one segment — as JSON.
+    private func workOrder(job: UUID, segment index: Int) async throws -> JSONValue {
+        let repository = self.repository
+        let entry = try await plans.value(for: job) { () async throws -> PlanEntry? in
+            guard let plan = try await repository.job(id: job)?.plan else { return nil }
+            var skeleton = try plan.decode(SegmentPlan.self)
+            var specs: [Int: JSONValue] = [:]
+            for spec in skeleton.segments where specs[spec.index] == nil { specs[spec.index] = try JSONValue(encoding: spec) }
+            skeleton.segments = []
+            guard case .object(let fields) = try JSONValue(encoding: skeleton) else {
+                throw CoordinatorError(.planUnreadable, "job \(job.wireText): its plan is not a JSON object")
+            }
+            return PlanEntry(skeleton: fields, specs: specs)
+        }
+        guard let entry, let spec = entry.specs[index] else {
+            throw CoordinatorError(.planUnreadable, "job \(job.wireText) has no plan for segment \(index)")
+        }
+        return SegmentWorkOrderJSON.order(skeleton: entry.skeleton, spec: spec, segment: index)
+    }
+
+    /// Drops what is cached about a job that has ended.
+    func forget(job: UUID) {
+        segmentIDs.forget(job)
+        plans.forget(job)
+    }
+
+    // MARK: - Attempts to leases
+
+    /// The fenced reference of a wire attempt; nil when the job or segment does not exist (the
+    /// attempt is then answered as stale).
+    func reference(for attempt: SegmentAttempt) async throws -> LeaseReference? {
+        guard let jobID = attempt.job.uuid, let token = attempt.leaseToken.uuid else { return nil }
+        if let id = segmentIDs[jobID]?[attempt.segment] { return LeaseReference(segmentID: id, token: token) }
+        let segments = try await repository.segments(ofJob: jobID)
+        guard !segments.isEmpty else { return nil }
+        let ids = Dictionary(segments.map { ($0.plan.index, $0.id) }, uniquingKeysWith: { first, _ in first })
+        segmentIDs.store(ids, for: jobID)
+        return ids[attempt.segment].map { LeaseReference(segmentID: $0, token: token) }
+    }
+}

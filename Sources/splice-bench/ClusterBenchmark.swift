@@ -1,0 +1,383 @@
+import Foundation
+import SpliceCluster
+import SpliceLog
+import SpliceMedia
+import SpliceStore
+import SpliceWire
+import Synchronization
+
+/// `splice-bench cluster`: the real coordinator (real ZeroMQ over loopback, a real embedded
+/// PostgreSQL) against in-process fake workers — DEALERs that answer every ASSIGN with an
+/// instant ACCEPT and COMPLETE, encoding nothing. Prints segments completed per second end to end
+/// and the ASSIGN → COMPLETE → ACK latency each worker sees, for each worker count.
+///
+///     splice-bench cluster [--workers 1,16,256] [--slots 1] [--segments 10000] [--jobs 8] [--fast] [--statements]
+///
+/// Jobs are submitted through the client API and planned by the coordinator from a generated
+/// clip with a keyframe every second (one segment per second). Their stitches fail afterwards
+/// (the segment files do not exist): that is outside what is measured.
+enum ClusterBenchmark {
+    struct Options {
+        var workers = [1, 16, 256]
+        var slots = 1
+        var segments = 10_000
+        var jobs = 8
+        var fast = false
+        /// Print the statements Postgres spent its time on (pg_stat_statements).
+        var statements = false
+
+        init(_ arguments: [String]) throws {
+            var iterator = arguments.makeIterator()
+            while let argument = iterator.next() {
+                func value() throws -> String {
+                    guard let text = iterator.next() else { throw ClusterBenchmarkError("\(argument) needs a value") }
+                    return text
+                }
+                func number() throws -> Int {
+                    guard let value = Int(try value()), value > 0 else {
+                        throw ClusterBenchmarkError("\(argument) needs a positive number")
+                    }
+                    return value
+                }
+                switch argument {
+                case "--workers":
+                    workers = try value().split(separator: ",").map { text in
+                        guard let count = Int(text), count > 0 else {
+                            throw ClusterBenchmarkError("--workers takes counts like 1,16,256")
+                        }
+                        return count
+                    }
+                case "--slots": slots = try number()
+                case "--segments": segments = try number()
+                case "--jobs": jobs = try number()
+                case "--fast": fast = true
+                case "--statements": statements = true
+                default: throw ClusterBenchmarkError("unknown option \(argument)")
+                }
+            }
+        }
+    }
+
+    static func run(_ arguments: [String]) async throws {
+        let options = try Options(arguments)
+        let directory = "/tmp/splice-bench-cluster-\(getpid())"
+        var configuration = EmbeddedPostgres.Configuration(directory: directory)
+        configuration.durability = options.fast ? .fastForTests : .durable
+        configuration.log = { _ in }
+        if options.statements { configuration.settings["shared_preload_libraries"] = "pg_stat_statements" }
+        let server = EmbeddedPostgres(configuration)
+        try await server.start()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        do {
+            let perJob = max(1, options.segments / options.jobs)
+            let clip = try makeClip(seconds: perJob, in: directory)
+            print("""
+                splice-bench cluster: \(options.segments) segments per run (\(options.jobs) jobs × \(perJob)), \
+                \(options.slots) slots per fake worker
+                  durability: \(options.fast ? "fsync off (--fast)" : "full (fsync on every commit)")
+                """)
+            for (run, workers) in options.workers.enumerated() {
+                let database = try await server.createDatabase("bench_\(run)")
+                try await Migrator(configuration: database).migrate()
+                let inspector = PostgresClient(configuration: database, maxConnections: 1)
+                if options.statements { try await inspector.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements") }
+                let result = try await measure(
+                    database: database, clip: clip, jobs: options.jobs, segmentsPerJob: perJob, workers: workers,
+                    slots: options.slots, scratch: URL(fileURLWithPath: directory).appendingPathComponent("run-\(run)"))
+                print(result)
+                if options.statements { try await printStatements(inspector) }
+                await inspector.close()
+            }
+        } catch {
+            try? await server.stop()
+            throw error
+        }
+        try await server.stop()
+    }
+
+    // MARK: - One run
+
+    /// Coordinator lines: errors only, unless SPLICE_LOG_LEVEL says otherwise.
+    private static let logger: Logger = {
+        let name = ProcessInfo.processInfo.environment[Logger.levelEnvironmentVariable]
+        return Logger(level: name.flatMap(LogLevel.init(name:)) ?? .error)
+    }()
+
+    private static func measure(
+        database: ConnectionConfiguration, clip: String, jobs: Int, segmentsPerJob: Int, workers: Int, slots: Int,
+        scratch: URL
+    ) async throws -> String {
+        let coordinator = Coordinator(configuration: CoordinatorConfiguration(
+            database: .server(database), spool: scratch.appendingPathComponent("spool"),
+            workersEndpoint: "tcp://127.0.0.1:*", apiEndpoint: "tcp://127.0.0.1:*", pollInterval: .milliseconds(100), logger: logger))
+        let running = Task { try await coordinator.run() }
+        let endpoints = try await coordinator.ready()
+        let context = try WireContext(ioThreads: 2)
+
+        // Submit and wait until every job is planned, before any worker is there to take segments.
+        let client = APIClientEndpoint(try await WireEndpoint.connect(
+            endpoints.api, type: .dealer, context: context, options: .dealer(immediate: false)))
+        var submitted: [JobID] = []
+        let request = JobRequest(
+            video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: nil, fileType: .mp4,
+            segmentDuration: MediaTime(seconds: 1))
+        for index in 0..<jobs {
+            let reply = try await client.request(.submit(SubmitJob(
+                input: clip, output: scratch.appendingPathComponent("out-\(index).mp4").path,
+                export: try JSONValue(encoding: request), submissionKey: "bench-\(index)")))
+            guard case .submitted(let job) = reply else { throw ClusterBenchmarkError("SUBMIT answered \(reply)") }
+            submitted.append(job.job)
+        }
+        for job in submitted {
+            while true {
+                let reply = try await client.request(.status(JobStatusQuery(job: job)))
+                guard case .status(let status) = reply else { throw ClusterBenchmarkError("STATUS answered \(reply)") }
+                if status.state == "running" { break }
+                guard ["queued", "planning"].contains(status.state) else {
+                    throw ClusterBenchmarkError("job \(job) is \(status.state): \(status.error ?? "")")
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        await client.close(linger: .zero)
+
+        let total = jobs * segmentsPerJob
+        let tally = Tally(target: total)
+        let cpuBefore = processCPUMicroseconds()
+        var fakes: [FakeWorker] = []
+        for index in 0..<workers {
+            fakes.append(try await FakeWorker.start(
+                endpoint: endpoints.workers, context: context, name: "fake-\(index)", slots: slots, tally: tally))
+        }
+        let finished = await tally.finished(within: .seconds(600))
+        let cpu = processCPUMicroseconds() - cpuBefore
+        let summary = tally.summary(workers: workers)
+            + "\n      CPU of this process (coordinator + fake workers): \(cpu / Int64(max(1, total))) µs per segment"
+        for fake in fakes { await fake.stop() }
+        await coordinator.shutdown()
+        try await running.value
+        await context.terminate()
+        guard finished else { throw ClusterBenchmarkError("not all segments completed within 600 s: \(summary)") }
+        return summary
+    }
+
+    /// The ten statements with the most execution time, from pg_stat_statements.
+    private static func printStatements(_ client: PostgresClient) async throws {
+        let rows = try await client.query("""
+            SELECT calls, round(total_exec_time)::bigint AS total, round(mean_exec_time * 1000)::bigint AS mean,
+                   rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 100) AS text
+            FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 10
+            """)
+        for row in rows {
+            let calls = try row.decode(Int64.self, column: "calls")
+            let total = try row.decode(Int64.self, column: "total")
+            let mean = try row.decode(Int64.self, column: "mean")
+            let text = try row.decode(String.self, column: "text")
+            print("    \(calls) calls  \(total) ms  mean \(mean) µs  \(text)")
+        }
+    }
+
+    /// User + system CPU time of this process so far.
+    private static func processCPUMicroseconds() -> Int64 {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let user = Int64(usage.ru_utime.tv_sec) * 1_000_000 + Int64(usage.ru_utime.tv_usec)
+        return user + Int64(usage.ru_stime.tv_sec) * 1_000_000 + Int64(usage.ru_stime.tv_usec)
+    }
+
+    private static func makeClip(seconds: Int, in directory: String) throws -> String {
+        let path = directory + "/clip-\(seconds)s.mp4"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i",
+                             "color=black:size=32x32:rate=1:duration=\(seconds)", "-c:v", "libx264", "-preset",
+                             "ultrafast", "-g", "1", "-pix_fmt", "yuv420p", path]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw ClusterBenchmarkError("ffmpeg could not generate the benchmark clip")
+        }
+        return path
+    }
+}
+
+struct ClusterBenchmarkError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+// MARK: - Counting
+
+/// Completed segments and their latencies, shared by the fake workers.
+private final class Tally: Sendable {
+    private struct State {
+        var latencies: [Duration] = []
+        var first: ContinuousClock.Instant?
+        var last: ContinuousClock.Instant?
+        var done: CheckedContinuation<Void, Never>?
+        var stale = 0
+    }
+
+    let target: Int
+    private let state = Mutex(State())
+
+    init(target: Int) {
+        self.target = target
+    }
+
+    func assigned(at instant: ContinuousClock.Instant) {
+        state.withLock { $0.first = $0.first ?? instant }
+    }
+
+    func acknowledged(_ outcome: Ack.Outcome, latency: Duration, at instant: ContinuousClock.Instant) {
+        let done = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard outcome == .accepted else {
+                state.stale += 1
+                return nil
+            }
+            state.latencies.append(latency)
+            state.last = instant
+            guard state.latencies.count == target else { return nil }
+            defer { state.done = nil }
+            return state.done
+        }
+        done?.resume()
+    }
+
+    func finished(within timeout: Duration) async -> Bool {
+        let waiter = Task {
+            await withCheckedContinuation { continuation in
+                let already = state.withLock { state -> Bool in
+                    if state.latencies.count >= target { return true }
+                    state.done = continuation
+                    return false
+                }
+                if already { continuation.resume() }
+            }
+        }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            let pending = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                defer { state.done = nil }
+                return state.done
+            }
+            pending?.resume()
+        }
+        await waiter.value
+        timer.cancel()
+        return state.withLock { $0.latencies.count >= target }
+    }
+
+    func summary(workers: Int) -> String {
+        state.withLock { state in
+            let sorted = state.latencies.sorted()
+            guard let first = state.first, let last = state.last, !sorted.isEmpty else { return "  no segments completed" }
+            let elapsed = last - first
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            func milliseconds(_ fraction: Double) -> String {
+                let value = sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
+                let ms = Double(value.components.seconds) * 1000 + Double(value.components.attoseconds) / 1e15
+                return String(format: "%.2f", ms)
+            }
+            let rate = String(format: "%.0f", Double(sorted.count) / seconds)
+            let span = String(format: "%.2f", seconds)
+            let stale = state.stale > 0 ? "  (\(state.stale) stale)" : ""
+            return "  \(workers) workers: \(rate) segments/s (\(sorted.count) in \(span) s)   "
+                + "ASSIGN→COMPLETE→ACK p50 \(milliseconds(0.5)) ms  p99 \(milliseconds(0.99)) ms  "
+                + "max \(milliseconds(1)) ms\(stale)"
+        }
+    }
+}
+
+// MARK: - Fake workers
+
+/// A worker that encodes nothing: every ASSIGN is answered at once with ACCEPT and COMPLETE.
+/// It is the load, not what is measured, so it reads only the envelope fields it needs instead of
+/// decoding every message in full (the ASSIGN spec is the bulk of the bytes): it shares the
+/// machine's two cores with the coordinator and Postgres.
+private final class FakeWorker: Sendable {
+    /// The parts of a coordinator message the fake worker reads.
+    private struct Incoming: Decodable {
+        struct Body: Decodable {
+            var attempt: SegmentAttempt?
+            var outputPath: String?
+            var acknowledges: Ack.Acknowledged?
+            var outcome: Ack.Outcome?
+            var reason: String?
+        }
+
+        var type: String
+        var body: Body
+    }
+
+    private let endpoint: WireEndpoint
+    private let loop: Task<Void, Never>
+
+    private init(endpoint: WireEndpoint, loop: Task<Void, Never>) {
+        self.endpoint = endpoint
+        self.loop = loop
+    }
+
+    static func start(endpoint address: String, context: WireContext, name: String, slots: Int, tally: Tally)
+        async throws -> FakeWorker
+    {
+        let endpoint = try await WireEndpoint.connect(
+            address, type: .dealer, context: context, options: .dealer(routingID: RoutingID(name), immediate: false))
+        let codec = WireCodec()
+        let hello = try codec.encode(WorkerMessage.hello(Hello(workerName: name, slots: slots, encoders: ["libx264"])))
+        try await endpoint.send(hello)
+        let loop = Task {
+            let decoder = JSONDecoder()
+            var started: [LeaseToken: ContinuousClock.Instant] = [:]
+            while let delivery = await endpoint.receive() {
+                let now = ContinuousClock.now
+                guard let frame = delivery.frames.first, let message = try? decoder.decode(Incoming.self, from: frame)
+                else { continue }
+                switch (message.type, message.body.attempt) {
+                case ("ASSIGN", let attempt?):
+                    started[attempt.leaseToken] = now
+                    tally.assigned(at: now)
+                    let output = message.body.outputPath ?? ""
+                    try? await endpoint.send([Reply.accept(attempt)])
+                    try? await endpoint.send([Reply.complete(attempt, outputPath: output)])
+                case ("ACK", let attempt?) where message.body.acknowledges == .complete:
+                    guard let start = started.removeValue(forKey: attempt.leaseToken),
+                          let outcome = message.body.outcome else { continue }
+                    tally.acknowledged(outcome, latency: now - start, at: now)
+                case ("DISCONNECT", _) where message.body.reason == Disconnect.Reason.reregister.rawValue:
+                    try? await endpoint.send(hello)
+                default:
+                    break
+                }
+            }
+        }
+        return FakeWorker(endpoint: endpoint, loop: loop)
+    }
+
+    func stop() async {
+        loop.cancel()
+        await endpoint.close(linger: .zero)
+        await loop.value
+    }
+
+    /// ACCEPT and COMPLETE written straight into their envelope text (what `WireCodec` would
+    /// write, minus the cost: the load generator should leave the CPU to the coordinator).
+    private enum Reply {
+        static func accept(_ attempt: SegmentAttempt) -> Data {
+            Data(#"{"body":{"attempt":\#(json(attempt))},"protocol":"splice-worker","type":"ACCEPT","version":1}"#.utf8)
+        }
+
+        static func complete(_ attempt: SegmentAttempt, outputPath: String) -> Data {
+            let path = String(decoding: (try? JSONEncoder().encode(outputPath)) ?? Data("\"\"".utf8), as: UTF8.self)
+            let body = #"{"attempt":\#(json(attempt)),"checksum":"sha256:\#(String(repeating: "0", count: 64))","#
+                + #""encodeMilliseconds":0,"outputPath":\#(path),"sizeBytes":0}"#
+            return Data(#"{"body":\#(body),"protocol":"splice-worker","type":"COMPLETE","version":1}"#.utf8)
+        }
+
+        /// Job ids and lease tokens are UUID text: nothing in them needs escaping.
+        private static func json(_ attempt: SegmentAttempt) -> String {
+            #"{"attempt":\#(attempt.attempt),"job":"\#(attempt.job)","leaseToken":"\#(attempt.leaseToken)","#
+                + #""segment":\#(attempt.segment)}"#
+        }
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import SpliceCluster
+import SpliceStore
+import SpliceWire
+
+/// `splice coordinator`: the coordinator service. Runs until SIGTERM/SIGINT, then drains (stops
+/// accepting, finishes in-flight commits, tells the workers) and exits 0. Kill -9 is safe too:
+/// everything is in Postgres, and the next start continues every job.
+struct CoordinatorCommand: Command {
+    static let database = Option<String>(
+        "database", valueName: "url",
+        help: "PostgreSQL URL or key=value string; without it an embedded server runs in <state-dir>/postgres.",
+        environment: "SPLICE_DATABASE_URL")
+    static let stateDirectory = Option<String>(
+        "state-dir", valueName: "dir",
+        help: "Where the embedded database and the default spool live (default: $HOME/.splice).",
+        environment: "SPLICE_STATE_DIR")
+    static let workersEndpoint = Option<String>(
+        "workers-endpoint", valueName: "endpoint", help: "Where workers connect.", default: "tcp://*:7450",
+        environment: "SPLICE_WORKERS_ENDPOINT")
+    static let apiEndpoint = Option<String>(
+        "api-endpoint", valueName: "endpoint", help: "Where `splice submit/status/jobs/cancel/workers` connect.",
+        default: "tcp://*:7451", environment: "SPLICE_API_ENDPOINT")
+    static let spool = Option<String>(
+        "spool", valueName: "dir",
+        help: "Segment files, shared with every worker (NFS for many machines; default: <state-dir>/spool).",
+        environment: "SPLICE_SPOOL")
+    static let secretKey = Option<String>(
+        "secret-key", valueName: "file",
+        help: "The coordinator's CURVE secret key (from `splice keys generate`): turns CURVE and ZAP on for both "
+            + "endpoints.",
+        environment: "SPLICE_SECRET_KEY")
+    static let adminKeys = Option<String>(
+        "admin-keys", valueName: "file",
+        help: "API client keys, one Z85 key or .pub file per line; with CURVE the API admits these and the "
+            + "coordinator's own key.",
+        environment: "SPLICE_ADMIN_KEYS")
+    static let insecure = Flag(
+        "insecure", help: "Allow listening on a non-loopback address without CURVE keys.", environment: "SPLICE_INSECURE")
+    static let leaseSeconds = Option<Int>(
+        "lease-seconds", valueName: "seconds", help: "How long a segment lease lasts without news from its worker.",
+        default: 60)
+    static let maxAttempts = Option<Int>(
+        "max-attempts", valueName: "count", help: "Attempts per segment before the job fails.", default: 5)
+
+    static let configuration = CommandConfiguration(
+        name: "coordinator", abstract: "Run the coordinator: jobs, leases, workers and the client API.",
+        discussion: """
+            Plans submitted jobs, leases their segments to `splice worker` daemons, stitches the results \
+            and answers `splice submit/status/jobs/cancel/workers`. Postgres holds every job: kill the \
+            coordinator at any moment and start it again, and the jobs continue. Logs one line \
+            `coordinator ready workers=… api=…` once both endpoints are bound; SIGTERM drains and exits 0.
+            """,
+        arguments: [database, stateDirectory, workersEndpoint, apiEndpoint, spool, secretKey, adminKeys, insecure,
+                    leaseSeconds, maxAttempts],
+        onShutdown: .notify)
+
+    let database: String?
+    let stateDirectory: String?
+    let workersEndpoint: String
+    let apiEndpoint: String
+    let spool: String?
+    let secretKey: String?
+    let adminKeys: String?
+    let insecure: Bool
+    let leaseSeconds: Int
+    let maxAttempts: Int
+
+    init(_ arguments: ParsedArguments) throws {
+        database = arguments[Self.database].flatMap { $0.isEmpty ? nil : $0 }
+        stateDirectory = arguments[Self.stateDirectory]
+        workersEndpoint = try arguments.value(Self.workersEndpoint)
+        apiEndpoint = try arguments.value(Self.apiEndpoint)
+        spool = arguments[Self.spool]
+        secretKey = arguments[Self.secretKey].flatMap { $0.isEmpty ? nil : $0 }
+        adminKeys = arguments[Self.adminKeys].flatMap { $0.isEmpty ? nil : $0 }
+        insecure = arguments[Self.insecure]
+        leaseSeconds = try arguments.value(Self.leaseSeconds)
+        maxAttempts = try arguments.value(Self.maxAttempts)
+    }
+
+    func validate() throws {
+        guard (1...86_400).contains(leaseSeconds) else {
+            throw UsageError("--lease-seconds must be from 1 to 86400; got \(leaseSeconds)")
+        }
+        guard (1...100).contains(maxAttempts) else {
+            throw UsageError("--max-attempts must be from 1 to 100; got \(maxAttempts)")
+        }
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitCode {
+        if adminKeys != nil && secretKey == nil {
+            context.logger.warning("admin keys ignored: without --secret-key the API admits any client that reaches it",
+                                   ["admin_keys": adminKeys ?? ""])
+        }
+        let coordinator = Coordinator(configuration: try makeConfiguration(context))
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try await coordinator.run()
+                return true
+            }
+            group.addTask {
+                if await context.shutdown.wait() != nil { await coordinator.shutdown() }
+                return false
+            }
+            // Wait for run() itself: after a signal it returns once the drain and close are done.
+            while let coordinatorReturned = try await group.next() {
+                if coordinatorReturned { break }
+            }
+            group.cancelAll()
+        }
+        return .success
+    }
+
+    private func makeConfiguration(_ context: CommandContext) throws -> CoordinatorConfiguration {
+        let home = context.environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "/root"
+        let state = URL(fileURLWithPath: stateDirectory ?? home + "/.splice")
+        let store: CoordinatorConfiguration.Database
+        if let database {
+            store = .server(try ConnectionConfiguration(database))
+        } else {
+            store = .embedded(directory: state.appendingPathComponent("postgres").path)
+        }
+        let keys = try secretKey.map { try CurveKeyPair.load(secretKeyPath: $0) }
+        return CoordinatorConfiguration(
+            database: store, spool: spool.map { URL(fileURLWithPath: $0) } ?? state.appendingPathComponent("spool"),
+            workersEndpoint: workersEndpoint, apiEndpoint: apiEndpoint, keys: keys,
+            adminKeys: try adminKeys.map(Self.loadAdminKeys) ?? [], insecure: insecure, maxAttempts: maxAttempts,
+            sessions: CoordinatorStateMachine.Policy(leaseDuration: .seconds(leaseSeconds)), logger: context.logger)
+    }
+
+    /// The keys in an `--admin-keys` file: each line a Z85 public key or the path of a `.pub` file
+    /// (relative paths from the file's folder); blank lines and `#` comments are skipped.
+    static func loadAdminKeys(_ path: String) throws -> [CurvePublicKey] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw UsageError("cannot read --admin-keys file '\(path)'")
+        }
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        var keys: [CurvePublicKey] = []
+        for (number, raw) in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            guard !line.isEmpty, !line.hasPrefix("#") else { continue }
+            if let key = try? CurvePublicKey(z85: line) {
+                keys.append(key)
+                continue
+            }
+            let file = line.hasPrefix("/") ? line : folder.appendingPathComponent(line).path
+            do {
+                keys.append(try CurvePublicKey.load(path: file))
+            } catch {
+                throw UsageError("--admin-keys file '\(path)' line \(number + 1): neither a Z85 public key nor a "
+                                 + "readable .pub file (\(error.message))")
+            }
+        }
+        return keys
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import SpliceStore
+import SpliceTestSupport
+import Testing
+
+/// The store's batched claim, which the coordinator's dispatcher relies on: one statement for
+/// every worker with free slots.
+@Suite("Coordinator: batched claims", .timeLimit(.minutes(5)))
+struct CoordinatorBatchClaimTests {
+    /// A repository on a fresh database with one running job of `segments` segments.
+    private func store(segments: Int) async throws -> (JobRepository, UUID) {
+        let repository = JobRepository(client: PostgresClient(configuration: try await TestPostgres.makeDatabase()))
+        let job = try await repository.createJob(JobSubmission(
+            idempotencyKey: UUID().uuidString, sourceURL: "/in.mp4", outputURL: "/out.mp4")).job
+        try await repository.startPlanning(jobID: job.id)
+        try await repository.recordPlan(jobID: job.id, plan: .emptyObject, segments: (0..<segments).map {
+            PlannedSegment(index: $0, rangeStart: Int64($0) * 90_000, rangeEnd: Int64($0 + 1) * 90_000, timescale: 90_000)
+        })
+        return (repository, job.id)
+    }
+
+    private func enroll(_ repository: JobRepository, _ name: String) async throws -> UUID {
+        try await repository.enrollWorker(publicKey: "key-\(name)-\(UUID().uuidString)", name: name, slots: 4).id
+    }
+
+    @Test("segments are dealt out slot by slot, in claim order; a revoked worker gets none")
+    func dealt() async throws {
+        let (repository, _) = try await store(segments: 4)
+        let (a, b, c, revoked) = (try await enroll(repository, "a"), try await enroll(repository, "b"),
+                                  try await enroll(repository, "c"), try await enroll(repository, "r"))
+        try await repository.revokeWorker(id: revoked)
+        let leases = try await repository.claimSegments(forWorkers: [
+            .init(workerID: a, limit: 3), .init(workerID: revoked, limit: 5), .init(workerID: b, limit: 1),
+            .init(workerID: c, limit: 2),
+        ], leaseDuration: .seconds(30))
+        #expect(leases[a]?.map(\.segment.plan.index) == [0, 3])
+        #expect(leases[b]?.map(\.segment.plan.index) == [1])
+        #expect(leases[c]?.map(\.segment.plan.index) == [2])
+        #expect(leases[revoked] == nil)
+        let all = leases.values.flatMap { $0 }
+        #expect(all.allSatisfy { $0.segment.state == .leased && $0.segment.attempt == 1 })
+        #expect(Set(all.map(\.reference.token)).count == 4, "a fresh token per lease")
+        #expect(try await repository.claimSegments(forWorkers: [.init(workerID: a, limit: 1)], leaseDuration: .seconds(30))
+                .isEmpty)
+    }
+
+    @Test("concurrent batched claims never lease one segment twice")
+    func concurrent() async throws {
+        let (repository, job) = try await store(segments: 300)
+        var workers: [UUID] = []
+        for index in 0..<6 { workers.append(try await enroll(repository, "w\(index)")) }
+        let batches = try await withThrowingTaskGroup(of: [SegmentLease].self) { group in
+            for round in 0..<12 {
+                let demands = workers.map { JobRepository.ClaimDemand(workerID: $0, limit: 1 + (round % 3)) }
+                group.addTask {
+                    try await repository.claimSegments(forWorkers: demands, leaseDuration: .seconds(30)).values.flatMap { $0 }
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(batches.count == Set(batches.map(\.segment.id)).count, "no segment leased twice")
+        let leased = try await repository.segments(ofJob: job).filter { $0.state == .leased }
+        #expect(leased.count == batches.count)
+        #expect(Set(leased.map(\.id)) == Set(batches.map(\.segment.id)))
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import SpliceCluster
+import SpliceStore
+import SpliceTestSupport
+import SpliceWire
+import Testing
+
+@Suite("Coordinator: jobs end to end over ZeroMQ and Postgres", .timeLimit(.minutes(5)))
+struct CoordinatorJobTests {
+    @Test("a job is planned, dispatched, encoded by a scripted worker, stitched, and plays like the source")
+    func wholeJob() async throws {
+        let source = try await TestMedia.clip(seconds: 3)
+        let coordinator = try await CoordinatorUnderTest.start()
+        let context = try WireContext()
+        let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)
+        let worker = try await ScriptedWorker.connect(to: coordinator.endpoints.workers, context: context)
+        let output = Fixtures.temporaryDirectory("out").appendingPathComponent("whole.mp4").path
+
+        let job = try await client.submit(source, to: output)
+        #expect(try await worker.hello(slots: 2) != nil)
+        var assigned: [SegmentAttempt] = []
+        while assigned.count < 3, let assign = await worker.assignment() {
+            assigned.append(assign.attempt)
+            #expect(assign.outputPath.hasPrefix(coordinator.spool.path + "/jobs/\(job)/"))
+            #expect(assign.leaseMilliseconds == 30_000)
+            let result = try await worker.acceptAndEncode(assign)
+            #expect(try await worker.complete(result) == .accepted)
+        }
+        #expect(assigned.map(\.segment).sorted() == [0, 1, 2])
+        #expect(assigned.allSatisfy { $0.attempt == 1 })
+
+        let status = try await client.wait(for: job, toBe: ["succeeded", "failed"])
+        #expect(status.state == "succeeded", "\(status.error ?? "")")
+        #expect(status.segmentsTotal == 3 && status.segmentsDone == 3 && status.fraction == 1)
+        let (written, original) = (try await TestMedia.frames(output), try await TestMedia.frames(source))
+        #expect(written == original)
+        #expect(await eventually { !FileManager.default.fileExists(atPath: coordinator.spool.path + "/jobs/\(job)") },
+                "the job's segment files are removed once it is stitched")
+        #expect(try await coordinator.events("segment_done", of: job).count == 3)
+
+        await worker.close()
+        await client.close()
+        try await coordinator.stop()
+    }
+
+    @Test("a duplicate COMPLETE gets duplicate; a late COMPLETE after the segment was re-leased gets stale")
+    func duplicateAndStale() async throws {
+        let source = try await TestMedia.clip(seconds: 1)
+        let coordinator = try await CoordinatorUnderTest.start { configuration in
+            // Silent after 600 ms, so the slow worker gets nothing new (but its session is kept);
+            // leases of 1.5 s.
+            configuration.sessions = CoordinatorStateMachine.Policy(
+                heartbeatInterval: .milliseconds(200), heartbeatLiveness: 3, leaseDuration: .milliseconds(1500),
+                forgetAfter: .seconds(60))
+        }
+        let context = try WireContext()
+        let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)
+        let slow = try await ScriptedWorker.connect(to: coordinator.endpoints.workers, context: context)
+        let job = try await client.submit(source, to: Fixtures.temporaryDirectory("out").appendingPathComponent("d.mp4").path)
+
+        #expect(try await slow.hello() != nil)
+        let first = try #require(await slow.assignment())
+        // The slow worker hangs after its ACCEPT: silent, it gets nothing new, and its lease runs
+        // out; the reaper takes the segment back and tells it. It finishes its encode anyway.
+        await slow.stopHeartbeats()
+        try await slow.send(.accept(Accept(attempt: first.attempt)))
+        let late = try await SegmentEncoder.encode(first)
+        let cancel = await slow.cancel(of: first.attempt)
+        #expect(cancel?.reason == .leaseLost)
+
+        let fast = try await ScriptedWorker.connect(to: coordinator.endpoints.workers, context: context)
+        #expect(try await fast.hello() != nil)
+        let second = try #require(await fast.assignment())
+        #expect(second.attempt.segment == first.attempt.segment)
+        #expect(second.attempt.attempt == 2)
+        #expect(second.attempt.leaseToken != first.attempt.leaseToken)
+        #expect(second.outputPath != first.outputPath, "every attempt writes its own file")
+        let result = try await fast.acceptAndEncode(second)
+
+        #expect(try await slow.complete(late) == .stale, "the late attempt's lease is gone")
+        #expect(try await fast.complete(result) == .accepted)
+        #expect(try await fast.complete(result) == .duplicate)
+        #expect(try await slow.complete(late) == .stale, "a resend gets the same answer")
+
+        let status = try await client.wait(for: job, toBe: ["succeeded", "failed"])
+        #expect(status.state == "succeeded", "\(status.error ?? "")")
+        let done = try await coordinator.events("segment_done", of: job)
+        #expect(done.count == 1, "committed exactly once")
+        #expect(done.first?.leaseToken?.wireText == second.attempt.leaseToken.rawValue)
+
+        await slow.close()
+        await fast.close()
+        await client.close()
+        try await coordinator.stop()
+    }
+}

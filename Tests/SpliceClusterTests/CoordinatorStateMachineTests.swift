@@ -1,0 +1,630 @@
+import Foundation
+import SpliceWire
+import Testing
+
+@testable import SpliceCluster
+
+// The coordinator's protocol logic with no network and no database: every event goes in, the
+// directives that come out are checked, and the answers a shell would report are fed back.
+
+// MARK: - Fixtures
+
+private let workerKey = try! CurvePublicKey(bytes: Data(repeating: 1, count: 32))
+private let otherKey = try! CurvePublicKey(bytes: Data(repeating: 2, count: 32))
+private let worker = WirePeer(routingID: RoutingID("w:one"), publicKey: workerKey)
+private let other = WirePeer(routingID: RoutingID("w:two"), publicKey: otherKey)
+private let workerID = UUID()
+private let otherID = UUID()
+
+private func attempt(_ segment: Int, job: JobID = "job-1", number: Int = 1) -> SegmentAttempt {
+    SegmentAttempt(job: job, segment: segment, attempt: number, leaseToken: LeaseToken(rawValue: "\(job)-\(segment)-\(number)"))
+}
+
+private func complete(_ attempt: SegmentAttempt) -> Complete {
+    Complete(attempt: attempt, outputPath: "/spool/\(attempt.segment)", checksum: "sha256:" + String(repeating: "a", count: 64),
+             sizeBytes: 10, encodeMilliseconds: 5)
+}
+
+private func assignment(_ attempt: SegmentAttempt) -> Assignment {
+    Assignment(attempt: attempt, outputPath: "/spool/\(attempt.segment)", spec: .object([:]))
+}
+
+/// A state machine with a clock the test moves.
+private struct Harness {
+    static let policy = CoordinatorStateMachine.Policy(
+        heartbeatInterval: .seconds(1), heartbeatLiveness: 3, leaseDuration: .seconds(30), forgetAfter: .seconds(40),
+        seenInterval: .seconds(10))
+    var machine = CoordinatorStateMachine(policy: policy, sessionName: "test")
+    let start = ContinuousClock.now
+    var elapsed: Duration = .zero
+
+    var now: ContinuousClock.Instant { start + elapsed }
+
+    mutating func advance(_ duration: Duration) { elapsed += duration }
+
+    mutating func receive(_ message: WorkerMessage, from peer: WirePeer = worker) -> [CoordinatorDirective] {
+        machine.onMessage(message, from: peer, now: now)
+    }
+
+    /// HELLO, registration and WELCOME for a worker with nothing to report.
+    mutating func welcome(_ peer: WirePeer = worker, id: UUID = workerID, slots: Int = 2) {
+        _ = receive(.hello(Hello(workerName: "w", slots: slots, encoders: ["libx264"])), from: peer)
+        let welcomed = machine.onWorkerRegistered(WorkerIdentity(peer: peer)!, workerID: id, now: now)
+        precondition(welcomed.contains { if case .send(.welcome, _, _) = $0 { true } else { false } })
+    }
+
+    /// Dispatch, then answer the claim with `attempts` (what the store leased).
+    /// Dispatch, then answer the claim: `peer` gets `attempts`, other workers nothing.
+    mutating func assign(_ attempts: [SegmentAttempt], to peer: WirePeer = worker) -> [CoordinatorDirective] {
+        machine.onWorkAvailable()
+        guard let claim = machine.dispatch().compactMap(\.claim).first else { return [] }
+        let identity = WorkerIdentity(peer: peer)!
+        return machine.onClaimed([identity: attempts.map(assignment)], demands: claim.demands,
+                                 generation: claim.generation, now: now)
+    }
+}
+
+extension CoordinatorDirective {
+    var sent: (message: CoordinatorMessage, peer: WirePeer)? {
+        if case .send(let message, let peer, _) = self { return (message, peer) }
+        return nil
+    }
+
+    var claim: (demands: [ClaimDemand], generation: UInt64)? {
+        if case .claim(let demands, let generation) = self { return (demands, generation) }
+        return nil
+    }
+
+    var committed: WorkerResult? {
+        if case .commitResult(let result) = self { return result }
+        return nil
+    }
+}
+
+private func messages(_ directives: [CoordinatorDirective]) -> [CoordinatorMessage] {
+    directives.compactMap(\.sent?.message)
+}
+
+private func acks(_ directives: [CoordinatorDirective]) -> [Ack] {
+    messages(directives).compactMap { if case .ack(let ack) = $0 { ack } else { nil } }
+}
+
+private func cancels(_ directives: [CoordinatorDirective]) -> [Cancel] {
+    messages(directives).compactMap { if case .cancel(let cancel) = $0 { cancel } else { nil } }
+}
+
+/// The slots each claim asks for, smallest first.
+private func claimed(_ directives: [CoordinatorDirective]) -> [Int] {
+    directives.compactMap(\.claim).flatMap(\.demands).map(\.limit).sorted()
+}
+
+private func isWelcome(_ message: CoordinatorMessage) -> Bool {
+    if case .welcome = message { true } else { false }
+}
+
+// MARK: - Tests
+
+@Suite("Coordinator state machine")
+struct CoordinatorStateMachineTests {
+    // MARK: Sessions
+
+    @Test("HELLO registers the worker in the store first; WELCOME comes after the registration")
+    func helloThenWelcome() {
+        var harness = Harness()
+        let hello = harness.receive(.hello(Hello(workerName: "encoder-1", slots: 4, encoders: ["libx264"])))
+        #expect(hello.contains(.registerWorker(.key(workerKey), name: "encoder-1", slots: 4, encoders: ["libx264"])))
+        #expect(messages(hello).isEmpty)
+        #expect(harness.machine.dispatch().isEmpty, "nothing is assigned before WELCOME")
+
+        let registered = harness.machine.onWorkerRegistered(.key(workerKey), workerID: workerID, now: harness.now)
+        #expect(messages(registered).first == .welcome(Welcome(session: "test", heartbeatIntervalMilliseconds: 1000, heartbeatLiveness: 3)))
+        #expect(registered.compactMap(\.sent?.peer) == [worker])
+        #expect(claimed(harness.machine.dispatch()) == [4])
+    }
+
+    @Test("sessions are keyed by the authenticated key: a new routing id is the same worker, answered on its new route")
+    func keyedByKey() {
+        var harness = Harness()
+        harness.welcome()
+        let moved = WirePeer(routingID: RoutingID("reconnected"), publicKey: workerKey)
+        let accepted = harness.receive(.accept(Accept(attempt: attempt(0))), from: moved)
+        #expect(accepted == [.extendLeases([attempt(0)], worker: .key(workerKey), check: .accept)])
+        let answered = harness.machine.onLeasesExtended(
+            [attempt(0)], worker: .key(workerKey), check: .accept, current: [attempt(0).leaseToken], now: harness.now)
+        #expect(answered.compactMap(\.sent?.peer) == [moved])
+        #expect(harness.machine.sessionSnapshots.count == 1)
+    }
+
+    @Test("without CURVE the connection is the identity", arguments: [RoutingID("a"), RoutingID(Data([0, 1, 2]))])
+    func connectionIdentity(route: RoutingID) {
+        let peer = WirePeer(routingID: route, publicKey: nil)
+        #expect(WorkerIdentity(peer: peer) == .connection(route))
+        #expect(WorkerIdentity(peer: peer)?.storeKey == "insecure:\(route)")
+        #expect(WorkerIdentity(peer: .upstream) == nil)
+    }
+
+    @Test("every message but HELLO from an unknown session is answered DISCONNECT reregister", arguments: [
+        WorkerMessage.accept(Accept(attempt: attempt(0))),
+        .progress(Progress(attempt: attempt(0), fraction: 0.5, frames: 10)),
+        .complete(complete(attempt(0))),
+        .fail(Fail(attempt: attempt(0), code: "x", reason: "y", retryable: true)),
+        .heartbeat(Heartbeat()),
+    ])
+    func unknownSession(message: WorkerMessage) {
+        var harness = Harness()
+        let directives = harness.receive(message)
+        #expect(messages(directives) == [.disconnect(Disconnect(reason: .reregister, detail: "unknown session: send HELLO"))])
+        #expect(!directives.contains { $0.committed != nil }, "nothing is committed for an unknown session")
+        #expect(!directives.contains { if case .extendLeases = $0 { true } else { false } })
+    }
+
+    @Test("DISCONNECT from an unknown session is ignored; from a known one its leases are released")
+    func disconnect() {
+        var harness = Harness()
+        #expect(harness.receive(.disconnect(Disconnect(reason: .shutdown))).isEmpty)
+        harness.welcome()
+        let directives = harness.receive(.disconnect(Disconnect(reason: .shutdown, detail: "drained")))
+        #expect(directives.contains(.releaseWorker(workerID: workerID, reason: "the worker disconnected (shutdown): drained")))
+        #expect(directives.contains(.markWorkers([workerID], online: false)))
+        #expect(harness.machine.sessionSnapshots.isEmpty)
+    }
+
+    @Test("a HELLO without slots breaks the protocol")
+    func helloWithoutSlots() {
+        var harness = Harness()
+        let directives = harness.receive(.hello(Hello(workerName: "w", slots: 0, encoders: [])))
+        #expect(messages(directives).count == 1)
+        if case .disconnect(let disconnect) = messages(directives).first { #expect(disconnect.reason == .protocolError) }
+        #expect(harness.machine.sessionSnapshots.isEmpty)
+    }
+
+    @Test("a refused registration (unknown or revoked key) ends in DISCONNECT revoked")
+    func refused() {
+        var harness = Harness()
+        _ = harness.receive(.hello(Hello(workerName: "w", slots: 1, encoders: [])))
+        let directives = harness.machine.onWorkerRefused(.key(workerKey), reason: "key revoked", now: harness.now)
+        #expect(messages(directives) == [.disconnect(Disconnect(reason: .revoked, detail: "key revoked"))])
+        #expect(harness.machine.sessionSnapshots.isEmpty)
+    }
+
+    @Test("a HELLO resent while registering changes nothing; a failed registration lets the next one start over")
+    func helloResent() {
+        var harness = Harness()
+        let hello = WorkerMessage.hello(Hello(workerName: "w", slots: 1, encoders: []))
+        #expect(harness.receive(hello).contains { if case .registerWorker = $0 { true } else { false } })
+        #expect(harness.receive(hello).isEmpty)
+        _ = harness.machine.onRegistrationFailed(.key(workerKey))
+        #expect(harness.receive(hello).contains { if case .registerWorker = $0 { true } else { false } })
+    }
+
+    // MARK: HELLO with results
+
+    @Test("HELLO's finished and failed results are committed and ACKed; stale running attempts get CANCEL; then WELCOME")
+    func helloWithResults() throws {
+        var harness = Harness()
+        let done = attempt(1), failed = attempt(2), current = attempt(3), gone = attempt(4)
+        let failure = Fail(attempt: failed, code: "drained", reason: "handed back", retryable: true)
+        _ = harness.receive(.hello(Hello(
+            workerName: "w", slots: 4, encoders: [], running: [current, gone], finished: [complete(done)],
+            failed: [failure])))
+        let registered = harness.machine.onWorkerRegistered(.key(workerKey), workerID: workerID, now: harness.now)
+        #expect(registered.compactMap(\.committed) == [.complete(complete(done)), .fail(failure)])
+        #expect(registered.contains(.extendLeases([current, gone], worker: .key(workerKey),
+                                                   check: .helloRunning(incarnation: 1))))
+        #expect(!messages(registered).contains(where: isWelcome), "WELCOME waits for the commits")
+
+        let first = harness.machine.onResultCommitted(.complete(complete(done)), outcome: .completed(readyToStitch: false),
+                                                      now: harness.now)
+        #expect(acks(first) == [Ack(attempt: done, acknowledges: .complete, outcome: .accepted)])
+        let second = harness.machine.onResultCommitted(.fail(failure), outcome: .failureRecorded(jobFailed: false),
+                                                       now: harness.now)
+        #expect(acks(second) == [Ack(attempt: failed, acknowledges: .fail, outcome: .accepted)])
+        #expect(!messages(second).contains(where: isWelcome))
+
+        let checked = harness.machine.onLeasesExtended(
+            [current, gone], worker: .key(workerKey), check: .helloRunning(incarnation: 1),
+            current: [current.leaseToken], now: harness.now)
+        #expect(cancels(checked) == [Cancel(attempt: gone, reason: .leaseLost)])
+        #expect(acks(checked).isEmpty, "a HELLO's running list is not acknowledged")
+        #expect(messages(checked).last.map(isWelcome) == true)
+        let snapshot = try #require(harness.machine.sessionSnapshots.first)
+        #expect(snapshot.running == 1 && snapshot.active)
+        #expect(claimed(harness.machine.dispatch()) == [3], "the running attempt holds a slot")
+    }
+
+    @Test("the same HELLO again (a resend that crossed WELCOME) is welcomed again and orphans nothing")
+    func helloCrossingWelcome() {
+        var harness = Harness()
+        harness.welcome()
+        _ = harness.assign([attempt(0)])
+        let again = harness.receive(.hello(Hello(workerName: "w", slots: 2, encoders: ["libx264"])))
+        #expect(messages(again).contains(where: isWelcome))
+        #expect(!again.contains { if case .abandonAttempt = $0 { true } else { false } })
+        #expect(!again.contains { if case .registerWorker = $0 { true } else { false } })
+        #expect(harness.machine.sessionSnapshots.first?.running == 1)
+    }
+
+    @Test("a worker that registers again without an attempt it held hands that attempt back")
+    func orphanedOnReHello() {
+        var harness = Harness()
+        harness.welcome()
+        _ = harness.assign([attempt(0), attempt(1)])
+        let again = harness.receive(.hello(Hello(workerName: "w", slots: 2, encoders: [], running: [attempt(1)])))
+        #expect(again.contains(.abandonAttempt(attempt(0), reason: "the worker registered again without it")))
+        #expect(!again.contains { if case .abandonAttempt(let a, _) = $0 { a == attempt(1) } else { false } })
+    }
+
+    // MARK: Leases
+
+    @Test("ACCEPT and PROGRESS are ACKed only after the extension is committed", arguments: [true, false])
+    func leaseExtension(isProgress: Bool) {
+        var harness = Harness()
+        harness.welcome()
+        _ = harness.assign([attempt(0)])
+        let message: WorkerMessage = isProgress
+            ? .progress(Progress(attempt: attempt(0), fraction: 0.25, frames: 5)) : .accept(Accept(attempt: attempt(0)))
+        let check: LeaseCheck = isProgress ? .progress : .accept
+        let received = harness.receive(message)
+        #expect(received == [.extendLeases([attempt(0)], worker: .key(workerKey), check: check)])
+        let answered = harness.machine.onLeasesExtended(
+            [attempt(0)], worker: .key(workerKey), check: check, current: [attempt(0).leaseToken], now: harness.now)
+        #expect(acks(answered) == [Ack(attempt: attempt(0), acknowledges: isProgress ? .progress : .accept, outcome: .accepted)])
+        #expect(harness.machine.runningProgress(ofJob: "job-1") == (isProgress ? 0.25 : 0))
+        #expect(harness.machine.onLeaseExtensionFailed([attempt(0)], worker: .key(workerKey), check: check,
+                                                       now: harness.now).isEmpty, "no ACK without a commit")
+    }
+
+    @Test("an extension that matched nothing answers ACK stale and CANCEL lease-lost, and frees the slot")
+    func staleExtension() {
+        var harness = Harness()
+        harness.welcome(slots: 1)
+        _ = harness.assign([attempt(0)])
+        _ = harness.receive(.progress(Progress(attempt: attempt(0), fraction: 0.5, frames: 1)))
+        let answered = harness.machine.onLeasesExtended(
+            [attempt(0)], worker: .key(workerKey), check: .progress, current: [], now: harness.now)
+        #expect(acks(answered) == [Ack(attempt: attempt(0), acknowledges: .progress, outcome: .stale)])
+        #expect(cancels(answered) == [Cancel(attempt: attempt(0), reason: .leaseLost)])
+        harness.machine.onWorkAvailable()
+        #expect(claimed(harness.machine.dispatch()) == [1])
+    }
+
+    @Test("an extension that lost its lease to the attempt's own COMPLETE is a duplicate: no stale, no CANCEL",
+          arguments: [ResultOutcome?.none, .completed(readyToStitch: false)])
+    func extensionRacingComplete(committed: ResultOutcome?) {
+        var harness = Harness()
+        harness.welcome()
+        _ = harness.assign([attempt(0)])
+        _ = harness.receive(.progress(Progress(attempt: attempt(0), fraction: 0.99, frames: 9)))
+        _ = harness.receive(.complete(complete(attempt(0))))
+        if let committed {
+            _ = harness.machine.onResultCommitted(.complete(complete(attempt(0))), outcome: committed, now: harness.now)
+        }
+        let answered = harness.machine.onLeasesExtended(
+            [attempt(0)], worker: .key(workerKey), check: .progress, current: [], now: harness.now)
+        #expect(acks(answered) == [Ack(attempt: attempt(0), acknowledges: .progress, outcome: .duplicate)])
+        #expect(cancels(answered).isEmpty)
+    }
+
+    @Test("results awaiting their commit: up to one per slot leave the slot free; more hold it until committed")
+    func commitBackpressure() {
+        var harness = Harness()
+        harness.welcome(slots: 1)
+        _ = harness.assign([attempt(0)])
+        _ = harness.receive(.complete(complete(attempt(0))))
+        _ = harness.assign([attempt(1)])
+        #expect(harness.machine.sessionSnapshots.first?.running == 2, "one running, one being committed")
+        _ = harness.receive(.complete(complete(attempt(1))))
+        harness.machine.onWorkAvailable()
+        #expect(harness.machine.dispatch().isEmpty, "two results awaiting commit on one slot: the slot is taken")
+        _ = harness.machine.onResultCommitted(.complete(complete(attempt(0))), outcome: .completed(readyToStitch: false),
+                                              now: harness.now)
+        #expect(claimed(harness.machine.dispatch()) == [1])
+    }
+
+    @Test("a late extension does not bring back an attempt whose result was committed")
+    func lateExtensionAfterCommit() {
+        var harness = Harness()
+        harness.welcome(slots: 1)
+        _ = harness.assign([attempt(0)])
+        _ = harness.receive(.accept(Accept(attempt: attempt(0))))
+        _ = harness.receive(.complete(complete(attempt(0))))
+        _ = harness.machine.onResultCommitted(.complete(complete(attempt(0))), outcome: .completed(readyToStitch: false),
+                                              now: harness.now)
+        _ = harness.machine.onLeasesExtended([attempt(0)], worker: .key(workerKey), check: .accept,
+                                             current: [attempt(0).leaseToken], now: harness.now)
+        #expect(harness.machine.sessionSnapshots.first?.running == 0)
+    }
+
+    @Test("a result whose commit failed frees its slot too; a job ending meanwhile sends it no CANCEL")
+    func reportedAttemptsAreNotCancelled() {
+        var harness = Harness()
+        harness.welcome(slots: 3)
+        let other = attempt(0, job: "job-2")
+        _ = harness.assign([attempt(0), attempt(1), other])
+        _ = harness.receive(.complete(complete(attempt(0))))
+        _ = harness.receive(.complete(complete(other)))
+        _ = harness.machine.onResultCommitFailed(.complete(complete(other)), now: harness.now)
+        #expect(harness.machine.sessionSnapshots.first?.running == 2)
+        let ended = harness.machine.onJobEnded("job-1", reason: .jobCancelled, now: harness.now)
+        #expect(cancels(ended) == [Cancel(attempt: attempt(1), reason: .jobCancelled)])
+        #expect(harness.machine.sessionSnapshots.first?.running == 0)
+    }
+
+    @Test("leases the reaper took back: their holder gets CANCEL; a job that failed cancels its other attempts")
+    func reaped() {
+        var harness = Harness()
+        harness.welcome()
+        harness.welcome(other, id: otherID)
+        _ = harness.assign([attempt(0)])
+        _ = harness.assign([attempt(1)], to: other)
+        let directives = harness.machine.onLeasesTakenBack(
+            [TakenBackLease(job: "job-1", leaseToken: attempt(0).leaseToken, jobFailed: true)], now: harness.now)
+        #expect(directives.compactMap { $0.sent.map { [$0.peer: $0.message] } } == [
+            [worker: .cancel(Cancel(attempt: attempt(0), reason: .leaseLost))],
+            [other: .cancel(Cancel(attempt: attempt(1), reason: .jobFailed))],
+        ])
+        #expect(directives.contains(.removeJobFiles("job-1")))
+    }
+
+    // MARK: Results
+
+    @Test("COMPLETE is ACKed only after its commit; the last segment wakes the stitcher")
+    func completeAfterCommit() {
+        var harness = Harness()
+        harness.welcome()
+        _ = harness.assign([attempt(0)])
+        let received = harness.receive(.complete(complete(attempt(0))))
+        #expect(received == [.commitResult(.complete(complete(attempt(0))))])
+        let committed = harness.machine.onResultCommitted(
+            .complete(complete(attempt(0))), outcome: .completed(readyToStitch: true), now: harness.now)
+        #expect(acks(committed) == [Ack(attempt: attempt(0), acknowledges: .complete, outcome: .accepted)])
+        #expect(committed.contains(.wakeStitcher))
+    }
+
+    @Test("a COMPLETE resent while the first is being committed waits for that commit and gets duplicate")
+    func duplicateInFlight() {
+        var harness = Harness()
+        harness.welcome()
+        let result = complete(attempt(0))
+        _ = harness.receive(.complete(result))
+        #expect(harness.receive(.complete(result)).isEmpty, "no second commit")
+        let committed = harness.machine.onResultCommitted(.complete(result), outcome: .completed(readyToStitch: false),
+                                                          now: harness.now)
+        #expect(acks(committed).map(\.outcome) == [.accepted, .duplicate])
+    }
+
+    @Test("resends after the commit get the same answer at once: duplicate, or stale for a stale one",
+          arguments: [(ResultOutcome.completed(readyToStitch: false), Ack.Outcome.duplicate),
+                      (.alreadyCompleted, .duplicate), (.stale, .stale)])
+    func resendAnswered(outcome: ResultOutcome, resent: Ack.Outcome) {
+        var harness = Harness()
+        harness.welcome()
+        let result = complete(attempt(0))
+        _ = harness.receive(.complete(result))
+        let first = harness.machine.onResultCommitted(.complete(result), outcome: outcome, now: harness.now)
+        #expect(acks(first).map(\.outcome) == [outcome.ackOutcome])
+        for _ in 0..<3 {
+            let again = harness.receive(.complete(result))
+            #expect(again.compactMap(\.committed).isEmpty, "answered from memory, not committed again")
+            #expect(acks(again) == [Ack(attempt: attempt(0), acknowledges: .complete, outcome: resent)])
+        }
+    }
+
+    @Test("a FAIL resent after its commit is a duplicate, not stale")
+    func failResent() {
+        var harness = Harness()
+        harness.welcome()
+        let failure = Fail(attempt: attempt(0), code: "undecodable-input", reason: "bad", retryable: false)
+        #expect(harness.receive(.fail(failure)) == [.commitResult(.fail(failure))])
+        _ = harness.machine.onResultCommitted(.fail(failure), outcome: .failureRecorded(jobFailed: false), now: harness.now)
+        #expect(acks(harness.receive(.fail(failure))) == [Ack(attempt: attempt(0), acknowledges: .fail, outcome: .duplicate)])
+    }
+
+    @Test("a result whose commit failed is not ACKed; the worker's resend is committed again")
+    func commitFailed() {
+        var harness = Harness()
+        harness.welcome()
+        let result = complete(attempt(0))
+        _ = harness.receive(.complete(result))
+        #expect(messages(harness.machine.onResultCommitFailed(.complete(result), now: harness.now)).isEmpty)
+        #expect(harness.receive(.complete(result)) == [.commitResult(.complete(result))])
+    }
+
+    @Test("a FAIL that fails the job: ACK, then CANCEL job-failed to every other attempt of that job only")
+    func failFailsJob() {
+        var harness = Harness()
+        harness.welcome(slots: 3)
+        harness.welcome(other, id: otherID, slots: 3)
+        _ = harness.assign([attempt(0), attempt(1), attempt(0, job: "job-2")])
+        _ = harness.assign([attempt(2)], to: other)
+        let failure = Fail(attempt: attempt(0), code: "undecodable-input", reason: "bad bytes", retryable: false)
+        _ = harness.receive(.fail(failure))
+        let committed = harness.machine.onResultCommitted(.fail(failure), outcome: .failureRecorded(jobFailed: true),
+                                                          now: harness.now)
+        #expect(acks(committed) == [Ack(attempt: attempt(0), acknowledges: .fail, outcome: .accepted)])
+        #expect(Set(cancels(committed)) == [Cancel(attempt: attempt(1), reason: .jobFailed),
+                                            Cancel(attempt: attempt(2), reason: .jobFailed)])
+        #expect(committed.contains(.removeJobFiles("job-1")))
+    }
+
+    @Test("a cancelled job: CANCEL job-cancelled to every worker holding one of its attempts, files removed")
+    func cancelFanOut() {
+        var harness = Harness()
+        harness.welcome()
+        harness.welcome(other, id: otherID)
+        _ = harness.assign([attempt(0), attempt(0, job: "job-2")])
+        _ = harness.assign([attempt(1)], to: other)
+        let directives = harness.machine.onJobEnded("job-1", reason: .jobCancelled, now: harness.now)
+        #expect(Set(directives.compactMap(\.sent).map { "\($0.peer.routingID!) \($0.message)" }) == [
+            "w:one \(CoordinatorMessage.cancel(Cancel(attempt: attempt(0), reason: .jobCancelled)))",
+            "w:two \(CoordinatorMessage.cancel(Cancel(attempt: attempt(1), reason: .jobCancelled)))",
+        ])
+        #expect(directives.last == .removeJobFiles("job-1"))
+        #expect(harness.machine.sessionSnapshots.map(\.running).sorted() == [0, 1], "job-2's attempt still runs")
+    }
+
+    // MARK: Dispatch
+
+    @Test("every worker's free slots go into one claim; slots freed while it is in flight go into the next")
+    func claimBatching() throws {
+        var harness = Harness()
+        harness.welcome(slots: 4)
+        harness.welcome(other, id: otherID, slots: 2)
+        let first = try #require(harness.machine.dispatch().compactMap(\.claim).first)
+        #expect(Set(first.demands) == [ClaimDemand(worker: .key(workerKey), workerID: workerID, limit: 4),
+                                       ClaimDemand(worker: .key(otherKey), workerID: otherID, limit: 2)])
+        #expect(harness.machine.dispatch().isEmpty, "one claim in flight at a time")
+        let assigned = harness.machine.onClaimed(
+            [.key(workerKey): (0..<4).map { assignment(attempt($0)) }, .key(otherKey): [assignment(attempt(4))]],
+            demands: first.demands, generation: first.generation, now: harness.now)
+        let assigns = messages(assigned).compactMap { if case .assign(let assign) = $0 { assign } else { nil } }
+        #expect(assigns.map(\.attempt.segment).sorted() == [0, 1, 2, 3, 4])
+        #expect(assigns.allSatisfy { $0.leaseMilliseconds == 30_000 && $0.progressIntervalMilliseconds == 5000 })
+        #expect(assigned.compactMap(\.sent).filter { $0.peer == other }.count == 1)
+        #expect(!harness.machine.workAvailable, "a short claim: nothing else is claimable")
+        harness.machine.onWorkAvailable()
+        #expect(claimed(harness.machine.dispatch()) == [1], "only the other worker's last slot is free")
+        _ = harness.machine.onClaimFailed([ClaimDemand(worker: .key(otherKey), workerID: otherID, limit: 1)])
+        harness.machine.onWorkAvailable()
+        _ = harness.receive(.complete(complete(attempt(0))))
+        _ = harness.receive(.complete(complete(attempt(1))))
+        #expect(claimed(harness.machine.dispatch()) == [1, 2], "a reported result frees its slot")
+    }
+
+    @Test("a short claim means nothing is claimable until a wake-up; a wake-up during the claim is not lost")
+    func workAvailability() throws {
+        var harness = Harness()
+        harness.welcome(slots: 2)
+        var claim = try #require(harness.machine.dispatch().compactMap(\.claim).first)
+        _ = harness.machine.onClaimed([:], demands: claim.demands, generation: claim.generation, now: harness.now)
+        #expect(!harness.machine.workAvailable)
+        #expect(harness.machine.dispatch().isEmpty)
+
+        harness.machine.onWorkAvailable()
+        claim = try #require(harness.machine.dispatch().compactMap(\.claim).first)
+        harness.machine.onWorkAvailable()  // a NOTIFY while the claim is in flight
+        _ = harness.machine.onClaimed([:], demands: claim.demands, generation: claim.generation, now: harness.now)
+        #expect(harness.machine.workAvailable)
+        #expect(claimed(harness.machine.dispatch()) == [2])
+    }
+
+    @Test("a failed claim frees the slots and stops claiming until the next wake-up (no hot loop)")
+    func claimFailed() throws {
+        var harness = Harness()
+        harness.welcome(slots: 2)
+        let claim = try #require(harness.machine.dispatch().compactMap(\.claim).first)
+        _ = harness.machine.onClaimFailed(claim.demands)
+        #expect(harness.machine.dispatch().isEmpty)
+        harness.machine.onWorkAvailable()
+        #expect(claimed(harness.machine.dispatch()) == [2])
+    }
+
+    @Test("an ASSIGN that cannot be routed is handed back at once and the worker is forgotten")
+    func unroutableAssign() {
+        var harness = Harness()
+        harness.welcome()
+        let assigned = harness.assign([attempt(0)])
+        guard case .assign(let assign)? = messages(assigned).first else {
+            Issue.record("no ASSIGN")
+            return
+        }
+        let error = WireError(code: .unroutable, message: "host unreachable")
+        let directives = harness.machine.onSendFailed(.assign(assign), worker: .key(workerKey), error: error, now: harness.now)
+        #expect(directives.contains(.abandonAttempt(attempt(0), reason: "the assignment could not be delivered: host unreachable")))
+        #expect(directives.contains(.markWorkers([workerID], online: false)))
+        #expect(harness.machine.sessionSnapshots.isEmpty)
+    }
+
+    @Test("claims that come back after the worker left are handed back")
+    func claimAfterLeaving() throws {
+        var harness = Harness()
+        harness.welcome()
+        let claim = try #require(harness.machine.dispatch().compactMap(\.claim).first)
+        _ = harness.receive(.disconnect(Disconnect(reason: .shutdown)))
+        let directives = harness.machine.onClaimed([.key(workerKey): [assignment(attempt(0))]], demands: claim.demands,
+                                                   generation: claim.generation, now: harness.now)
+        #expect(directives == [.abandonAttempt(attempt(0), reason: "the worker left before its assignment was sent")])
+    }
+
+    // MARK: Time
+
+    @Test("HEARTBEAT goes to workers nothing was sent to for an interval")
+    func heartbeats() {
+        var harness = Harness()
+        harness.welcome()
+        harness.advance(.milliseconds(500))
+        #expect(messages(harness.machine.onTick(now: harness.now)).isEmpty)
+        harness.advance(.milliseconds(600))
+        _ = harness.receive(.heartbeat(Heartbeat()))
+        #expect(messages(harness.machine.onTick(now: harness.now)) == [.heartbeat(Heartbeat())])
+        #expect(messages(harness.machine.onTick(now: harness.now)).isEmpty, "just sent one")
+    }
+
+    @Test("a silent worker gets no new assignments; it is forgotten later; speaking again revives it before that")
+    func liveness() {
+        var harness = Harness()
+        harness.welcome(slots: 1)
+        harness.advance(.milliseconds(3100))
+        let silent = harness.machine.onTick(now: harness.now)
+        #expect(silent.contains(.report(.workerSilent(.key(workerKey)))))
+        #expect(harness.machine.dispatch().isEmpty)
+
+        let back = harness.receive(.heartbeat(Heartbeat()))
+        #expect(back.contains(.report(.workerBack(.key(workerKey)))))
+        #expect(claimed(harness.machine.dispatch()) == [1])
+
+        harness.advance(.seconds(41))
+        let gone = harness.machine.onTick(now: harness.now)
+        #expect(gone.contains(.report(.workerForgotten(.key(workerKey)))))
+        #expect(gone.contains(.markWorkers([workerID], online: false)))
+        #expect(messages(harness.receive(.heartbeat(Heartbeat())))
+                == [.disconnect(Disconnect(reason: .reregister, detail: "unknown session: send HELLO"))])
+    }
+
+    @Test("live workers are recorded as seen every seen-interval")
+    func seen() {
+        var harness = Harness()
+        harness.welcome()
+        #expect(harness.machine.onTick(now: harness.now).contains(.markWorkers([workerID], online: true)))
+        harness.advance(.seconds(1))
+        _ = harness.receive(.heartbeat(Heartbeat()))
+        #expect(!harness.machine.onTick(now: harness.now).contains { if case .markWorkers = $0 { true } else { false } })
+    }
+
+    // MARK: Rejections and shutdown
+
+    @Test("garbled and unexpected messages become a report and nothing else")
+    func rejected() {
+        var harness = Harness()
+        harness.welcome()
+        let rejection = WireRejection(.garbled, "not JSON")
+        #expect(harness.machine.onRejected(rejection, from: worker, now: harness.now)
+                == [.report(.dropped(rejection, from: .key(workerKey)))])
+    }
+
+    @Test("graceful shutdown: no more claims, answers still flow, then DISCONNECT shutdown to every worker")
+    func shutdown() {
+        var harness = Harness()
+        harness.welcome()
+        harness.welcome(other, id: otherID)
+        _ = harness.receive(.complete(complete(attempt(0))))
+        harness.machine.stopDispatching()
+        #expect(harness.machine.dispatch().isEmpty)
+        let answered = harness.machine.onResultCommitted(.complete(complete(attempt(0))),
+                                                         outcome: .completed(readyToStitch: false), now: harness.now)
+        #expect(acks(answered).count == 1)
+        let farewell = harness.machine.onShutdown(now: harness.now)
+        #expect(Set(farewell.compactMap(\.sent?.peer)) == [worker, other])
+        #expect(Set(messages(farewell)) == [.disconnect(Disconnect(reason: .shutdown, detail: "the coordinator is stopping"))])
+        #expect(harness.machine.onShutdown(now: harness.now).isEmpty)
+    }
+
+    @Test("the answer memory keeps the newest outcomes only")
+    func answeredBounded() {
+        var answered = AnsweredResults(capacity: 3)
+        for index in 0..<10 { answered.record(.stale, for: LeaseToken(rawValue: "t\(index)")) }
+        #expect(answered.count == 3)
+        #expect(answered[LeaseToken(rawValue: "t9")] == .stale)
+        #expect(answered[LeaseToken(rawValue: "t6")] == nil)
+    }
+}
