@@ -62,7 +62,8 @@ struct ClientAPITests {
         try await withClient(of: server) { client in
             let status = try await client.status(of: "job-3")
             #expect(status == .scripted("job-3", "running", done: 1, total: 3))
-            #expect(await eventually { await client.skippedRepliesNow() == 2 })
+            // At least the two foreign replies (a loaded machine may make the client resend and see more).
+            #expect(await eventually { await client.skippedRepliesNow() >= 2 })
         }
     }
 
@@ -159,7 +160,7 @@ struct ClientAPITests {
             let before = server.requests.count
             let workers = try await client.workers()
             #expect(workers.isEmpty)
-            #expect(server.requests.count - before == 2)  // one `unavailable`, then the answer
+            #expect(server.requests.count - before >= 2)  // one `unavailable`, then the answer (more if a send timed out)
         }
     }
 

@@ -171,7 +171,7 @@ struct ClientCommandTests {
         let job: JobID = "job-restart"
         let first = try await ScriptedAPIServer.submitting(job, then: .scripted(job, "running", done: 1, total: 4))
         let endpoint = first.endpoint
-        let process = try SpliceProcess(["submit", "/in.mov", "/out.mp4", "--wait", "--timeout", "1",
+        let process = try SpliceProcess(["submit", "/in.mov", "/out.mp4", "--wait", "--timeout", "5",
                                          "--coordinator", endpoint])
         #expect(await process.waitForStderr(containing: "progress 25% 1/4"))
         await first.stop()

@@ -51,7 +51,8 @@ struct WorkerDaemonTests {
     func leaseRunsOut() async throws {
         try await session { coordinator, worker, _ in
             // The coordinator is alive (HEARTBEATs) but acknowledges nothing, as if its database were down.
-            let lease = 2_000
+            // Long enough that the safety margin (lease/4) also covers delivery delays on a loaded machine.
+            let lease = 4_000
             let assign = try WorkerMedia.assign(try await WorkerMedia.slowPlan(), spool: worker.spool,
                                                 token: "expiring", lease: lease, progress: 100)
             let sent = ContinuousClock.now
@@ -99,7 +100,7 @@ struct WorkerDaemonTests {
         let assign = try WorkerMedia.assign(try await WorkerMedia.plan(preset: "ultrafast"), spool: worker.spool,
                                             token: "survivor")
         try await coordinator.send(.assign(assign))
-        let complete = try #require(await coordinator.next { $0.asComplete }, "no COMPLETE")
+        let complete = try #require(await coordinator.next(within: .seconds(60)) { $0.asComplete }, "no COMPLETE")
         await coordinator.close()  // killed between COMPLETE and its ACK
 
         try await Task.sleep(for: .milliseconds(300))
