@@ -47,10 +47,10 @@ struct CoordinatorJobTests {
     func duplicateAndStale() async throws {
         let source = try await TestMedia.clip(seconds: 1)
         let coordinator = try await CoordinatorUnderTest.start { configuration in
-            // Silent after 600 ms, so the slow worker gets nothing new (but its session is kept);
-            // leases of 1.5 s.
+            // Silent after 600 ms, so the hung worker gets nothing new (but its session is kept);
+            // leases of 4 s, which the other worker keeps up with PROGRESS every second.
             configuration.sessions = CoordinatorStateMachine.Policy(
-                heartbeatInterval: .milliseconds(200), heartbeatLiveness: 3, leaseDuration: .milliseconds(1500),
+                heartbeatInterval: .milliseconds(200), heartbeatLiveness: 3, leaseDuration: .seconds(4),
                 forgetAfter: .seconds(60))
         }
         let context = try WireContext()

@@ -122,7 +122,8 @@ struct TestClient: Sendable {
         return TestClient(endpoint: APIClientEndpoint(wire), context: context)
     }
 
-    func request(_ request: APIRequest, timeout: Duration = .seconds(10)) async throws -> APIReply {
+    /// One request; the generous default timeout is for the whole suite running at once.
+    func request(_ request: APIRequest, timeout: Duration = .seconds(30)) async throws -> APIReply {
         try await endpoint.request(request, timeout: timeout)
     }
 
@@ -274,12 +275,22 @@ actor ScriptedWorker {
         }
     }
 
-    /// ACCEPT, wait for its ACK, encode for real, and return the COMPLETE to send.
+    /// ACCEPT, wait for its ACK, encode for real — sending PROGRESS every progress interval, as
+    /// a worker does to keep its lease — and return the COMPLETE to send.
     func acceptAndEncode(_ assign: Assign) async throws -> Complete {
         try await send(.accept(Accept(attempt: assign.attempt)))
         guard let ack = await ack(of: assign.attempt, .accept), ack.outcome == .accepted else {
             throw TestFailure("ACCEPT of \(assign.attempt) was not acknowledged as accepted")
         }
+        let endpoint = self.endpoint
+        let progress = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(assign.progressIntervalMilliseconds))
+                guard !Task.isCancelled else { return }
+                try? await endpoint.send(.progress(Progress(attempt: assign.attempt, fraction: 0.5, frames: 0)))
+            }
+        }
+        defer { progress.cancel() }
         return try await SegmentEncoder.encode(assign)
     }
 
