@@ -8,7 +8,7 @@ import Testing
 @Suite("SpliceClient against a scripted coordinator", .timeLimit(.minutes(1)))
 struct ClientAPITests {
     /// Short waits, so a lost reply costs the tests fractions of a second.
-    static func configuration(_ endpoint: String, timeout: Duration = .seconds(5)) -> SpliceClientConfiguration {
+    static func configuration(_ endpoint: String, timeout: Duration = .seconds(30)) -> SpliceClientConfiguration {
         SpliceClientConfiguration(
             endpoint: endpoint, timeout: timeout, attemptTimeout: .milliseconds(200),
             retryBackoff: Backoff(base: .milliseconds(20), cap: .milliseconds(100)),
@@ -25,13 +25,15 @@ struct ClientAPITests {
         try await withClient(of: server) { client in
             let job = try await client.submit(Self.submission)
             #expect(job == "job-1")
+            // Two sends at least (a loaded machine may make the client resend more often).
             let sent = server.requests
-            #expect(sent.count == 2)
-            guard sent.count == 2, case .submit(let first) = sent[0].message, case .submit(let second) = sent[1].message
-            else { Issue.record("expected two SUBMITs, got \(sent.map(\.message))"); return }
-            #expect(first.submissionKey != nil)
-            #expect(first == second)
-            #expect(sent[0].requestID != sent[1].requestID)
+            let submits = sent.compactMap { envelope -> SubmitJob? in
+                if case .submit(let job) = envelope.message { job } else { nil }
+            }
+            #expect(sent.count >= 2 && submits.count == sent.count, "expected SUBMITs only, got \(sent.map(\.message))")
+            #expect(submits.first?.submissionKey != nil)
+            #expect(submits.allSatisfy { $0 == submits.first })
+            #expect(Set(sent.map(\.requestID)).count == sent.count)
         }
     }
 
@@ -98,7 +100,9 @@ struct ClientAPITests {
         guard case .unreachable(let error) = seen[firstOutage] else { return }
         #expect(error.code == .unreachable)
         #expect(error.isRetryable)
-        #expect(error.message == "no coordinator answered at \(endpoint); is `splice coordinator` running?")
+        // Refused connection or (on a loaded machine) a reply later than 400 ms: either way one line naming the endpoint.
+        #expect(error.message == "no coordinator answered at \(endpoint); is `splice coordinator` running?"
+                || error.message.hasPrefix("the coordinator at \(endpoint) did not answer within 400ms;"))
         #expect(!second.requests.isEmpty)
         await client.close()
         await second.stop()
@@ -233,7 +237,7 @@ struct ClientAPITests {
 }
 
 /// Runs `body` with a client of `server` (short waits, `timeout` per call), then closes both.
-func withClient(of server: ScriptedAPIServer, timeout: Duration = .seconds(5),
+func withClient(of server: ScriptedAPIServer, timeout: Duration = .seconds(30),
                 _ body: (SpliceClient) async throws -> Void) async throws {
     let client = try await SpliceClient.connect(ClientAPITests.configuration(server.endpoint, timeout: timeout))
     do {

@@ -173,7 +173,7 @@ extension TestMedia {
     }
 
     private static func damage(_ clean: String, from: Double, to: Double) throws -> String {
-        let packets = try ExternalTool.check("ffprobe", [
+        let packets = try ExternalTool.checkBlocking("ffprobe", [
             "-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time,size,pos", "-of", "csv=p=0", clean,
         ]).text
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: clean)))

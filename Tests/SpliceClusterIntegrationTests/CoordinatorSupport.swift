@@ -326,17 +326,15 @@ enum SegmentEncoder {
 enum TestMedia {
     /// A video-only clip with a keyframe every second, so 1-second segments cut it `seconds` ways.
     static func clip(seconds: Int) async throws -> String {
-        try await offPool {
-            try Fixtures.clip(Fixtures.ClipSpec(
-                seconds: String(seconds), sampleRate: nil,
-                videoCodec: ["-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-keyint_min", "30",
-                             "-sc_threshold", "0", "-pix_fmt", "yuv420p"]))
-        }
+        try await Fixtures.clip(Fixtures.ClipSpec(
+            seconds: String(seconds), sampleRate: nil,
+            videoCodec: ["-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-keyint_min", "30",
+                         "-sc_threshold", "0", "-pix_fmt", "yuv420p"]))
     }
 
     /// Frames ffprobe decodes from the video of `path`.
     static func frames(_ path: String) async throws -> Int {
-        try await offPool { try Probe(path, countFrames: true).first("video")?.readFrames ?? -1 }
+        try await Probe(path, countFrames: true).first("video")?.readFrames ?? -1
     }
 
     /// Runs blocking fixture work (ffmpeg, ffprobe) on a thread of its own: on the cooperative

@@ -79,7 +79,7 @@ final class ScriptedCoordinator: Sendable {
 
     /// Waits for HELLO, answers WELCOME and keeps the session alive with HEARTBEATs.
     @discardableResult
-    func welcome(heartbeat: Duration = .milliseconds(200), liveness: Int = 5) async throws -> Hello {
+    func welcome(heartbeat: Duration = .seconds(1), liveness: Int = 5) async throws -> Hello {
         let hello = try #require(await next { if case .hello(let hello) = $0 { hello } else { nil } }, "no HELLO")
         let milliseconds = Int(heartbeat.components.seconds * 1000 + heartbeat.components.attoseconds / 1_000_000_000_000_000)
         try await send(.welcome(Welcome(session: "scripted", heartbeatIntervalMilliseconds: milliseconds,
@@ -121,7 +121,7 @@ struct RunningWorker {
         configuration.tickInterval = .milliseconds(20)
         configuration.reconnectInterval = .milliseconds(50)
         configuration.reconnectIntervalMax = .milliseconds(200)
-        configuration.flushTimeout = .seconds(2)
+        configuration.flushTimeout = .seconds(10)
         configuration.codecThreads = 1  // two cores shared by every test running at once
         configure(&configuration)
         let daemon = try WorkerDaemon(configuration: configuration, logger: testLogger)
@@ -153,7 +153,7 @@ let testLogger: Logger = ProcessInfo.processInfo.environment[Logger.levelEnviron
 enum WorkerMedia {
     /// The one-segment plan of a `seconds`-long clip, encoded with x264 at `preset`.
     static func plan(preset: String, seconds: Int = 2) async throws -> SegmentPlan {
-        let clip = try Fixtures.clip(Fixtures.ClipSpec(seconds: "\(seconds)", width: 320, height: 240, sampleRate: nil))
+        let clip = try await Fixtures.clip(Fixtures.ClipSpec(seconds: "\(seconds)", width: 320, height: 240, sampleRate: nil))
         let asset = try await Asset.open(clip)
         return try await SegmentPlanner(targetDuration: MediaTime(seconds: 60))
             .plan(asset: asset, video: VideoSettings(codec: .h264, preset: preset), audio: nil, fileType: .mp4)
@@ -194,7 +194,7 @@ func files(under directory: URL) -> [String] {
 }
 
 /// Waits until `condition` holds, checking every 20 ms; false after `timeout`.
-func eventually(within timeout: Duration = .seconds(5), _ condition: () async -> Bool) async -> Bool {
+func eventually(within timeout: Duration = .seconds(30), _ condition: () async -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if await condition() { return true }
@@ -204,8 +204,8 @@ func eventually(within timeout: Duration = .seconds(5), _ condition: () async ->
 }
 
 /// The SHA-256 of a file as `sha256sum` (the independent oracle) computes it.
-func sha256(_ path: String) throws -> String {
-    String(try ExternalTool.check("sha256sum", [path]).text.prefix(64))
+func sha256(_ path: String) async throws -> String {
+    String(try await ExternalTool.check("sha256sum", [path]).text.prefix(64))
 }
 
 // MARK: - Matching messages

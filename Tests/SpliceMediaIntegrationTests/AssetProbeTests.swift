@@ -8,7 +8,7 @@ struct AssetProbeTests {
     @Test(arguments: Fixtures.allShared)
     func tracksAgreeWithFFprobe(path: String) async throws {
         let asset = try await Asset.open(path)
-        let probe = try Probe(path)
+        let probe = try await Probe(path)
         #expect(asset.tracks.count == probe.streams.count)
         for stream in probe.streams {
             let track = try #require(asset.track(stream.index))
@@ -44,7 +44,7 @@ struct AssetProbeTests {
         let video = try #require(asset.videoTrack)
         let ours = try await asset.keyframes(of: video)
         let tb = video.timeBase
-        let expected = try Probe.packets(path, select: "v:0").filter(\.isKeyframe).compactMap { $0.pts ?? $0.dts }
+        let expected = try await Probe.packets(path, select: "v:0").filter(\.isKeyframe).compactMap { $0.pts ?? $0.dts }
             .map { MediaTime(value: $0, timeBase: tb) - asset.origin }.sorted()
         #expect(!ours.isEmpty)
         #expect(ours == Array(Set(expected)).sorted())

@@ -22,8 +22,8 @@ struct ExportTests {
         return (output, session)
     }
 
-    private func frameCount(_ path: String) throws -> Int {
-        try #require(Probe(path, countFrames: true).first("video")?.readFrames)
+    private func frameCount(_ path: String) async throws -> Int {
+        try #require(await Probe(path, countFrames: true).first("video")?.readFrames)
     }
 
     @Test(arguments: [
@@ -31,11 +31,11 @@ struct ExportTests {
         (.av1, "mkv", "av1"), (.prores, "mov", "prores"),
     ])
     func encodesEveryVideoCodec(codec: VideoSettings.Codec, container: String, probeName: String) async throws {
-        let source = try Fixtures.clip(Self.clip)
+        let source = try await Fixtures.clip(Self.clip)
         let audio = AudioSettings(codec: container == "webm" ? .opus : (container == "mov" ? .pcm : .aac))
         let (out, session) = try await export(source, to: "out.\(container)", video: VideoSettings(codec: codec, width: 160),
                                               audio: audio)
-        let probe = try Probe(out, countFrames: true)
+        let probe = try await Probe(out, countFrames: true)
         let video = try #require(probe.first("video"))
         #expect(video.codec_name == probeName)
         #expect(video.width == 160 && video.height == 120)
@@ -46,24 +46,24 @@ struct ExportTests {
 
     @Test(arguments: [(AudioSettings.Codec.aac, "mp4", "aac", 44100), (.opus, "mkv", "opus", 48000), (.pcm, "mov", "pcm_s16le", 32000)])
     func encodesEveryAudioCodec(codec: AudioSettings.Codec, container: String, probeName: String, rate: Int) async throws {
-        let source = try Fixtures.clip(Self.clip)
+        let source = try await Fixtures.clip(Self.clip)
         let settings = AudioSettings(codec: codec, sampleRate: rate, channels: 1)
         let (out, _) = try await export(source, to: "a.\(container)", audio: settings)
-        let audio = try #require(Probe(out).first("audio"))
+        let audio = try #require(await Probe(out).first("audio"))
         #expect(audio.codec_name == probeName)
         #expect(audio.sampleRate == rate)
         #expect(audio.channels == 1)
         // Two seconds of audio survive resampling to within one packet.
-        let decoded = try decodedSamples(out)
+        let decoded = try await decodedSamples(out)
         #expect(abs(decoded - 2 * rate) <= 1024, "decoded \(decoded) samples")
     }
 
     @Test func aacOutputStartsAtSourceSampleZeroThroughAnEditList() async throws {
-        let source = try Fixtures.clip(Self.clip)
+        let source = try await Fixtures.clip(Self.clip)
         let (out, _) = try await export(source, to: "delay.mp4")
-        let audio = try #require(Probe(out).first("audio"))
+        let audio = try #require(await Probe(out).first("audio"))
         #expect(audio.start_time == "0.000000")
-        let packets = try Probe.packets(out, select: "a:0")
+        let packets = try await Probe.packets(out, select: "a:0")
         #expect(packets.first?.pts == -1024)
         #expect(packets.first?.dts == -1024)
     }
@@ -71,35 +71,35 @@ struct ExportTests {
     @Test func passThroughCopiesPacketsAndTheDisplayMatrix() async throws {
         let source = Fixtures.shared("h264_aac44k_720p_rotated90.mp4")
         let (out, _) = try await export(source, to: "copy.mp4", video: nil, audio: nil)
-        let src = try Probe(source), dst = try Probe(out)
+        let src = try await Probe(source), dst = try await Probe(out)
         #expect(dst.first("video")?.codec_name == "h264" && dst.first("audio")?.codec_name == "aac")
         #expect(dst.first("video")?.rotation == src.first("video")?.rotation)
         #expect(dst.first("video")?.width == 1280)
-        #expect(try Probe.packets(out, select: "v:0").count == Probe.packets(source, select: "v:0").count)
-        #expect(try Probe.packets(out, select: "a:0").count == Probe.packets(source, select: "a:0").count)
+        #expect(try await Probe.packets(out, select: "v:0").count == Probe.packets(source, select: "v:0").count)
+        #expect(try await Probe.packets(out, select: "a:0").count == Probe.packets(source, select: "a:0").count)
     }
 
     @Test func reencodingTurnsARotatedSourceUpright() async throws {
         let source = Fixtures.shared("h264_aac44k_720p_rotated90.mp4")
         let (out, _) = try await export(source, to: "upright.mp4", video: VideoSettings(codec: .h264, height: 640, preset: "ultrafast"))
-        let video = try #require(Probe(out).first("video"))
+        let video = try #require(await Probe(out).first("video"))
         #expect(video.width == 360 && video.height == 640)
         #expect(video.rotation == 0)
     }
 
     @Test func timeRangesAreFrameExact() async throws {
         // The clip has a keyframe every 30 frames; 0.5 s starts mid-GOP.
-        let source = try Fixtures.clip(Self.clip)
+        let source = try await Fixtures.clip(Self.clip)
         let range = MediaTimeRange(start: MediaTime(value: 1, timescale: 2), duration: MediaTime(seconds: 1))
         let (out, session) = try await export(source, to: "range.mp4", range: range)
-        #expect(try frameCount(out) == 30)
+        #expect(try await frameCount(out) == 30)
         #expect(session.summary?.videoFrames == 30)
-        let probe = try Probe(out)
+        let probe = try await Probe(out)
         #expect(probe.first("video")?.durationMicroseconds == 1_000_000)
         // One second of 48 kHz audio, cut to the sample.
         #expect(session.summary?.audioSamples == 48000)
         // The first frame shown is source frame 15: compare against the source decoded at 0.5 s.
-        #expect(try firstFramesMatch(out, source: source, sourceStart: "0.5"))
+        #expect(try await firstFramesMatch(out, source: source, sourceStart: "0.5"))
     }
 
     @Test func rangesDeepInsideALongGOPDecodeFromTheKeyframeBefore() async throws {
@@ -109,16 +109,16 @@ struct ExportTests {
         let range = MediaTimeRange(start: MediaTime(seconds: 105), duration: MediaTime(seconds: 2))
         let (deep, _) = try await export(long, to: "deep.mp4", video: VideoSettings(codec: .h264, width: 320, preset: "ultrafast"),
                                          range: range)
-        #expect(try frameCount(deep) == 60)
-        #expect(try Probe(deep).first("video")?.durationMicroseconds == 2_000_000)
+        #expect(try await frameCount(deep) == 60)
+        #expect(try await Probe(deep).first("video")?.durationMicroseconds == 2_000_000)
 
         let spec = Fixtures.ClipSpec(seconds: "30", sampleRate: nil,
                                      videoCodec: ["-c:v", "libx264", "-preset", "ultrafast", "-g", "600", "-pix_fmt", "yuv420p"])
-        let source = try Fixtures.clip(spec)
+        let source = try await Fixtures.clip(spec)
         let (out, _) = try await export(source, to: "gop.mp4", audio: nil,
                                         range: MediaTimeRange(start: MediaTime(seconds: 25), duration: MediaTime(seconds: 2)))
-        #expect(try frameCount(out) == 60)
-        #expect(try firstFramesMatch(out, source: source, sourceStart: "25"))
+        #expect(try await frameCount(out) == 60)
+        #expect(try await firstFramesMatch(out, source: source, sourceStart: "25"))
     }
 
     @Test func variableFrameRateTimestampsAreKept() async throws {
@@ -126,14 +126,14 @@ struct ExportTests {
         let spec = Fixtures.ClipSpec(seconds: "2", sampleRate: nil,
                                      extraVideoFilter: "select='not(mod(n\\,3))+eq(n\\,10)+eq(n\\,11)'",
                                      extraOutputArgs: ["-fps_mode", "vfr"])
-        let source = try Fixtures.clip(spec)
+        let source = try await Fixtures.clip(spec)
         let (out, _) = try await export(source, to: "vfr.mp4", audio: nil)
-        let micros: (String) throws -> [Int64] = { path in
-            let tb = try #require(Probe(path).first("video")?.time_base)
+        let micros: (String) async throws -> [Int64] = { path in
+            let tb = try #require(await Probe(path).first("video")?.time_base)
             let parts = tb.split(separator: "/").compactMap { Int64($0) }
-            return try Probe.frames(path, select: "v:0").compactMap(\.best_effort_timestamp).map { $0 * 1_000_000 * parts[0] / parts[1] }
+            return try await Probe.frames(path, select: "v:0").compactMap(\.best_effort_timestamp).map { $0 * 1_000_000 * parts[0] / parts[1] }
         }
-        let a = try micros(source), b = try micros(out)
+        let a = try await micros(source), b = try await micros(out)
         #expect(a.count == 22)
         #expect(a == b)
     }
@@ -141,45 +141,45 @@ struct ExportTests {
     @Test func editListInputKeepsOnlyThePresentedFrames() async throws {
         let source = Fixtures.shared("hevc10_bframes_editlist.mp4")
         let (out, _) = try await export(source, to: "edit.mp4", video: VideoSettings(codec: .h264, width: 270, preset: "ultrafast"))
-        #expect(try frameCount(out) == frameCount(source))
+        #expect(try await frameCount(out) == frameCount(source))
     }
 
     @Test func surroundIsDownmixedToStereo() async throws {
         let source = Fixtures.shared("vp9_vorbis51_540p.webm")
         let (out, _) = try await export(source, to: "stereo.mp4", video: VideoSettings(codec: .h264, width: 320, preset: "ultrafast"),
                                         audio: AudioSettings(codec: .aac, channels: 2))
-        let audio = try #require(Probe(out).first("audio"))
+        let audio = try #require(await Probe(out).first("audio"))
         #expect(audio.channels == 2)
         #expect(audio.channel_layout == "stereo")
-        #expect(try meanVolume(out) > -50, "the downmix must not be silent")
+        #expect(try await meanVolume(out) > -50, "the downmix must not be silent")
     }
 
     @Test func pcmMOVInputBecomesAAC() async throws {
         let source = Fixtures.shared("h264_pcm_1080p50.mov")
         let (out, session) = try await export(source, to: "pcm.mp4", video: VideoSettings(codec: .h264, width: 320, preset: "ultrafast"))
         #expect(session.summary?.audioSamples == 96000)
-        #expect(try frameCount(out) == 100)
+        #expect(try await frameCount(out) == 100)
         // FFmpeg does not trim the last AAC packet's padding on decode, so up to one packet more.
-        let decoded = try decodedSamples(out)
-        #expect(try decodedSamples(source) == 96000)
+        let decoded = try await decodedSamples(out)
+        #expect(try await decodedSamples(source) == 96000)
         #expect(decoded >= 96000 && decoded < 96000 + 1024)
     }
 
     @Test func oddSizesAreRoundedAndReported() async throws {
-        let source = try Fixtures.clip(Self.clip)
+        let source = try await Fixtures.clip(Self.clip)
         let (out, session) = try await export(source, to: "odd.mp4", video: VideoSettings(codec: .h264, width: 161, preset: "ultrafast"))
-        let video = try #require(Probe(out).first("video"))
+        let video = try #require(await Probe(out).first("video"))
         #expect(video.width == 162 && video.height! % 2 == 0)
         #expect(session.summary?.notices.contains { $0.contains("161") && $0.contains("162") } == true)
     }
 
     @Test func metadataAndFastStartAreWritten() async throws {
-        let source = try Fixtures.clip(Self.clip)
+        let source = try await Fixtures.clip(Self.clip)
         let (out, _) = try await export(source, to: "tags.mp4") { s in
             s.metadata = ["title": "Splice \"quoted\" title", "comment": "made by a test"]
             s.optimizesForNetworkUse = true
         }
-        let probe = try Probe(out)
+        let probe = try await Probe(out)
         #expect(probe.format.tags?["title"] == "Splice \"quoted\" title")
         let head = try FileHandle(forReadingFrom: URL(fileURLWithPath: out)).readData(ofLength: 4096)
         let moov = head.range(of: Data("moov".utf8)), mdat = head.range(of: Data("mdat".utf8))
@@ -189,7 +189,7 @@ struct ExportTests {
     // MARK: - Failures leave nothing behind
 
     @Test func cancellingMidExportRemovesThePartialFile() async throws {
-        let source = try Fixtures.clip(Fixtures.ClipSpec(seconds: "20", width: 640, height: 360))
+        let source = try await Fixtures.clip(Fixtures.ClipSpec(seconds: "20", width: 640, height: 360))
         let dir = Fixtures.temporaryDirectory("cancel")
         let output = dir.appendingPathComponent("cancelled.mp4")
         let session = ExportSession(asset: try await Asset.open(source), outputURL: output)
@@ -213,7 +213,7 @@ struct ExportTests {
         // With the index first (faststart), a cut-off copy opens but runs out of data mid-way.
         let dir = Fixtures.temporaryDirectory("trunc")
         let whole = dir.appendingPathComponent("whole.mp4").path
-        try ExternalTool.check("ffmpeg", ["-v", "error", "-i", Fixtures.shared("h264_aac_320x240_60fps_5s.mp4"),
+        try await ExternalTool.check("ffmpeg", ["-v", "error", "-i", Fixtures.shared("h264_aac_320x240_60fps_5s.mp4"),
                                           "-c", "copy", "-movflags", "+faststart", whole])
         let data = try Data(contentsOf: URL(fileURLWithPath: whole))
         let cut = dir.appendingPathComponent("cut.mp4").path
@@ -233,7 +233,7 @@ struct ExportTests {
     }
 
     @Test func anOutputFolderThatDoesNotExistIsAClearError() async throws {
-        let source = try Fixtures.clip(Self.clip)
+        let source = try await Fixtures.clip(Self.clip)
         let session = ExportSession(asset: try await Asset.open(source), outputURL: URL(fileURLWithPath: "/nonexistent/dir/out.mp4"))
         session.videoSettings = VideoSettings(codec: .h264)
         await #expect {
@@ -242,7 +242,7 @@ struct ExportTests {
     }
 
     @Test func invalidSettingsFailBeforeAnythingIsWritten() async throws {
-        let source = try Fixtures.clip(Self.clip)
+        let source = try await Fixtures.clip(Self.clip)
         let dir = Fixtures.temporaryDirectory("invalid")
         for bad in [VideoSettings(codec: .h264, width: 0), VideoSettings(codec: .h264, width: -640)] {
             let session = ExportSession(asset: try await Asset.open(source), outputURL: dir.appendingPathComponent("x.mp4"))
@@ -264,7 +264,7 @@ struct ExportTests {
         let asset = try await Asset.open(path)
         let name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
         let (out, _) = try await export(path, to: "\(name).mp4", video: VideoSettings(codec: .h264, preset: "ultrafast"))
-        let source = try Probe(path, countFrames: true), result = try Probe(out, countFrames: true)
+        let source = try await Probe(path, countFrames: true), result = try await Probe(out, countFrames: true)
         let sv = try #require(source.first("video")), rv = try #require(result.first("video"))
         #expect(rv.codec_name == "h264")
         #expect(rv.readFrames == sv.readFrames)
@@ -274,29 +274,29 @@ struct ExportTests {
         if source.first("audio") != nil { #expect(result.first("audio")?.codec_name == "aac") }
         // Duration within one frame of the source's presented video.
         let frameMicros = try #require(asset.videoTrack?.frameRate).reciprocalDuration.converted(to: 1_000_000).value
-        let sourceMicros = try videoSpanMicros(path), resultMicros = try videoSpanMicros(out)
+        let sourceMicros = try await videoSpanMicros(path), resultMicros = try await videoSpanMicros(out)
         #expect(abs(sourceMicros - resultMicros) <= frameMicros, "source \(sourceMicros) µs, output \(resultMicros) µs")
     }
 
     // MARK: - Oracles
 
     /// First-to-last presented frame span plus one frame, from decoded frame timestamps.
-    private func videoSpanMicros(_ path: String) throws -> Int64 {
-        let tb = try #require(Probe(path).first("video")?.time_base).split(separator: "/").compactMap { Int64($0) }
-        let stamps = try Probe.frames(path, select: "v:0").compactMap(\.best_effort_timestamp).sorted()
+    private func videoSpanMicros(_ path: String) async throws -> Int64 {
+        let tb = try #require(await Probe(path).first("video")?.time_base).split(separator: "/").compactMap { Int64($0) }
+        let stamps = try await Probe.frames(path, select: "v:0").compactMap(\.best_effort_timestamp).sorted()
         guard let first = stamps.first, let last = stamps.last, stamps.count > 1 else { return 0 }
         let step = (last - first) / Int64(stamps.count - 1)
         return (last - first + step) * 1_000_000 * tb[0] / tb[1]
     }
 
     /// Samples per channel ffmpeg decodes from the first audio track.
-    private func decodedSamples(_ path: String) throws -> Int {
-        let out = try ExternalTool.check("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a:0", "-ac", "1", "-f", "s16le", "-"])
+    private func decodedSamples(_ path: String) async throws -> Int {
+        let out = try await ExternalTool.check("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a:0", "-ac", "1", "-f", "s16le", "-"])
         return out.stdout.count / 2
     }
 
-    private func meanVolume(_ path: String) throws -> Int {
-        let out = try ExternalTool.run("ffmpeg", ["-hide_banner", "-i", path, "-map", "0:a:0", "-af", "volumedetect", "-f", "null", "-"])
+    private func meanVolume(_ path: String) async throws -> Int {
+        let out = try await ExternalTool.run("ffmpeg", ["-hide_banner", "-i", path, "-map", "0:a:0", "-af", "volumedetect", "-f", "null", "-"])
         let line = try #require(out.stderr.split(separator: "\n").first { $0.contains("mean_volume") })
         let value = line.split(separator: ":").last!.trimmingCharacters(in: .whitespaces).split(separator: " ").first!
         return Int(value.split(separator: ".").first!) ?? -100
@@ -304,17 +304,17 @@ struct ExportTests {
 
     /// Whether the output's first 3 frames are closest (PSNR) to the source's frames at the same
     /// positions rather than one before or after: no frame dropped, duplicated or shifted.
-    private func firstFramesMatch(_ output: String, source: String, sourceStart: String, scale: String? = nil) throws -> Bool {
+    private func firstFramesMatch(_ output: String, source: String, sourceStart: String, scale: String? = nil) async throws -> Bool {
         let filter = scale.map { "scale=\($0)," } ?? ""
-        let grab: (String, [String]) throws -> [Data] = { path, seek in
-            let out = try ExternalTool.check("ffmpeg", ["-v", "error"] + seek + ["-i", path, "-frames:v", "4",
+        let grab: (String, [String]) async throws -> [Data] = { path, seek in
+            let out = try await ExternalTool.check("ffmpeg", ["-v", "error"] + seek + ["-i", path, "-frames:v", "4",
                                                                                 "-vf", "\(filter)format=gray", "-f", "rawvideo", "-"])
             let frames = 4
             let size = out.stdout.count / frames
             return (0..<frames).map { out.stdout.subdata(in: ($0 * size)..<(($0 + 1) * size)) }
         }
-        let ours = try grab(output, [])
-        let theirs = try grab(source, ["-ss", sourceStart])
+        let ours = try await grab(output, [])
+        let theirs = try await grab(source, ["-ss", sourceStart])
         for i in 0..<3 {
             let same = meanAbsoluteDifference(ours[i], theirs[i])
             let next = meanAbsoluteDifference(ours[i], theirs[i + 1])

@@ -55,22 +55,22 @@ struct TranscodeTests {
     }
 
     /// Presentation times in microseconds, from decoded frames.
-    func frameTimes(_ path: String) throws -> [Int64] {
-        let tb = try #require(Probe(path).first("video")?.time_base).split(separator: "/").compactMap { Int64($0) }
-        return try Probe.frames(path, select: "v:0").compactMap(\.best_effort_timestamp).map { $0 * 1_000_000 * tb[0] / tb[1] }
+    func frameTimes(_ path: String) async throws -> [Int64] {
+        let tb = try #require(await Probe(path).first("video")?.time_base).split(separator: "/").compactMap { Int64($0) }
+        return try await Probe.frames(path, select: "v:0").compactMap(\.best_effort_timestamp).map { $0 * 1_000_000 * tb[0] / tb[1] }
     }
 
     /// Frames: same count, same times (as the single pass's; and the source's, where the output
     /// container keeps them exactly — Matroska rounds to 1 ms), each in its place.
-    func checkVideo(_ o: Outcome) throws {
-        let output = try frameTimes(o.output)
+    func checkVideo(_ o: Outcome) async throws {
+        let output = try await frameTimes(o.output)
         #expect(output.count == o.summary.stitch.videoFrames)
-        #expect(output == (try frameTimes(o.single)), "presentation times differ from the single pass's")
+        #expect(output == (try await frameTimes(o.single)), "presentation times differ from the single pass's")
         if o.output.hasSuffix(".mp4") {
-            #expect(output == (try frameTimes(o.source)), "presentation times differ from the source's")
+            #expect(output == (try await frameTimes(o.source)), "presentation times differ from the source's")
         }
         #expect(zip(output, output.dropFirst()).allSatisfy { $0 < $1 })
-        #expect(VideoAnalysis.misplacedFrames(try VideoAnalysis.greyFrames(o.output), source: try VideoAnalysis.greyFrames(o.single)).isEmpty)
+        #expect(await VideoAnalysis.misplacedFrames(try await VideoAnalysis.greyFrames(o.output), source: try await VideoAnalysis.greyFrames(o.single)).isEmpty)
     }
 
     enum QualityCheck {
@@ -86,18 +86,18 @@ struct TranscodeTests {
     }
 
     /// Audio: the single pass's length; lag 0 at every join and at the end; no quality dip.
-    func checkAudio(_ o: Outcome, sourceOffset: Int = 0, quality: QualityCheck = .blocksNearMedian) throws {
-        let output = try AudioAnalysis.decodeMono(o.output)
-        let single = try AudioAnalysis.decodeMono(o.single)
-        let source = Array(try AudioAnalysis.decodeMono(o.source).dropFirst(sourceOffset))
+    func checkAudio(_ o: Outcome, sourceOffset: Int = 0, quality: QualityCheck = .blocksNearMedian) async throws {
+        let output = try await AudioAnalysis.decodeMono(o.output)
+        let single = try await AudioAnalysis.decodeMono(o.single)
+        let source = Array(try await AudioAnalysis.decodeMono(o.source).dropFirst(sourceOffset))
         #expect(output.count == single.count, "stitched audio has \(output.count) samples, single pass \(single.count)")
         let joins = o.summary.plan.segments.compactMap { $0.audio?.keepStart }.map { Int($0) }
         for join in joins + [output.count - 2048] {
-            #expect(AudioAnalysis.lag(of: output, against: source, around: join, maxLag: 1100) == 0, "lag at sample \(join)")
+            #expect(await AudioAnalysis.lag(of: output, against: source, around: join, maxLag: 1100) == 0, "lag at sample \(join)")
         }
         switch quality {
         case .blocksNearMedian:
-            let snr = AudioAnalysis.blockSNR(output, reference: source)
+            let snr = await AudioAnalysis.blockSNR(output, reference: source)
             let median = AudioAnalysis.median(snr)
             for join in joins {
                 let block = join / 1024
@@ -106,9 +106,7 @@ struct TranscodeTests {
                 }
             }
         case .windowLikeSinglePass:
-            let windows = (0..<(min(output.count, source.count) / 4096)).map {
-                AudioAnalysis.snr(output, reference: source, range: ($0 * 4096)..<(($0 + 1) * 4096))
-            }
+            let windows = await AudioAnalysis.blockSNR(output, reference: source, block: 4096)
             let median = AudioAnalysis.median(windows)
             for join in joins {
                 let range = (join - 2048)..<(join + 2048)
@@ -122,8 +120,8 @@ struct TranscodeTests {
     }
 
     /// AAC in MP4: packets = ceil((L + priming) / 1024) and exactly one audio edit list.
-    func checkAACPackets(_ o: Outcome, consumedSamples: Int) throws {
-        let packets = try Probe.packets(o.output, select: "a:0")
+    func checkAACPackets(_ o: Outcome, consumedSamples: Int) async throws {
+        let packets = try await Probe.packets(o.output, select: "a:0")
         #expect(packets.count == (consumedSamples + 1024 + 1023) / 1024)
         #expect(packets.first?.pts == -1024)
         let audioEdits = try MP4Boxes.editLists(o.output).filter { $0.handler == "soun" }
@@ -134,31 +132,31 @@ struct TranscodeTests {
 
     @Test(arguments: [("25", 48000), ("30000/1001", 44100), ("30", 48000), ("60", 44100)])
     func joinsAreSeamlessAtCommonRates(fps: String, rate: Int) async throws {
-        let source = try Fixtures.clip(Self.clip(seconds: 4, fps: fps, rate: rate))
+        let source = try await Fixtures.clip(Self.clip(seconds: 4, fps: fps, rate: rate))
         let o = try await transcode(source, segmentSeconds: 1)
         #expect(o.summary.plan.segments.count == 4)
-        try checkVideo(o)
-        try checkAudio(o)
-        try checkAACPackets(o, consumedSamples: try AudioAnalysis.decodeMono(source).count)
+        try await checkVideo(o)
+        try await checkAudio(o)
+        try await checkAACPackets(o, consumedSamples: try await AudioAnalysis.decodeMono(source).count)
     }
 
     @Test func opusJoinsAreSeamless() async throws {
-        let source = try Fixtures.clip(Self.clip(seconds: 4, fps: "30", rate: 48000))
+        let source = try await Fixtures.clip(Self.clip(seconds: 4, fps: "30", rate: 48000))
         let o = try await transcode(source, container: "mkv", audio: AudioSettings(codec: .opus), segmentSeconds: 1)
         #expect(o.summary.plan.audioFraming?.samplesPerPacket == 960)
         #expect(o.summary.plan.segments.count == 4)
-        try checkVideo(o)
-        try checkAudio(o, quality: .windowLikeSinglePass)
+        try await checkVideo(o)
+        try await checkAudio(o, quality: .windowLikeSinglePass)
     }
 
     @Test(arguments: [(4, 10, 1), (4, 2, 2), (50, 1, 50)])
     func segmentCounts(seconds: Int, segmentSeconds: Int64, expected: Int) async throws {
-        let source = try Fixtures.clip(Self.clip(seconds: seconds, fps: "25", rate: 48000, width: 96, height: 64))
+        let source = try await Fixtures.clip(Self.clip(seconds: seconds, fps: "25", rate: 48000, width: 96, height: 64))
         let o = try await transcode(source, segmentSeconds: segmentSeconds)
         #expect(o.summary.plan.segments.count == expected)
-        try checkVideo(o)
-        try checkAudio(o)
-        try checkAACPackets(o, consumedSamples: try AudioAnalysis.decodeMono(source).count)
+        try await checkVideo(o)
+        try await checkAudio(o)
+        try await checkAACPackets(o, consumedSamples: try await AudioAnalysis.decodeMono(source).count)
     }
 
     @Test func theLongGOPFileIsCutAtEachOfItsSparseKeyframes() async throws {
@@ -169,28 +167,28 @@ struct TranscodeTests {
         // Keyframes every 8.33 s: cuts at 8.33, 16.67, 25, 33.33.
         #expect(o.summary.plan.segments.compactMap(\.videoEnd) == [25, 50, 75, 100, 120].map { MediaTime(value: $0, timescale: 3) })
         #expect(o.summary.stitch.videoFrames == 1200)
-        #expect(try frameTimes(o.output) == Array(try frameTimes(source).prefix(1200)))
+        #expect(try await frameTimes(o.output) == Array(try await frameTimes(source).prefix(1200)))
     }
 
     @Test func aRealPhoneClipWithUnevenTrackLengths() async throws {
         let source = Fixtures.shared("h264_aac_320x240_60fps_5s.mp4")
         let o = try await transcode(source, segmentSeconds: 1)
         #expect(o.summary.plan.segments.count >= 2)
-        try checkVideo(o)
-        try checkAudio(o, quality: .none)
+        try await checkVideo(o)
+        try await checkAudio(o, quality: .none)
     }
 
     @Test func aTimeRangeIsTranscodedLikeASinglePassExport() async throws {
-        let source = try Fixtures.clip(Self.clip(seconds: 8, fps: "30", rate: 48000))
+        let source = try await Fixtures.clip(Self.clip(seconds: 8, fps: "30", rate: 48000))
         let range = MediaTimeRange(start: MediaTime(value: 3, timescale: 2), duration: MediaTime(seconds: 5))
         let o = try await transcode(source, segmentSeconds: 2, range: range)
         #expect(o.summary.stitch.videoFrames == 150)
-        #expect(try frameTimes(o.output) == frameTimes(o.single))
-        try checkAudio(o, sourceOffset: 72000)
+        #expect(try await frameTimes(o.output) == frameTimes(o.single))
+        try await checkAudio(o, sourceOffset: 72000)
     }
 
     @Test func aDamagedSourceFailsWithAClearErrorAndLeavesNothing() async throws {
-        let source = try Fixtures.clip(Self.clip(seconds: 4, fps: "25", rate: 48000, width: 96, height: 64))
+        let source = try await Fixtures.clip(Self.clip(seconds: 4, fps: "25", rate: 48000, width: 96, height: 64))
         let dir = Fixtures.temporaryDirectory("damaged")
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: source)))
         for i in (bytes.count * 40 / 100)..<(bytes.count * 60 / 100) { bytes[i] = 0xFF }
@@ -213,7 +211,7 @@ struct TranscodeTests {
     // MARK: - The stitcher refuses what does not belong together
 
     @Test func theStitcherRefusesMissingForeignDamagedAndAlteredSegments() async throws {
-        let source = try Fixtures.clip(Self.clip(seconds: 4, fps: "25", rate: 48000, width: 96, height: 64))
+        let source = try await Fixtures.clip(Self.clip(seconds: 4, fps: "25", rate: 48000, width: 96, height: 64))
         let keep = Fixtures.temporaryDirectory("kept")
         let o = try await transcode(source, segmentSeconds: 1, keep: keep)
         let plan = o.summary.plan

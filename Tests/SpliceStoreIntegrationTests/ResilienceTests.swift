@@ -118,7 +118,12 @@ private final class Acknowledged: Sendable {
                 }
             }
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // Crash once writes are flowing (connecting can take a while on a loaded machine), well
+        // before the writers are through.
+        let flowing = ContinuousClock.now + .seconds(60)
+        while acknowledged.keys.withLock({ $0.count }) < 15, ContinuousClock.now < flowing {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         try await server.stop(mode: .immediate) // a crash: no checkpoint, WAL replay on start
         let ackedBeforeCrash = acknowledged.keys.withLock { $0.count }
         try await Task.sleep(for: .milliseconds(500))

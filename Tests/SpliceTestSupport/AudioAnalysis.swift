@@ -5,8 +5,8 @@ import Foundation
 public enum AudioAnalysis {
     /// The first audio track decoded by ffmpeg to mono 32-bit float at its own rate (edit lists
     /// applied, so priming is already trimmed).
-    public static func decodeMono(_ path: String) throws -> [Float] {
-        let out = try ExternalTool.check("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a:0", "-ac", "1",
+    public static func decodeMono(_ path: String) async throws -> [Float] {
+        let out = try await ExternalTool.check("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a:0", "-ac", "1",
                                                     "-f", "f32le", "-"])
         return out.stdout.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
     }
@@ -16,7 +16,14 @@ public enum AudioAnalysis {
     /// first differences of both signals: differencing whitens the low tones, whose broad
     /// correlation peak otherwise lets coding noise tip the answer by a sample either way.
     public static func lag(of signal: [Float], against reference: [Float], around center: Int, window: Int = 2048,
-                           maxLag: Int = 1500) -> Int {
+                           maxLag: Int = 1500) async -> Int {
+        await ExternalTool.computeOffPool {
+            lagBlocking(of: signal, against: reference, around: center, window: window, maxLag: maxLag)
+        }
+    }
+
+    private static func lagBlocking(of signal: [Float], against reference: [Float], around center: Int, window: Int,
+                                    maxLag: Int) -> Int {
         let signal = differences(signal), reference = differences(reference)
         let start = max(maxLag, center - window / 2)
         let end = min(min(signal.count, reference.count) - maxLag, start + window)
@@ -58,9 +65,11 @@ public enum AudioAnalysis {
     }
 
     /// Signal-to-noise ratio (dB) of `signal` against `reference` for each block of `block` samples.
-    public static func blockSNR(_ signal: [Float], reference: [Float], block: Int = 1024) -> [Double] {
-        let n = min(signal.count, reference.count) / block
-        return (0..<n).map { b in snr(signal, reference: reference, range: (b * block)..<((b + 1) * block)) }
+    public static func blockSNR(_ signal: [Float], reference: [Float], block: Int = 1024) async -> [Double] {
+        await ExternalTool.computeOffPool {
+            let n = min(signal.count, reference.count) / block
+            return (0..<n).map { b in snr(signal, reference: reference, range: (b * block)..<((b + 1) * block)) }
+        }
     }
 
     public static func median(_ values: [Double]) -> Double {
@@ -145,8 +154,8 @@ public enum MP4Boxes {
 /// Video oracle: decoded frames as small grey pictures, compared by mean absolute difference.
 public enum VideoAnalysis {
     /// Every frame of the first video track, scaled to `width`×`height` grey.
-    public static func greyFrames(_ path: String, width: Int = 64, height: Int = 48) throws -> [[UInt8]] {
-        let out = try ExternalTool.check("ffmpeg", ["-v", "error", "-i", path, "-map", "0:v:0", "-vf",
+    public static func greyFrames(_ path: String, width: Int = 64, height: Int = 48) async throws -> [[UInt8]] {
+        let out = try await ExternalTool.check("ffmpeg", ["-v", "error", "-i", path, "-map", "0:v:0", "-vf",
                                                     "scale=\(width):\(height),format=gray", "-f", "rawvideo", "-"])
         let size = width * height
         let bytes = [UInt8](out.stdout)
@@ -163,7 +172,11 @@ public enum VideoAnalysis {
 
     /// Indices of output frames that match a neighbouring source frame better than their own
     /// position: any dropped, duplicated or reordered frame shows up here.
-    public static func misplacedFrames(_ output: [[UInt8]], source: [[UInt8]]) -> [Int] {
+    public static func misplacedFrames(_ output: [[UInt8]], source: [[UInt8]]) async -> [Int] {
+        await ExternalTool.computeOffPool { misplacedBlocking(output, source: source) }
+    }
+
+    private static func misplacedBlocking(_ output: [[UInt8]], source: [[UInt8]]) -> [Int] {
         var bad: [Int] = []
         for k in 0..<min(output.count, source.count) {
             let same = difference(output[k], source[k])

@@ -10,9 +10,37 @@ public enum ExternalTool {
         public var text: String { String(decoding: stdout, as: UTF8.self) }
     }
 
-    /// Runs `executable` (looked up on PATH) with `arguments`, waits, and returns its output.
+    /// Runs `body` on a thread of its own and awaits it. Tools block while they run; doing that on
+    /// Swift's cooperative pool (two threads here) would stall every other test in the process.
+    public static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+
+    /// Runs a CPU-heavy computation (an oracle's arithmetic on decoded samples) on a thread of its
+    /// own, for the same reason as ``offPool(_:)``.
+    public static func computeOffPool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+            Thread { continuation.resume(returning: body()) }.start()
+        }
+    }
+
+    /// Runs `executable` (looked up on PATH) with `arguments` off the cooperative pool and returns its output.
     @discardableResult
-    public static func run(_ executable: String, _ arguments: [String]) throws -> Output {
+    public static func run(_ executable: String, _ arguments: [String]) async throws -> Output {
+        try await offPool { try runBlocking(executable, arguments) }
+    }
+
+    /// Runs and throws when the tool exits non-zero.
+    @discardableResult
+    public static func check(_ executable: String, _ arguments: [String]) async throws -> Output {
+        try await offPool { try checkBlocking(executable, arguments) }
+    }
+
+    /// ``run(_:_:)`` on the calling thread (for code already off the pool).
+    @discardableResult
+    public static func runBlocking(_ executable: String, _ arguments: [String]) throws -> Output {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [executable] + arguments
@@ -36,10 +64,10 @@ public enum ExternalTool {
                       stderr: String(decoding: errData.value, as: UTF8.self))
     }
 
-    /// Runs and throws when the tool exits non-zero.
+    /// ``check(_:_:)`` on the calling thread (for code already off the pool).
     @discardableResult
-    public static func check(_ executable: String, _ arguments: [String]) throws -> Output {
-        let output = try run(executable, arguments)
+    public static func checkBlocking(_ executable: String, _ arguments: [String]) throws -> Output {
+        let output = try runBlocking(executable, arguments)
         guard output.status == 0 else {
             throw ToolFailure(command: ([executable] + arguments).joined(separator: " "), status: output.status,
                               stderr: String(output.stderr.suffix(2000)))

@@ -79,7 +79,11 @@ public enum Fixtures {
 
     /// A generated clip (cached per process): a moving test pattern with a frame counter and,
     /// when asked, non-periodic audio — a tone sweep over quiet pink noise, so misalignment shows.
-    public static func clip(_ spec: ClipSpec = ClipSpec()) throws -> String {
+    public static func clip(_ spec: ClipSpec = ClipSpec()) async throws -> String {
+        try await ExternalTool.offPool { try clipBlocking(spec) }
+    }
+
+    private static func clipBlocking(_ spec: ClipSpec) throws -> String {
         generating.lock()
         defer { generating.unlock() }
         if let path = cache.value[spec] { return path }
@@ -96,7 +100,7 @@ public enum Fixtures {
         args += spec.videoCodec
         if spec.sampleRate != nil { args += spec.audioCodec }
         args += spec.extraOutputArgs + [path]
-        try ExternalTool.check("ffmpeg", args)
+        try ExternalTool.checkBlocking("ffmpeg", args)
         cache.value[spec] = path
         return path
     }

@@ -76,7 +76,11 @@ public struct Probe: Sendable {
     }
 
     /// Probes streams and format; with `countFrames`, decodes to count frames (`nb_read_frames`).
-    public init(_ path: String, countFrames: Bool = false) throws {
+    public init(_ path: String, countFrames: Bool = false) async throws {
+        self = try await ExternalTool.offPool { try Probe(blocking: path, countFrames: countFrames) }
+    }
+
+    private init(blocking path: String, countFrames: Bool) throws {
         var args = ["-v", "error", "-print_format", "json", "-show_streams", "-show_format"]
         if countFrames { args.append("-count_frames") }
         let doc = try Probe.document(args + [path])
@@ -88,19 +92,27 @@ public struct Probe: Sendable {
     public func first(_ type: String) -> Stream? { streams.first { $0.codec_type == type } }
 
     /// Every packet of the streams `select` picks ("v:0", "a:0").
-    public static func packets(_ path: String, select: String) throws -> [Packet] {
+    public static func packets(_ path: String, select: String) async throws -> [Packet] {
+        try await ExternalTool.offPool { try packetsBlocking(path, select: select) }
+    }
+
+    private static func packetsBlocking(_ path: String, select: String) throws -> [Packet] {
         try document(["-v", "error", "-print_format", "json", "-select_streams", select,
                       "-show_entries", "packet=stream_index,pts,dts,duration,flags", path]).packets ?? []
     }
 
     /// Every decoded frame's timing for `select`.
-    public static func frames(_ path: String, select: String) throws -> [FrameInfo] {
+    public static func frames(_ path: String, select: String) async throws -> [FrameInfo] {
+        try await ExternalTool.offPool { try framesBlocking(path, select: select) }
+    }
+
+    private static func framesBlocking(_ path: String, select: String) throws -> [FrameInfo] {
         try document(["-v", "error", "-print_format", "json", "-select_streams", select,
                       "-show_entries", "frame=stream_index,pts,best_effort_timestamp,nb_samples", path]).frames ?? []
     }
 
     private static func document(_ args: [String]) throws -> Document {
-        let out = try ExternalTool.check("ffprobe", args)
+        let out = try ExternalTool.checkBlocking("ffprobe", args)
         return try JSONDecoder().decode(Document.self, from: out.stdout)
     }
 
