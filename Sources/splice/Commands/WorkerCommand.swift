@@ -12,6 +12,10 @@ struct WorkerCommand: Command {
     static let slots = Option<Int>(
         "slots", valueName: "n", help: "Segments to encode at once.",
         default: ProcessInfo.processInfo.activeProcessorCount, environment: "SPLICE_SLOTS")
+    static let codecThreads = Option<Int>(
+        "codec-threads", valueName: "n",
+        help: "Threads per encoder and decoder (default: 1 with several slots, every core with one).",
+        environment: "SPLICE_CODEC_THREADS")
     static let spool = Option<String>(
         "spool", valueName: "dir",
         help: "The shared spool directory (NFS for many machines), mounted at the same path as on the coordinator.",
@@ -40,11 +44,12 @@ struct WorkerCommand: Command {
             --drain-timeout), waits for its results to be acknowledged and exits 0. Logs are \
             key=value lines on standard error.
             """,
-        arguments: [coordinator, slots, spool, secretKey, serverKey, name, drainTimeout],
+        arguments: [coordinator, slots, codecThreads, spool, secretKey, serverKey, name, drainTimeout],
         onShutdown: .notify)
 
     let coordinator: String
     let slots: Int
+    let codecThreads: Int?
     let spool: String
     let secretKey: String?
     let serverKey: String?
@@ -54,6 +59,7 @@ struct WorkerCommand: Command {
     init(_ arguments: ParsedArguments) throws {
         coordinator = try arguments.value(Self.coordinator)
         slots = try arguments.value(Self.slots)
+        codecThreads = arguments[Self.codecThreads]
         spool = try arguments.value(Self.spool)
         secretKey = arguments[Self.secretKey]
         serverKey = arguments[Self.serverKey]
@@ -63,6 +69,9 @@ struct WorkerCommand: Command {
 
     func validate() throws {
         guard slots >= 1 else { throw UsageError("--slots must be at least 1; got \(slots)") }
+        if let codecThreads, !(1...256).contains(codecThreads) {
+            throw UsageError("--codec-threads must be from 1 to 256; got \(codecThreads)")
+        }
         guard (secretKey == nil) == (serverKey == nil) else {
             throw UsageError("--secret-key and --server-key go together: give both to use CURVE, or neither")
         }
@@ -76,6 +85,7 @@ struct WorkerCommand: Command {
             name: name, drainTimeout: .milliseconds(drainTimeout.count(of: MediaTime(value: 1, timescale: 1000)))
         )
         configuration.software = "splice " + SpliceCommand.version
+        configuration.codecThreads = codecThreads
         if let secretKey, let serverKey {
             configuration.curve = (keys: try CurveKeyPair.load(secretKeyPath: secretKey),
                                    serverKey: try CurvePublicKey.load(path: serverKey))
