@@ -180,8 +180,12 @@ enum EndToEndMedia {
         #expect(written.audioSamples == expected.audioSamples, "audio samples", sourceLocation: sourceLocation)
         let video = zip(written.video, expected.video).enumerated().first { $0.element.0 != $0.element.1 }?.offset
         let audio = zip(written.audio, expected.audio).enumerated().first { $0.element.0 != $0.element.1 }?.offset
-        #expect(video == nil, "first decoded picture that differs: \(video ?? -1)", sourceLocation: sourceLocation)
-        #expect(audio == nil, "first decoded audio frame that differs: \(audio ?? -1)", sourceLocation: sourceLocation)
+        let videoDifference = "first decoded picture that differs: \(video ?? -1): "
+            + "\(video.map { written.video[$0] } ?? "") vs \(video.map { expected.video[$0] } ?? "")"
+        #expect(video == nil, "\(videoDifference)", sourceLocation: sourceLocation)
+        let audioDifference = "first decoded audio frame that differs: \(audio ?? -1): "
+            + "\(audio.map { written.audio[$0] } ?? "") vs \(audio.map { expected.audio[$0] } ?? "")"
+        #expect(audio == nil, "\(audioDifference)", sourceLocation: sourceLocation)
         let source = try await Probe(try await source(), countFrames: true).first("video")?.readFrames
         #expect(written.video.count == source, "every source frame, once", sourceLocation: sourceLocation)
     }
