@@ -16,8 +16,9 @@ struct WorkerDaemonTests {
             #expect(hello.encoders.contains("libx264"))
             #expect(hello.running.isEmpty && hello.finished.isEmpty && hello.failed.isEmpty)
 
+            // PROGRESS goes unacknowledged here: a long lease keeps a slow machine's encode alive.
             let assign = try WorkerMedia.assign(try await WorkerMedia.plan(preset: "veryslow"), spool: worker.spool,
-                                                token: "life", progress: 100)
+                                                token: "life", lease: 120_000, progress: 100)
             try await coordinator.send(.assign(assign))
             let accept = await coordinator.next { $0.asAccept }
             #expect(accept == Accept(attempt: assign.attempt))

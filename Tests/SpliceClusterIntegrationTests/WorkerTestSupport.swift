@@ -35,7 +35,7 @@ final class ScriptedCoordinator: Sendable {
     /// The next message for which `extract` gives a value; other messages are skipped (and, when
     /// `answerOthers` is set, answered like a coordinator that does not know the session would).
     /// nil after `timeout`.
-    func next<T: Sendable>(within timeout: Duration = .seconds(10), answerOthers: CoordinatorMessage? = nil,
+    func next<T: Sendable>(within timeout: Duration = .seconds(60), answerOthers: CoordinatorMessage? = nil,
                            _ extract: @escaping @Sendable (WorkerMessage) -> T?) async -> T? {
         await withDeadline(timeout) {
             while let (envelope, from) = await self.endpoint.receiveMessage() {
