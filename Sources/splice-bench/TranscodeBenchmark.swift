@@ -1,7 +1,7 @@
 import Foundation
 
 /// `splice-bench transcode`: `splice transcode --jobs 2` against one `ffmpeg` process at identical
-/// settings on a generated 1080p30 20 s clip (libx264 medium, CRF 23, AAC 128k), runs interleaved.
+/// settings on a generated 1080p30 20 s clip (libx264 medium, CRF 23, keyframe every 60 frames, AAC 128k), runs interleaved.
 /// Prints the median wall ratio, the parallel efficiency (sum of segment CPU time ÷ (wall × jobs)),
 /// the stitch time against `ffmpeg -f concat -c copy` joining the same segments, and the output
 /// size against the single-pass file.
@@ -26,13 +26,24 @@ enum TranscodeBenchmark {
         let ours = dir.appendingPathComponent("splice.mp4").path, theirs = dir.appendingPathComponent("ffmpeg.mp4").path
         let kept = dir.appendingPathComponent("segments")
         let summaryPath = dir.appendingPathComponent("summary.json").path
-        let settings = ["--video-codec", "h264", "--preset", "medium", "--crf", "23", "--audio-codec", "aac", "--audio-bitrate", "128k"]
+        // The same keyframe interval on both sides (as in the export benchmark): left to their
+        // defaults, splice puts one every second (the MovieRecorder rule) and ffmpeg every 250 frames.
+        let settings = ["--video-codec", "h264", "--preset", "medium", "--crf", "23", "--keyframe-interval", "60",
+                        "--audio-codec", "aac", "--audio-bitrate", "128k"]
         let transcode = ["/bin/sh", "-c", ([Binaries.splice, "transcode", source, ours, "--jobs", "\(jobs)", "--json",
                                             "--keep-segments", kept.path] + settings).map(quote).joined(separator: " ")
                          + " > " + quote(summaryPath)]
-        let single = ["ffmpeg", "-y", "-i", source, "-c:v", "libx264", "-preset", "medium", "-crf", "23", "-pix_fmt", "yuv420p",
+        let single = ["ffmpeg", "-y", "-i", source, "-c:v", "libx264", "-preset", "medium", "-crf", "23", "-g", "60", "-pix_fmt", "yuv420p",
                       "-c:a", "aac", "-b:a", "128k", theirs]
-        var walls: [UInt64] = [], ffmpegWalls: [UInt64] = [], efficiencies: [Int64] = []
+        // The by-hand reference: the same two halves, each a single-threaded ffmpeg, side by side.
+        let half = seconds / 2
+        let halves = ["/bin/sh", "-c", (0..<2).map { part in
+            (["ffmpeg", "-v", "error", "-y", "-threads", "1", "-ss", "\(part * half)", "-t", "\(half)", "-i", source,
+              "-threads", "1", "-c:v", "libx264", "-preset", "medium", "-crf", "23", "-g", "60", "-pix_fmt", "yuv420p",
+              "-c:a", "aac", "-b:a", "128k", dir.appendingPathComponent("half-\(part).mp4").path]).map(quote)
+                .joined(separator: " ") + " &"
+        }.joined(separator: " ") + " wait"]
+        var walls: [UInt64] = [], ffmpegWalls: [UInt64] = [], halvesWalls: [UInt64] = [], efficiencies: [Int64] = []
         for i in 0..<runs {
             try? fm.removeItem(at: kept)
             var t: MeasuredProcess.Measurement, f: MeasuredProcess.Measurement
@@ -43,6 +54,8 @@ enum TranscodeBenchmark {
                 f = try MeasuredProcess.run(single)
                 t = try MeasuredProcess.run(transcode)
             }
+            let h = try MeasuredProcess.run(halves)
+            halvesWalls.append(h.wallNanoseconds)
             walls.append(t.wallNanoseconds)
             ffmpegWalls.append(f.wallNanoseconds)
             let summary = try JSONDecoder().decode(Summary.self, from: Data(contentsOf: URL(fileURLWithPath: summaryPath)))
@@ -50,7 +63,8 @@ enum TranscodeBenchmark {
             // Per mille of (wall × jobs) spent encoding segments.
             efficiencies.append(cpu * 1000 / (Int64(t.wallNanoseconds / 1000) * Int64(jobs)))
             print("run \(i + 1)/\(runs): transcode \(Stats.milliseconds(t.wallNanoseconds)) "
-                  + "(\(summary.segments.count) segments), ffmpeg \(Stats.milliseconds(f.wallNanoseconds))")
+                  + "(\(summary.segments.count) segments), ffmpeg \(Stats.milliseconds(f.wallNanoseconds)), "
+                  + "two single-threaded ffmpeg halves \(Stats.milliseconds(h.wallNanoseconds))")
         }
 
         // Stitch vs concat on the segments of the last run.
@@ -76,8 +90,10 @@ enum TranscodeBenchmark {
         let size = (try fm.attributesOfItem(atPath: ours)[.size] as? Int) ?? 0
         let theirSize = (try fm.attributesOfItem(atPath: theirs)[.size] as? Int) ?? 0
         let efficiency = Stats.median(efficiencies)
-        print("transcode benchmark (1080p30 \(seconds) s, libx264 medium crf 23, aac 128k, --jobs \(jobs), \(runs) interleaved runs)")
+        print("transcode benchmark (1080p30 \(seconds) s, libx264 medium crf 23 g 60, aac 128k, --jobs \(jobs), \(runs) interleaved runs)")
         print("  wall        transcode \(Stats.milliseconds(w))  ffmpeg \(Stats.milliseconds(fw))  ratio \(Stats.ratio(w, fw))")
+        let hw = Stats.median(halvesWalls)
+        print("  reference   two single-threaded ffmpeg halves side by side \(Stats.milliseconds(hw))  ratio \(Stats.ratio(hw, fw))")
         print("  efficiency  segment CPU / (wall × \(jobs)) = \(Stats.ratio(efficiency, 1000))")
         let sw = Stats.median(stitchWalls), cw = Stats.median(concatWalls)
         print("  stitch      splice stitch \(Stats.milliseconds(sw))  ffmpeg concat -c copy \(Stats.milliseconds(cw))  ratio \(Stats.ratio(sw, cw))")

@@ -169,19 +169,21 @@ final class SegmentFileWriter: PacketWriter {
     }
 }
 
-/// Reads a segment file written by ``SegmentFileWriter``, checking its structure and (when read
-/// to the end) its SHA-256.
+/// Reads a segment file written by ``SegmentFileWriter``, checking its structure and, when
+/// `verifying` (and read to the end), its SHA-256. Hashing costs about as much as the rest of a
+/// stitch, so a reader whose checksum nobody compares skips it.
 final class SegmentFileReader {
     let path: String
     let header: SegmentFile.Header
     let trailer: SegmentFile.Trailer
     private let file: UnsafeMutablePointer<FILE>
-    private let hash = ContentHash()
+    private let hash: ContentHash?
     private let size: Int64
     private var atEnd = false
 
-    init(path: String) throws(MediaError) {
+    init(path: String, verifying: Bool = true) throws(MediaError) {
         self.path = path
+        hash = verifying ? ContentHash() : nil
         guard let f = fopen(path, "rb") else {
             throw MediaError(.fileNotFound, "cannot open segment '\(path)': \(String(cString: strerror(errno)))", isRetryable: true)
         }
@@ -230,9 +232,9 @@ final class SegmentFileReader {
             throw SegmentFileReader.corrupt(path, "unreadable header")
         }
         self.header = header
-        magic.withUnsafeBytes { hash.update($0) }
-        lengthBytes.withUnsafeBytes { hash.update($0) }
-        headerBytes.withUnsafeBytes { hash.update($0) }
+        magic.withUnsafeBytes { hash?.update($0) }
+        lengthBytes.withUnsafeBytes { hash?.update($0) }
+        headerBytes.withUnsafeBytes { hash?.update($0) }
     }
 
     deinit { fclose(file) }
@@ -254,7 +256,7 @@ final class SegmentFileReader {
             while true {
                 let n = fread(&rest, 1, rest.count, file)
                 if n == 0 { break }
-                rest.withUnsafeBytes { hash.update(UnsafeRawBufferPointer(rebasing: $0.prefix(n))) }
+                rest.withUnsafeBytes { hash?.update(UnsafeRawBufferPointer(rebasing: $0.prefix(n))) }
             }
             return nil
         }
@@ -294,8 +296,8 @@ final class SegmentFileReader {
         return stream
     }
 
-    /// The SHA-256 of the whole file; valid once ``next(into:)`` has returned nil.
-    func checksum() -> String? { atEnd ? hash.finalHex() : nil }
+    /// The SHA-256 of the whole file; valid once ``next(into:)`` has returned nil (nil when not verifying).
+    func checksum() -> String? { atEnd ? hash?.finalHex() : nil }
 
     private func read(_ destination: UnsafeMutableRawPointer, _ count: Int) throws(MediaError) {
         guard filled(destination, count) else {
@@ -312,7 +314,7 @@ final class SegmentFileReader {
 
     private func filled(_ destination: UnsafeMutableRawPointer, _ count: Int) -> Bool {
         guard fread(destination, 1, count, file) == count else { return false }
-        hash.update(UnsafeRawBufferPointer(start: destination, count: count))
+        hash?.update(UnsafeRawBufferPointer(start: destination, count: count))
         return true
     }
 }

@@ -61,7 +61,7 @@ private struct StitchRun {
         var reorderDepth = 0
         var previousLast: Int64?
         for index in order {
-            let reader = try SegmentFileReader(path: segments[index]!)
+            let reader = try SegmentFileReader(path: segments[index]!, verifying: false)  // headers only
             let header = reader.header
             guard header.planID == plan.id else {
                 throw MediaError(.incompatibleSegments, "segment file '\(reader.path)' belongs to another job (plan \(header.planID))")
@@ -134,7 +134,7 @@ private struct StitchRun {
         var nextAudioPTS: Int64?
         let samplesPerPacket = Int64(plan.audioFraming?.samplesPerPacket ?? 0)
         for spec in plan.segments {
-            let reader = try SegmentFileReader(path: segments[spec.index]!)
+            let reader = try SegmentFileReader(path: segments[spec.index]!, verifying: checksums[spec.index] != nil)
             let keep = spec.audio
             while let stream = try reader.next(into: packet) {
                 if stream == videoStream, let out = outVideo {
