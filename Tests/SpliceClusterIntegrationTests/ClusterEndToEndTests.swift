@@ -23,8 +23,7 @@ struct ClusterEndToEndTests {
     func matchesTranscode() async throws {
         let cluster = try await LocalCluster.start(workers: 3)
         let output = cluster.outputPath("three-workers.mp4")
-        let submit = try SpliceProcess(["submit", try await EndToEndMedia.source(), output, "--wait",
-                                        "--coordinator", cluster.coordinator.api] + EndToEndMedia.flags())
+        let submit = try await cluster.submitWaiting(output)
         let result = await submit.finish(within: .seconds(300))
         #expect(result.status == 0, "submit: \(result.stderr)\n\(cluster.logs)")
         let job = try #require(EndToEndMedia.job(in: result.stderr))
@@ -44,8 +43,7 @@ struct ClusterEndToEndTests {
         // kill lands inside one.
         let cluster = try await LocalCluster.start(workers: 3, leaseSeconds: 4)
         let output = cluster.outputPath("worker-killed.mp4")
-        let submit = try SpliceProcess(["submit", try await EndToEndMedia.source(), output, "--wait",
-                                        "--coordinator", cluster.coordinator.api] + EndToEndMedia.flags())
+        let submit = try await cluster.submitWaiting(output)
         let victim = try #require(await cluster.firstWorkerEncoding(), "no worker started a segment\n\(cluster.logs)")
         victim.process.signal(SIGKILL)
         let killed = await victim.process.exitStatus()
@@ -78,8 +76,7 @@ struct ClusterEndToEndTests {
     func coordinatorKilled() async throws {
         var cluster = try await LocalCluster.start(workers: 3)
         let output = cluster.outputPath("coordinator-killed.mp4")
-        let submit = try SpliceProcess(["submit", try await EndToEndMedia.source(), output, "--wait",
-                                        "--coordinator", cluster.coordinator.api] + EndToEndMedia.flags())
+        let submit = try await cluster.submitWaiting(output)
         // Some segments done, some not: the job is well under way when the coordinator dies.
         #expect(await eventually(within: .seconds(120)) { EndToEndMedia.segmentsDone(in: submit.stderrText) >= 1 },
                 "no progress: \(submit.stderrText)\n\(cluster.logs)")
@@ -105,9 +102,7 @@ struct ClusterEndToEndTests {
         let cluster = try await LocalCluster.start(workers: 3)
         let output = cluster.outputPath("cancelled.mp4")
         // veryslow: the encodes are still running when the CANCEL arrives.
-        let submit = try SpliceProcess(["submit", try await EndToEndMedia.source(), output, "--wait",
-                                        "--coordinator", cluster.coordinator.api]
-                                       + EndToEndMedia.flags(preset: "veryslow"))
+        let submit = try await cluster.submitWaiting(output, preset: "veryslow")
         #expect(await cluster.firstWorkerEncoding() != nil, "no worker started a segment\n\(cluster.logs)")
         #expect(await submit.waitForStderr(containing: "submitted; waiting", within: .seconds(30)))
         let job = try #require(EndToEndMedia.job(in: submit.stderrText))
@@ -233,7 +228,9 @@ final class ChildWorker: Sendable {
     }
 }
 
-/// A child `splice` process whose standard error goes to a file.
+/// A child `splice` process whose standard error goes to a file. It outlives nothing: it is
+/// killed when the test lets go of it (a failed expectation included) or, failing that, when the
+/// test process exits.
 final class ChildProcess: Sendable {
     private let handle: Process
     let log: URL
@@ -254,14 +251,15 @@ final class ChildProcess: Sendable {
         }
     }()
 
-    static func start(_ arguments: [String], logName: String) throws -> ChildProcess {
+    /// Starts `splice arguments…` with only PATH, a scratch HOME and `environment`.
+    static func start(_ arguments: [String], logName: String, environment: [String: String] = [:]) throws -> ChildProcess {
         let log = Fixtures.temporaryDirectory("child").appendingPathComponent(logName + ".log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let process = Process()
         process.executableURL = try ChildCoordinator.executable()
         process.arguments = arguments
         process.environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
-                               "HOME": Fixtures.scratch.path]
+                               "HOME": Fixtures.scratch.path].merging(environment) { _, new in new }
         process.standardError = try FileHandle(forWritingTo: log)
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
@@ -271,10 +269,13 @@ final class ChildProcess: Sendable {
         return ChildProcess(handle: process, log: log)
     }
 
+    var isRunning: Bool { handle.isRunning }
+
     func signal(_ number: Int32) { kill(handle.processIdentifier, number) }
 
     var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
 
+    /// Waits (polling) for the process to end; its exit status, or nil after `timeout`.
     func exitStatus(within timeout: Duration = .seconds(30)) async -> (status: Int32, signalled: Bool)? {
         let deadline = ContinuousClock.now + timeout
         while handle.isRunning {
@@ -311,6 +312,12 @@ struct LocalCluster {
     }
 
     func outputPath(_ name: String) -> String { outputs.appendingPathComponent(name).path }
+
+    /// `splice submit --wait` of the end-to-end clip to `output`, running.
+    func submitWaiting(_ output: String, preset: String = "slow") async throws -> SpliceProcess {
+        try SpliceProcess(["submit", try await EndToEndMedia.source(), output, "--wait",
+                           "--coordinator", coordinator.api] + EndToEndMedia.flags(preset: preset))
+    }
 
     /// A coordinator on the same database, spool and endpoints, after the last one died.
     mutating func restartCoordinator() async throws {

@@ -1,7 +1,6 @@
 import Foundation
 import SpliceCluster
 import SpliceStore
-import Synchronization
 import SpliceTestSupport
 import SpliceWire
 import Testing
@@ -10,32 +9,17 @@ import Testing
 import Glibc
 #endif
 
-/// `splice coordinator` as a child process, to kill -9 for real.
+/// `splice coordinator` as a child process, to kill -9 for real (killed when the test lets go of it).
 final class ChildCoordinator: Sendable {
-    let process: Process
-    let log: URL
+    let process: ChildProcess
     let workers: String
     let api: String
 
-    private init(process: Process, log: URL, workers: String, api: String) {
+    private init(process: ChildProcess, workers: String, api: String) {
         self.process = process
-        self.log = log
         self.workers = workers
         self.api = api
     }
-
-    /// A child outlives nothing: it is killed when the test lets go of it (a failed expectation
-    /// included) or, failing that, when the test process exits.
-    deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    }
-
-    private static let running = Mutex<[Int32]>([])
-    private static let killAtExit: Void = {
-        atexit {
-            for pid in ChildCoordinator.running.withLock({ $0 }) { kill(pid, SIGKILL) }
-        }
-    }()
 
     /// The `splice` executable built beside this test bundle.
     static func executable() throws -> URL {
@@ -54,30 +38,21 @@ final class ChildCoordinator: Sendable {
         database: ConnectionConfiguration, spool: URL, workers: String = loopback, api: String = loopback,
         extra: [String] = []
     ) async throws -> ChildCoordinator {
-        let log = Fixtures.temporaryDirectory("child").appendingPathComponent("coordinator.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let process = Process()
-        process.executableURL = try executable()
-        process.arguments = ["coordinator", "--database", database.description, "--spool", spool.path,
-                             "--workers-endpoint", workers, "--api-endpoint", api] + extra
-        process.environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
-                               "SPLICE_LOG_LEVEL": "info", "HOME": Fixtures.scratch.path]
-        process.standardError = try FileHandle(forWritingTo: log)
-        process.standardOutput = FileHandle.nullDevice
-        _ = killAtExit
-        try process.run()
-        running.withLock { $0.append(process.processIdentifier) }
+        let process = try ChildProcess.start(
+            ["coordinator", "--database", database.description, "--spool", spool.path,
+             "--workers-endpoint", workers, "--api-endpoint", api] + extra,
+            logName: "coordinator", environment: ["SPLICE_LOG_LEVEL": "info"])
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            let text = process.output
             if let line = text.split(separator: "\n").first(where: { $0.contains("coordinator ready") }),
                let workers = field("workers", in: line), let api = field("api", in: line) {
-                return ChildCoordinator(process: process, log: log, workers: workers, api: api)
+                return ChildCoordinator(process: process, workers: workers, api: api)
             }
             guard process.isRunning else { throw TestFailure("splice coordinator exited early:\n\(text)") }
             try await Task.sleep(for: .milliseconds(50))
         }
-        process.terminate()
+        process.signal(SIGTERM)
         throw TestFailure("splice coordinator did not log `coordinator ready` within 30 s")
     }
 
@@ -85,21 +60,14 @@ final class ChildCoordinator: Sendable {
         line.split(separator: " ").first { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)) }
     }
 
-    func signal(_ number: Int32) {
-        kill(process.processIdentifier, number)
-    }
+    func signal(_ number: Int32) { process.signal(number) }
 
     /// Waits (polling) for the process to end; its exit status, or nil after `timeout`.
     func exitStatus(within timeout: Duration = .seconds(20)) async -> (status: Int32, signalled: Bool)? {
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning {
-            guard ContinuousClock.now < deadline else { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return (process.terminationStatus, process.terminationReason == .uncaughtSignal)
+        await process.exitStatus(within: timeout)
     }
 
-    var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+    var output: String { process.output }
 }
 
 @Suite("Coordinator: kill -9 and restart", .timeLimit(.minutes(5)))
