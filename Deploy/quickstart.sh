@@ -159,5 +159,7 @@ frames=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream
 duration=$(ffprobe -v error -show_entries format=duration -of csv=p=0 "$output")
 samples=$(ffmpeg -v error -i "$output" -map 0:a:0 -ac 1 -f s16le - | wc -c)
 source_frames=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$source_clip")
+source_samples=$(ffmpeg -v error -i "$source_clip" -map 0:a:0 -ac 1 -f s16le - | wc -c)
 echo "output: $output"
-echo "verify: frames=$frames duration=${duration}s audio_samples=$((samples / 2)) (source frames=$source_frames)"
+echo "verify: frames=$frames duration=${duration}s audio_samples=$((samples / 2))" \
+    "(source: frames=$source_frames audio_samples=$((source_samples / 2)))"
