@@ -167,6 +167,15 @@ public final class JobRepository: Sendable {
             """).map(Job.init(row:))
     }
 
+    /// The ids of the jobs in any of `states`, in the order of ``jobs(in:limit:)`` — for rounds
+    /// that look at most jobs only to skip them, without reading every job's plan each time.
+    public func jobIDs(in states: [JobState], limit: Int) async throws -> [UUID] {
+        try await client.query("""
+            SELECT id FROM jobs WHERE state = ANY(\(states))
+            ORDER BY priority DESC, created_at, id LIMIT \(limit)
+            """).map { row throws(StoreError) in try row.decode(UUID.self, at: 0) }
+    }
+
     /// Every segment of a job, by index.
     public func segments(ofJob jobID: UUID) async throws -> [Segment] {
         try await client.query("SELECT \(Segment.columns) FROM segments WHERE job_id = \(jobID) ORDER BY index")

@@ -19,19 +19,32 @@ final class JobRounds: Sendable {
         self.logger = logger
     }
 
-    /// Runs `body` for each job in `states` that is not backing off, one at a time.
+    /// Runs `body` for each job in `states` that is not backing off, one at a time. Rounds list
+    /// ids only and read a job (its plan can be megabytes) when it is due: a job backing off
+    /// costs a round almost nothing.
     func forEachDue(in states: [JobState], _ body: (Job) async -> Void) async {
-        let jobs: [Job]
+        let ids: [UUID]
         do {
-            jobs = try await repository.jobs(in: states, limit: 64)
+            ids = try await repository.jobIDs(in: states, limit: 64)
         } catch is CancellationError {
             return  // shutting down
         } catch {
             logger.warning("cannot list jobs", ["stage": stage, "error": "\(error)"])
             return
         }
-        for job in jobs where retries.isDue(job.id) {
+        for id in ids where retries.isDue(id) {
             if Task.isCancelled { return }
+            let job: Job?
+            do {
+                job = try await repository.job(id: id)
+            } catch is CancellationError {
+                return
+            } catch {
+                logger.warning("cannot read a job", ["stage": stage, "job": id.wireText, "error": "\(error)"])
+                return
+            }
+            // Moved on since the listing (cancelled, or another step took it): not this round's.
+            guard let job, states.contains(job.state) else { continue }
             await body(job)
         }
     }
