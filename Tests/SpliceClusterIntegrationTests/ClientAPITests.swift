@@ -133,17 +133,20 @@ struct ClientAPITests {
 
     @Test("the coordinator's ERROR becomes one line; a retryable one is sent again")
     func errors() async throws {
-        let server = try await ScriptedAPIServer.start { request, index in
+        let workersAsked = Recorder<Int>()  // the first WORKERS is refused, whatever was resent before it
+        let server = try await ScriptedAPIServer.start { request, _ in
             switch request {
             case .status:
                 let lines = "no job job-0\n  `splice jobs` lists them"
                 return [.reply(.error(APIError(code: "not-found", message: lines)))]
             case .cancel:
                 return [.reply(.submitted(JobSubmitted(job: "job-0")))]
-            case .workers where index < 3:
-                return [.reply(.error(APIError(code: "unavailable", message: "the job store is unreachable; try again",
-                                               retryable: true)))]
             case .workers:
+                workersAsked.append(1)
+                guard workersAsked.entries.count > 1 else {
+                    return [.reply(.error(APIError(code: "unavailable", message: "the job store is unreachable; try again",
+                                                   retryable: true)))]
+                }
                 return [.reply(.workers(WorkerList(workers: [])))]
             default:
                 return []

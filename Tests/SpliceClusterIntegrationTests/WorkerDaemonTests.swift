@@ -98,6 +98,8 @@ struct WorkerDaemonTests {
         let address = coordinator.address
         let worker = try RunningWorker.start(coordinator: address)
         try await coordinator.welcome(heartbeat: .milliseconds(500), liveness: 5)
+        // Alive until it is killed, however long the encode takes on a loaded machine.
+        coordinator.startHeartbeats(every: .milliseconds(100))
         let assign = try WorkerMedia.assign(try await WorkerMedia.plan(preset: "ultrafast"), spool: worker.spool,
                                             token: "survivor")
         try await coordinator.send(.assign(assign))
