@@ -167,14 +167,14 @@ struct RouterDealerTests {
         options.linger = .milliseconds(100)
         let dealer = try await WireEndpoint.connect(deadEndpoint, type: .dealer, context: context, options: options)
         for _ in 0..<50 { try await dealer.send([Data(text: "queued forever")]) }
-        let start = ContinuousClock.now
-        let finished = await within(.seconds(5)) {
+        // libzmq's default linger is forever: without the configured 100 ms this never returns.
+        // (How fast it returns is not asserted: a loaded machine decides that.)
+        let finished = await within(.seconds(20)) {
             await dealer.close()  // the configured 100 ms linger
             await context.terminate()
             return true
         }
-        #expect(finished == true)
-        #expect(ContinuousClock.now - start < .seconds(2))
+        #expect(finished == true, "close waited on the unsent messages: linger not applied")
         // A closed endpoint refuses sends and ends its stream.
         await #expect(throws: WireError.self) { try await dealer.send([Data(text: "x")]) }
         #expect(await dealer.receive() == nil)
