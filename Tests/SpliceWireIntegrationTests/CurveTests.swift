@@ -192,7 +192,7 @@ struct CurveTests {
         enrolled.enroll(workerKeys.publicKey)
         let back = try await server.client(workerKeys)
         try await back.send([Data(text: "back")])
-        let delivered = await within(.seconds(3)) { () -> WireDelivery? in
+        let delivered = await within(.seconds(30)) { () -> WireDelivery? in
             while let delivery = await server.router.receive() {
                 if delivery.texts == ["back"] { return delivery }
             }

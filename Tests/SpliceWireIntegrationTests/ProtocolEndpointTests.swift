@@ -19,7 +19,7 @@ struct ProtocolEndpointTests {
         let vandal = try await WireEndpoint.connect(address, type: .dealer, context: context)
 
         try await worker.send(.hello(Hello(workerName: "good", slots: 2, encoders: ["libx264"])))
-        let hello = try #require(await within(.seconds(3)) { await coordinator.receiveMessage() })
+        let hello = try #require(await within(.seconds(30)) { await coordinator.receiveMessage() })
         guard case .hello(let body) = hello.0.message else {
             Issue.record("expected HELLO")
             return
@@ -50,7 +50,7 @@ struct ProtocolEndpointTests {
         var accepted = false
         // The two connections are fair-queued: read until the ACCEPT and every piece of garbage are in.
         while !accepted || coordinator.counters.snapshot().totalDropped < garbage.count,
-            let received = await within(.seconds(3), { await coordinator.receive() })
+            let received = await within(.seconds(30), { await coordinator.receive() })
         {
             switch received {
             case .message(let envelope, let peer):
@@ -73,7 +73,7 @@ struct ProtocolEndpointTests {
 
         // The coordinator still answers the good worker.
         try await coordinator.send(.welcome(Welcome(session: "s", heartbeatIntervalMilliseconds: 1000, heartbeatLiveness: 3)), to: hello.1)
-        let welcome = try #require(await within(.seconds(3)) { await worker.receiveMessage() })
+        let welcome = try #require(await within(.seconds(30)) { await worker.receiveMessage() })
         #expect(welcome.0.message == .welcome(Welcome(session: "s", heartbeatIntervalMilliseconds: 1000, heartbeatLiveness: 3)))
 
         for endpoint in [worker.wire, vandal, coordinator.wire] { await endpoint.close(linger: .zero) }
@@ -114,18 +114,18 @@ struct ProtocolEndpointTests {
             (.complete(complete), .ack(Ack(attempt: attempt, acknowledges: .complete, outcome: .accepted))),
             (.complete(complete), .ack(Ack(attempt: attempt, acknowledges: .complete, outcome: .duplicate))),
         ]
-        let hello = try #require(await within(.seconds(3)) { await coordinator.receiveMessage() })
+        let hello = try #require(await within(.seconds(30)) { await coordinator.receiveMessage() })
         #expect(hello.1.publicKey == workerKeys.publicKey)
         for step in script {
             if let message = step.worker {
                 try await worker.send(message)
-                let received = try #require(await within(.seconds(3)) { await coordinator.receiveMessage() })
+                let received = try #require(await within(.seconds(30)) { await coordinator.receiveMessage() })
                 #expect(received.0.message == message)
                 #expect(received.1.publicKey == workerKeys.publicKey)
             }
             if let message = step.coordinator {
                 try await coordinator.send(message, toKey: workerKeys.publicKey)
-                let received = try #require(await within(.seconds(3)) { await worker.receiveMessage() })
+                let received = try #require(await within(.seconds(30)) { await worker.receiveMessage() })
                 #expect(received.0.message == message)
             }
         }
@@ -136,7 +136,7 @@ struct ProtocolEndpointTests {
             key: workerKeys.publicKey, farewell: .disconnect(Disconnect(reason: .revoked, detail: "revoked by operator"))
         )
         #expect(cut == 1)
-        let farewell = try #require(await within(.seconds(3)) { await worker.receiveMessage() })
+        let farewell = try #require(await within(.seconds(30)) { await worker.receiveMessage() })
         #expect(farewell.0.message == .disconnect(Disconnect(reason: .revoked, detail: "revoked by operator")))
 
         await worker.close(linger: .zero)

@@ -30,12 +30,12 @@ func wireError(_ body: () async throws -> Void) async -> WireError? {
 }
 
 /// The next message on `endpoint`, or nil after `timeout`.
-func receive(_ endpoint: WireEndpoint, within timeout: Duration = .seconds(3)) async -> WireDelivery? {
+func receive(_ endpoint: WireEndpoint, within timeout: Duration = .seconds(30)) async -> WireDelivery? {
     await within(timeout) { await endpoint.receive() }
 }
 
 /// Waits until `condition` holds, checking every 10 ms; false after `timeout`.
-func eventually(within timeout: Duration = .seconds(3), _ condition: @Sendable () async -> Bool) async -> Bool {
+func eventually(within timeout: Duration = .seconds(30), _ condition: @Sendable () async -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if await condition() { return true }
@@ -46,7 +46,7 @@ func eventually(within timeout: Duration = .seconds(3), _ condition: @Sendable (
 
 /// The first event on `endpoint` matching `predicate`, or nil after `timeout`.
 func firstEvent(
-    on endpoint: WireEndpoint, within timeout: Duration = .seconds(3),
+    on endpoint: WireEndpoint, within timeout: Duration = .seconds(30),
     where predicate: @escaping @Sendable (WireEvent.Kind) -> Bool
 ) async -> WireEvent? {
     await within(timeout) {
