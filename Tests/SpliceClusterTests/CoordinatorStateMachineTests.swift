@@ -57,7 +57,7 @@ private struct Harness {
     /// Dispatch, then answer the claim: `peer` gets `attempts`, other workers nothing.
     mutating func assign(_ attempts: [SegmentAttempt], to peer: WirePeer = worker) -> [CoordinatorDirective] {
         machine.onWorkAvailable()
-        guard let claim = machine.dispatch().compactMap(\.claim).first else { return [] }
+        guard let claim = machine.dispatch(now: now).compactMap(\.claim).first else { return [] }
         let identity = WorkerIdentity(peer: peer)!
         return machine.onClaimed([identity: attempts.map(assignment)], demands: claim.demands,
                                  generation: claim.generation, now: now)
@@ -114,12 +114,12 @@ struct CoordinatorStateMachineTests {
         let hello = harness.receive(.hello(Hello(workerName: "encoder-1", slots: 4, encoders: ["libx264"])))
         #expect(hello.contains(.registerWorker(.key(workerKey), name: "encoder-1", slots: 4, encoders: ["libx264"])))
         #expect(messages(hello).isEmpty)
-        #expect(harness.machine.dispatch().isEmpty, "nothing is assigned before WELCOME")
+        #expect(harness.machine.dispatch(now: harness.now).isEmpty, "nothing is assigned before WELCOME")
 
         let registered = harness.machine.onWorkerRegistered(.key(workerKey), workerID: workerID, now: harness.now)
         #expect(messages(registered).first == .welcome(Welcome(session: "test", heartbeatIntervalMilliseconds: 1000, heartbeatLiveness: 3)))
         #expect(registered.compactMap(\.sent?.peer) == [worker])
-        #expect(claimed(harness.machine.dispatch()) == [4])
+        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [4])
     }
 
     @Test("sessions are keyed by the authenticated key: a new routing id is the same worker, answered on its new route")
@@ -229,7 +229,7 @@ struct CoordinatorStateMachineTests {
         #expect(messages(checked).last.map(isWelcome) == true)
         let snapshot = try #require(harness.machine.sessionSnapshots.first)
         #expect(snapshot.running == 1 && snapshot.active)
-        #expect(claimed(harness.machine.dispatch()) == [3], "the running attempt holds a slot")
+        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [3], "the running attempt holds a slot")
     }
 
     @Test("the same HELLO again (a resend that crossed WELCOME) is welcomed again and orphans nothing")
@@ -256,11 +256,13 @@ struct CoordinatorStateMachineTests {
 
     // MARK: Leases
 
-    @Test("ACCEPT and PROGRESS are ACKed only after the extension is committed", arguments: [true, false])
+    @Test("PROGRESS, and an ACCEPT later than the window after its claim, are ACKed only after the extension is committed",
+          arguments: [true, false])
     func leaseExtension(isProgress: Bool) {
         var harness = Harness()
         harness.welcome()
         _ = harness.assign([attempt(0)])
+        harness.advance(Harness.policy.acceptFromClaimWindow + .milliseconds(1))
         let message: WorkerMessage = isProgress
             ? .progress(Progress(attempt: attempt(0), fraction: 0.25, frames: 5)) : .accept(Accept(attempt: attempt(0)))
         let check: LeaseCheck = isProgress ? .progress : .accept
@@ -274,6 +276,49 @@ struct CoordinatorStateMachineTests {
                                                        now: harness.now).isEmpty, "no ACK without a commit")
     }
 
+    @Test("an ACCEPT within the window after its claim is ACKed from the claim's commit, with no extension")
+    func acceptFromClaim() {
+        var harness = Harness()
+        harness.welcome()
+        #expect(Harness.policy.acceptFromClaimWindow == .seconds(1), "min(1 s, a 16th of the 30 s lease)")
+        _ = harness.assign([attempt(0), attempt(1)])
+        harness.advance(Harness.policy.acceptFromClaimWindow)
+        let answered = harness.receive(.accept(Accept(attempt: attempt(0))))
+        #expect(acks(answered) == [Ack(attempt: attempt(0), acknowledges: .accept, outcome: .accepted)])
+        #expect(!answered.contains { if case .extendLeases = $0 { true } else { false } })
+        // The same token under another segment is not the attempt that was leased: the store decides.
+        var forged = attempt(1)
+        forged.segment = 7
+        #expect(harness.receive(.accept(Accept(attempt: forged)))
+            == [.extendLeases([forged], worker: .key(workerKey), check: .accept)])
+    }
+
+    @Test("an ACCEPT for a lease taken back since its claim, or whose job ended, goes to the store")
+    func acceptAfterTakeBack() {
+        var harness = Harness()
+        harness.welcome()
+        _ = harness.assign([attempt(0), attempt(1)])
+        _ = harness.machine.onLeasesTakenBack(
+            [TakenBackLease(job: "job-1", leaseToken: attempt(0).leaseToken, jobFailed: false)], now: harness.now)
+        #expect(harness.receive(.accept(Accept(attempt: attempt(0))))
+            == [.extendLeases([attempt(0)], worker: .key(workerKey), check: .accept)])
+        _ = harness.machine.onJobEnded("job-1", reason: .jobCancelled, now: harness.now)
+        #expect(harness.receive(.accept(Accept(attempt: attempt(1))))
+            == [.extendLeases([attempt(1)], worker: .key(workerKey), check: .accept)])
+    }
+
+    @Test("a running attempt a HELLO reports after a restart has no claim here: its ACCEPT goes to the store")
+    func acceptOfHelloAttempt() {
+        var harness = Harness()
+        _ = harness.receive(.hello(Hello(workerName: "w", slots: 2, encoders: ["libx264"], running: [attempt(0)])))
+        _ = harness.machine.onWorkerRegistered(.key(workerKey), workerID: workerID, now: harness.now)
+        _ = harness.machine.onLeasesExtended([attempt(0)], worker: .key(workerKey),
+                                             check: .helloRunning(incarnation: 1), current: [attempt(0).leaseToken],
+                                             now: harness.now)
+        #expect(harness.receive(.accept(Accept(attempt: attempt(0))))
+            == [.extendLeases([attempt(0)], worker: .key(workerKey), check: .accept)])
+    }
+
     @Test("an extension that matched nothing answers ACK stale and CANCEL lease-lost, and frees the slot")
     func staleExtension() {
         var harness = Harness()
@@ -285,7 +330,7 @@ struct CoordinatorStateMachineTests {
         #expect(acks(answered) == [Ack(attempt: attempt(0), acknowledges: .progress, outcome: .stale)])
         #expect(cancels(answered) == [Cancel(attempt: attempt(0), reason: .leaseLost)])
         harness.machine.onWorkAvailable()
-        #expect(claimed(harness.machine.dispatch()) == [1])
+        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [1])
     }
 
     @Test("an extension that lost its lease to the attempt's own COMPLETE is a duplicate: no stale, no CANCEL",
@@ -315,10 +360,10 @@ struct CoordinatorStateMachineTests {
         #expect(harness.machine.sessionSnapshots.first?.running == 2, "one running, one being committed")
         _ = harness.receive(.complete(complete(attempt(1))))
         harness.machine.onWorkAvailable()
-        #expect(harness.machine.dispatch().isEmpty, "two results awaiting commit on one slot: the slot is taken")
+        #expect(harness.machine.dispatch(now: harness.now).isEmpty, "two results awaiting commit on one slot: the slot is taken")
         _ = harness.machine.onResultCommitted(.complete(complete(attempt(0))), outcome: .completed(readyToStitch: false),
                                               now: harness.now)
-        #expect(claimed(harness.machine.dispatch()) == [1])
+        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [1])
     }
 
     @Test("a late extension does not bring back an attempt whose result was committed")
@@ -470,10 +515,10 @@ struct CoordinatorStateMachineTests {
         var harness = Harness()
         harness.welcome(slots: 4)
         harness.welcome(other, id: otherID, slots: 2)
-        let first = try #require(harness.machine.dispatch().compactMap(\.claim).first)
+        let first = try #require(harness.machine.dispatch(now: harness.now).compactMap(\.claim).first)
         #expect(Set(first.demands) == [ClaimDemand(worker: .key(workerKey), workerID: workerID, limit: 4),
                                        ClaimDemand(worker: .key(otherKey), workerID: otherID, limit: 2)])
-        #expect(harness.machine.dispatch().isEmpty, "one claim in flight at a time")
+        #expect(harness.machine.dispatch(now: harness.now).isEmpty, "one claim in flight at a time")
         let assigned = harness.machine.onClaimed(
             [.key(workerKey): (0..<4).map { assignment(attempt($0)) }, .key(otherKey): [assignment(attempt(4))]],
             demands: first.demands, generation: first.generation, now: harness.now)
@@ -483,40 +528,40 @@ struct CoordinatorStateMachineTests {
         #expect(assigned.compactMap(\.sent).filter { $0.peer == other }.count == 1)
         #expect(!harness.machine.workAvailable, "a short claim: nothing else is claimable")
         harness.machine.onWorkAvailable()
-        #expect(claimed(harness.machine.dispatch()) == [1], "only the other worker's last slot is free")
+        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [1], "only the other worker's last slot is free")
         _ = harness.machine.onClaimFailed([ClaimDemand(worker: .key(otherKey), workerID: otherID, limit: 1)])
         harness.machine.onWorkAvailable()
         _ = harness.receive(.complete(complete(attempt(0))))
         _ = harness.receive(.complete(complete(attempt(1))))
-        #expect(claimed(harness.machine.dispatch()) == [1, 2], "a reported result frees its slot")
+        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [1, 2], "a reported result frees its slot")
     }
 
     @Test("a short claim means nothing is claimable until a wake-up; a wake-up during the claim is not lost")
     func workAvailability() throws {
         var harness = Harness()
         harness.welcome(slots: 2)
-        var claim = try #require(harness.machine.dispatch().compactMap(\.claim).first)
+        var claim = try #require(harness.machine.dispatch(now: harness.now).compactMap(\.claim).first)
         _ = harness.machine.onClaimed([:], demands: claim.demands, generation: claim.generation, now: harness.now)
         #expect(!harness.machine.workAvailable)
-        #expect(harness.machine.dispatch().isEmpty)
+        #expect(harness.machine.dispatch(now: harness.now).isEmpty)
 
         harness.machine.onWorkAvailable()
-        claim = try #require(harness.machine.dispatch().compactMap(\.claim).first)
+        claim = try #require(harness.machine.dispatch(now: harness.now).compactMap(\.claim).first)
         harness.machine.onWorkAvailable()  // a NOTIFY while the claim is in flight
         _ = harness.machine.onClaimed([:], demands: claim.demands, generation: claim.generation, now: harness.now)
         #expect(harness.machine.workAvailable)
-        #expect(claimed(harness.machine.dispatch()) == [2])
+        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [2])
     }
 
     @Test("a failed claim frees the slots and stops claiming until the next wake-up (no hot loop)")
     func claimFailed() throws {
         var harness = Harness()
         harness.welcome(slots: 2)
-        let claim = try #require(harness.machine.dispatch().compactMap(\.claim).first)
+        let claim = try #require(harness.machine.dispatch(now: harness.now).compactMap(\.claim).first)
         _ = harness.machine.onClaimFailed(claim.demands)
-        #expect(harness.machine.dispatch().isEmpty)
+        #expect(harness.machine.dispatch(now: harness.now).isEmpty)
         harness.machine.onWorkAvailable()
-        #expect(claimed(harness.machine.dispatch()) == [2])
+        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [2])
     }
 
     @Test("an ASSIGN that cannot be routed is handed back at once and the worker is forgotten")
@@ -539,7 +584,7 @@ struct CoordinatorStateMachineTests {
     func claimAfterLeaving() throws {
         var harness = Harness()
         harness.welcome()
-        let claim = try #require(harness.machine.dispatch().compactMap(\.claim).first)
+        let claim = try #require(harness.machine.dispatch(now: harness.now).compactMap(\.claim).first)
         _ = harness.receive(.disconnect(Disconnect(reason: .shutdown)))
         let directives = harness.machine.onClaimed([.key(workerKey): [assignment(attempt(0))]], demands: claim.demands,
                                                    generation: claim.generation, now: harness.now)
@@ -567,11 +612,11 @@ struct CoordinatorStateMachineTests {
         harness.advance(.milliseconds(3100))
         let silent = harness.machine.onTick(now: harness.now)
         #expect(silent.contains(.report(.workerSilent(.key(workerKey)))))
-        #expect(harness.machine.dispatch().isEmpty)
+        #expect(harness.machine.dispatch(now: harness.now).isEmpty)
 
         let back = harness.receive(.heartbeat(Heartbeat()))
         #expect(back.contains(.report(.workerBack(.key(workerKey)))))
-        #expect(claimed(harness.machine.dispatch()) == [1])
+        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [1])
 
         harness.advance(.seconds(41))
         let gone = harness.machine.onTick(now: harness.now)
@@ -609,7 +654,7 @@ struct CoordinatorStateMachineTests {
         harness.welcome(other, id: otherID)
         _ = harness.receive(.complete(complete(attempt(0))))
         harness.machine.stopDispatching()
-        #expect(harness.machine.dispatch().isEmpty)
+        #expect(harness.machine.dispatch(now: harness.now).isEmpty)
         let answered = harness.machine.onResultCommitted(.complete(complete(attempt(0))),
                                                          outcome: .completed(readyToStitch: false), now: harness.now)
         #expect(acks(answered).count == 1)

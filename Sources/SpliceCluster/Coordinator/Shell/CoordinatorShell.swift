@@ -113,7 +113,7 @@ actor CoordinatorShell {
     /// Runs one event through the machine, carries out what it says, then lets it dispatch.
     private func apply(_ event: @Sendable (inout CoordinatorStateMachine) -> [CoordinatorDirective]) {
         execute(event(&machine))
-        execute(machine.dispatch())
+        execute(machine.dispatch(now: .now))
     }
 
     private func execute(_ directives: [CoordinatorDirective]) {

@@ -29,11 +29,15 @@ public struct CoordinatorStateMachine: Sendable {
         public var seenInterval: Duration
         /// How many committed result outcomes are remembered for resends.
         public var answeredCapacity: Int
+        /// An ACCEPT received within this long of issuing the claim that granted its lease is
+        /// acknowledged from that claim's commit instead of a new extension (docs/protocol.md,
+        /// Leases). Zero sends every ACCEPT to the store.
+        public var acceptFromClaimWindow: Duration
 
         public init(
             heartbeatInterval: Duration = .seconds(2), heartbeatLiveness: Int = 3, leaseDuration: Duration = .seconds(60),
             progressInterval: Duration? = nil, forgetAfter: Duration? = nil, seenInterval: Duration = .seconds(15),
-            answeredCapacity: Int = 16_384
+            answeredCapacity: Int = 16_384, acceptFromClaimWindow: Duration? = nil
         ) {
             self.heartbeatInterval = heartbeatInterval
             self.heartbeatLiveness = max(1, heartbeatLiveness)
@@ -42,6 +46,9 @@ public struct CoordinatorStateMachine: Sendable {
             self.forgetAfter = forgetAfter ?? leaseDuration + heartbeatInterval * self.heartbeatLiveness
             self.seenInterval = seenInterval
             self.answeredCapacity = max(1, answeredCapacity)
+            // Never more than the worker's smallest safety margin (a quarter of the lease, and
+            // 5 s by default), which is what absorbs the overshoot (docs/protocol.md).
+            self.acceptFromClaimWindow = max(.zero, min(acceptFromClaimWindow ?? .seconds(1), leaseDuration / 16))
         }
 
         /// Silence after which a worker is considered silent.
@@ -72,6 +79,8 @@ public struct CoordinatorStateMachine: Sendable {
     private var workGeneration: UInt64 = 0
     /// At most one claim at a time, for all workers.
     private var claimInFlight = false
+    /// When the claim in flight was issued: its leases run until at least this + `leaseDuration`.
+    private var claimIssuedAt: Instant?
     private var incarnations: UInt64 = 0
     public private(set) var shuttingDown = false
     private var farewellSent = false
@@ -107,7 +116,12 @@ public struct CoordinatorStateMachine: Sendable {
         var directives = heard(identity, peer: peer, now: now)
         switch message {
         case .accept(let accept):
-            directives.append(.extendLeases([accept.attempt], worker: identity, check: .accept))
+            if leaseIsFresh(accept.attempt, of: identity, now: now) {
+                let ack = Ack(attempt: accept.attempt, acknowledges: .accept, outcome: .accepted)
+                directives += send(.ack(ack), to: identity, now: now)
+            } else {
+                directives.append(.extendLeases([accept.attempt], worker: identity, check: .accept))
+            }
         case .progress(let progress):
             let fraction = progress.fraction.isFinite ? min(1, max(0, progress.fraction)) : 0
             sessions[identity]?.held[progress.attempt.leaseToken]?.fraction = fraction
@@ -342,6 +356,19 @@ public struct CoordinatorStateMachine: Sendable {
 
     // MARK: - Leases
 
+    /// Whether an ACCEPT can be answered from the commit of the claim that granted its lease: this
+    /// process assigned the attempt to this worker within `acceptFromClaimWindow`, and nothing has
+    /// taken it back since (a reaped, released or cancelled lease leaves `held`). That commit made
+    /// the lease run until at least the claim's issue time + `leaseDuration`; the worker's
+    /// deadline becomes the ACCEPT's send time + `leaseDuration`, later by less than the window,
+    /// which its safety margin covers — the same overshoot the ASSIGN itself already grants.
+    private func leaseIsFresh(_ attempt: SegmentAttempt, of identity: WorkerIdentity, now: Instant) -> Bool {
+        guard let held = sessions[identity]?.held[attempt.leaseToken], held.attempt == attempt, !held.reported,
+              let leasedAt = held.leasedAt
+        else { return false }
+        return now - leasedAt <= policy.acceptFromClaimWindow
+    }
+
     /// Extensions committed: `current` holds the tokens the store extended; the others are gone.
     public mutating func onLeasesExtended(
         _ attempts: [SegmentAttempt], worker identity: WorkerIdentity, check: LeaseCheck, current: Set<LeaseToken>,
@@ -443,7 +470,7 @@ public struct CoordinatorStateMachine: Sendable {
     /// One claim for every worker with free slots, when none is in flight: slots freed while one
     /// is in flight go into the next, which batches claims under load without delaying them when
     /// idle — one store round trip per round, whatever the number of workers.
-    public mutating func dispatch() -> [CoordinatorDirective] {
+    public mutating func dispatch(now: ContinuousClock.Instant) -> [CoordinatorDirective] {
         guard workAvailable, !shuttingDown, !claimInFlight else { return [] }
         var demands: [ClaimDemand] = []
         for (identity, session) in sessions {
@@ -454,6 +481,7 @@ public struct CoordinatorStateMachine: Sendable {
         }
         guard !demands.isEmpty else { return [] }
         claimInFlight = true
+        claimIssuedAt = now
         return [.claim(demands, generation: workGeneration)]
     }
 
@@ -464,6 +492,8 @@ public struct CoordinatorStateMachine: Sendable {
         now: ContinuousClock.Instant
     ) -> [CoordinatorDirective] {
         claimInFlight = false
+        let leasedAt = claimIssuedAt
+        claimIssuedAt = nil
         let granted = assignments.values.reduce(0) { $0 + $1.count }
         if granted < demands.reduce(0, { $0 + $1.limit }) && generation == workGeneration { workAvailable = false }
         var directives: [CoordinatorDirective] = []
@@ -479,7 +509,7 @@ public struct CoordinatorStateMachine: Sendable {
             releaseReservation(identity, slots: demand.limit)
             for assignment in claimed {
                 sessions[identity]?.held[assignment.attempt.leaseToken] =
-                    WorkerSession.HeldAttempt(attempt: assignment.attempt)
+                    WorkerSession.HeldAttempt(attempt: assignment.attempt, leasedAt: leasedAt)
                 let assign = Assign(
                     attempt: assignment.attempt, outputPath: assignment.outputPath,
                     leaseMilliseconds: policy.leaseDuration.wholeMilliseconds,
@@ -494,6 +524,7 @@ public struct CoordinatorStateMachine: Sendable {
     /// until the next `onWorkAvailable()` (the poll timer), so an unreachable store is not hammered.
     public mutating func onClaimFailed(_ demands: [ClaimDemand]) -> [CoordinatorDirective] {
         claimInFlight = false
+        claimIssuedAt = nil
         workAvailable = false
         for demand in demands { releaseReservation(demand.worker, slots: demand.limit) }
         return []

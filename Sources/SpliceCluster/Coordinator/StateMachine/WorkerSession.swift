@@ -21,6 +21,9 @@ struct WorkerSession: Sendable {
         var fraction: Double = 0
         /// Its COMPLETE or FAIL has arrived and is being committed: nothing left to cancel.
         var reported = false
+        /// When the claim that leased it to this worker was issued (nil when this process did
+        /// not lease it, e.g. a HELLO's running attempt after a restart).
+        var leasedAt: ContinuousClock.Instant?
     }
 
     let identity: WorkerIdentity
