@@ -33,9 +33,9 @@ import Testing
     }
 
     @Test func arraysUseTheQuotedLiteralForm() throws {
-        let values = ["plain", #"with "quotes""#, #"back\slash"#, "comma,brace}"]
+        let values = ["plain", #"with "quotes""#, #"back\slash"#, "comma,brace}", "", "ü→🎬 \"{}\""]
         let text = values.postgresText
-        #expect(text == #"{"plain","with \"quotes\"","back\\slash","comma,brace}"}"#)
+        #expect(text == #"{"plain","with \"quotes\"","back\\slash","comma,brace}","","ü→🎬 \"{}\""}"#)
         #expect(try [String].decode(postgresText: text) == values)
         #expect(try [Int].decode(postgresText: "{1,2}") == [1, 2])
         #expect(try [String?].decode(postgresText: #"{a,NULL,"NULL"}"#) == ["a", nil, "NULL"])

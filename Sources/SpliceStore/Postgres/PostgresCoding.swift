@@ -213,16 +213,23 @@ extension Array: PostgresEncodable where Element: PostgresArrayElement {
     public static var postgresType: PostgresType { Element.postgresArrayType }
     /// The array literal `{"a","b",NULL}` with every element quoted and `"`/`\` escaped.
     public var postgresText: String? {
-        var text = "{"
+        // Byte by byte: these arrays carry every batched write (thousands of elements a second).
+        var bytes: [UInt8] = [UInt8(ascii: "{")]
         for (offset, element) in enumerated() {
-            if offset > 0 { text += "," }
-            if let elementText = element.postgresText {
-                text += "\"" + elementText.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\""
-            } else {
-                text += "NULL"
+            if offset > 0 { bytes.append(UInt8(ascii: ",")) }
+            guard let elementText = element.postgresText else {
+                bytes.append(contentsOf: "NULL".utf8)
+                continue
             }
+            bytes.append(UInt8(ascii: "\""))
+            for byte in elementText.utf8 {
+                if byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\"") { bytes.append(UInt8(ascii: "\\")) }
+                bytes.append(byte)
+            }
+            bytes.append(UInt8(ascii: "\""))
         }
-        return text + "}"
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 
@@ -230,36 +237,42 @@ extension Array: PostgresDecodable where Element: PostgresDecodable {
     /// Parses a one-dimensional array's text form (quoted and unquoted elements, NULL).
     public static func decode(postgresText text: String?) throws -> [Element] {
         let text = try nonNull(text)
-        guard text.first == "{", text.last == "}" else { throw PostgresDecodingIssue("not an array: \(text)") }
+        let bytes = Array<UInt8>(text.utf8)
+        guard bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}"), bytes.count >= 2 else {
+            throw PostgresDecodingIssue("not an array: \(text)")
+        }
         var elements: [Element] = []
-        var iterator = text.dropFirst().dropLast().makeIterator()
-        var current = ""
+        var current: [UInt8] = []
         var quoted = false
         var inQuotes = false
-        var any = false
         func finish() throws {
-            let isNull = !quoted && current == "NULL"
-            elements.append(try Element.decode(postgresText: isNull ? nil : current))
-            current = ""
+            let isNull = !quoted && current.elementsEqual("NULL".utf8)
+            elements.append(try Element.decode(postgresText: isNull ? nil : String(decoding: current, as: UTF8.self)))
+            current.removeAll(keepingCapacity: true)
             quoted = false
         }
-        while let character = iterator.next() {
-            any = true
+        var index = 1
+        let end = bytes.count - 1
+        // Multi-byte UTF-8 sequences never contain these ASCII bytes, so they pass through whole.
+        while index < end {
+            let byte = bytes[index]
+            index += 1
             if inQuotes {
-                switch character {
-                case "\\": if let escaped = iterator.next() { current.append(escaped) }
-                case "\"": inQuotes = false
-                default: current.append(character)
+                switch byte {
+                case UInt8(ascii: "\\"):
+                    if index < end { current.append(bytes[index]); index += 1 }
+                case UInt8(ascii: "\""): inQuotes = false
+                default: current.append(byte)
                 }
             } else {
-                switch character {
-                case "\"": inQuotes = true; quoted = true
-                case ",": try finish()
-                default: current.append(character)
+                switch byte {
+                case UInt8(ascii: "\""): inQuotes = true; quoted = true
+                case UInt8(ascii: ","): try finish()
+                default: current.append(byte)
                 }
             }
         }
-        if any { try finish() }
+        if end > 1 { try finish() }
         return elements
     }
 }
