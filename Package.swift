@@ -54,12 +54,12 @@ let package = Package(
         ),
         .executableTarget(
             name: "splice",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog"],
+            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "CZeroMQ"],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "splice-bench",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog"],
+            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "CZeroMQ"],
             swiftSettings: strict
         ),
 

@@ -83,7 +83,8 @@ enum ClusterBenchmark {
                 if options.statements { try await inspector.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements") }
                 let result = try await measure(
                     database: database, clip: clip, jobs: options.jobs, segmentsPerJob: perJob, workers: workers,
-                    slots: options.slots, scratch: URL(fileURLWithPath: directory).appendingPathComponent("run-\(run)"))
+                    slots: options.slots, scratch: URL(fileURLWithPath: directory).appendingPathComponent("run-\(run)"),
+                    server: server.dataDirectory)
                 print(result)
                 if options.statements { try await printStatements(inspector) }
                 await inspector.close()
@@ -105,7 +106,7 @@ enum ClusterBenchmark {
 
     private static func measure(
         database: ConnectionConfiguration, clip: String, jobs: Int, segmentsPerJob: Int, workers: Int, slots: Int,
-        scratch: URL
+        scratch: URL, server: String
     ) async throws -> String {
         let coordinator = Coordinator(configuration: CoordinatorConfiguration(
             database: .server(database), spool: scratch.appendingPathComponent("spool"),
@@ -144,16 +145,15 @@ enum ClusterBenchmark {
         let total = jobs * segmentsPerJob
         let tally = Tally(target: total)
         let cpuBefore = processCPUMicroseconds()
-        var fakes: [FakeWorker] = []
-        for index in 0..<workers {
-            fakes.append(try await FakeWorker.start(
-                endpoint: endpoints.workers, context: context, name: "fake-\(index)", slots: slots, tally: tally))
-        }
+        let serverCPUBefore = ServerCPU(dataDirectory: server)
+        let fakes = try FakeWorkerPool.start(endpoint: endpoints.workers, count: workers, slots: slots, tally: tally)
         let finished = await tally.finished(within: .seconds(600))
         let cpu = processCPUMicroseconds() - cpuBefore
+        let serverCPU = ServerCPU(dataDirectory: server).microseconds - serverCPUBefore.microseconds
         let summary = tally.summary(workers: workers)
-            + "\n      CPU of this process (coordinator + fake workers): \(cpu / Int64(max(1, total))) µs per segment"
-        for fake in fakes { await fake.stop() }
+            + "\n      CPU per segment: this process (coordinator + fake workers) \(cpu / Int64(max(1, total))) µs, "
+            + "PostgreSQL \(serverCPU / Int64(max(1, total))) µs"
+        await fakes.stop()
         await coordinator.shutdown()
         try await running.value
         await context.terminate()
@@ -185,6 +185,31 @@ enum ClusterBenchmark {
         return user + Int64(usage.ru_stime.tv_sec) * 1_000_000 + Int64(usage.ru_stime.tv_usec)
     }
 
+    /// User + system CPU time of the PostgreSQL server's processes (the postmaster and its
+    /// children, from /proc): backends that exited meanwhile are not counted, which is why the
+    /// coordinator's connections are opened before the first reading.
+    private struct ServerCPU {
+        var microseconds: Int64 = 0
+
+        init(dataDirectory: String) {
+            guard let pidFile = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8),
+                  let postmaster = pidFile.split(separator: "\n").first.flatMap({ Int($0) })
+            else { return }
+            let ticks = Int64(sysconf(Int32(_SC_CLK_TCK)))
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+                guard let pid = Int(entry), let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                      let close = stat.lastIndex(of: ")")
+                else { continue }
+                // Fields after the command name: state ppid … utime(14) stime(15), counted from 1.
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                guard fields.count > 13, let parent = Int(fields[1]), pid == postmaster || parent == postmaster,
+                      let user = Int64(fields[11]), let system = Int64(fields[12])
+                else { continue }
+                microseconds += (user + system) * 1_000_000 / max(1, ticks)
+            }
+        }
+    }
+
     private static func makeClip(seconds: Int, in directory: String) throws -> String {
         let path = directory + "/clip-\(seconds)s.mp4"
         let process = Process()
@@ -209,7 +234,7 @@ struct ClusterBenchmarkError: Error, CustomStringConvertible {
 // MARK: - Counting
 
 /// Completed segments and their latencies, shared by the fake workers.
-private final class Tally: Sendable {
+final class Tally: Sendable {
     private struct State {
         var latencies: [Duration] = []
         var first: ContinuousClock.Instant?
@@ -285,99 +310,6 @@ private final class Tally: Sendable {
             return "  \(workers) workers: \(rate) segments/s (\(sorted.count) in \(span) s)   "
                 + "ASSIGN→COMPLETE→ACK p50 \(milliseconds(0.5)) ms  p99 \(milliseconds(0.99)) ms  "
                 + "max \(milliseconds(1)) ms\(stale)"
-        }
-    }
-}
-
-// MARK: - Fake workers
-
-/// A worker that encodes nothing: every ASSIGN is answered at once with ACCEPT and COMPLETE.
-/// It is the load, not what is measured, so it reads only the envelope fields it needs instead of
-/// decoding every message in full (the ASSIGN spec is the bulk of the bytes): it shares the
-/// machine's two cores with the coordinator and Postgres.
-private final class FakeWorker: Sendable {
-    /// The parts of a coordinator message the fake worker reads.
-    private struct Incoming: Decodable {
-        struct Body: Decodable {
-            var attempt: SegmentAttempt?
-            var outputPath: String?
-            var acknowledges: Ack.Acknowledged?
-            var outcome: Ack.Outcome?
-            var reason: String?
-        }
-
-        var type: String
-        var body: Body
-    }
-
-    private let endpoint: WireEndpoint
-    private let loop: Task<Void, Never>
-
-    private init(endpoint: WireEndpoint, loop: Task<Void, Never>) {
-        self.endpoint = endpoint
-        self.loop = loop
-    }
-
-    static func start(endpoint address: String, context: WireContext, name: String, slots: Int, tally: Tally)
-        async throws -> FakeWorker
-    {
-        let endpoint = try await WireEndpoint.connect(
-            address, type: .dealer, context: context, options: .dealer(routingID: RoutingID(name), immediate: false))
-        let codec = WireCodec()
-        let hello = try codec.encode(WorkerMessage.hello(Hello(workerName: name, slots: slots, encoders: ["libx264"])))
-        try await endpoint.send(hello)
-        let loop = Task {
-            let decoder = JSONDecoder()
-            var started: [LeaseToken: ContinuousClock.Instant] = [:]
-            while let delivery = await endpoint.receive() {
-                let now = ContinuousClock.now
-                guard let frame = delivery.frames.first, let message = try? decoder.decode(Incoming.self, from: frame)
-                else { continue }
-                switch (message.type, message.body.attempt) {
-                case ("ASSIGN", let attempt?):
-                    started[attempt.leaseToken] = now
-                    tally.assigned(at: now)
-                    let output = message.body.outputPath ?? ""
-                    try? await endpoint.send([Reply.accept(attempt)])
-                    try? await endpoint.send([Reply.complete(attempt, outputPath: output)])
-                case ("ACK", let attempt?) where message.body.acknowledges == .complete:
-                    guard let start = started.removeValue(forKey: attempt.leaseToken),
-                          let outcome = message.body.outcome else { continue }
-                    tally.acknowledged(outcome, latency: now - start, at: now)
-                case ("DISCONNECT", _) where message.body.reason == Disconnect.Reason.reregister.rawValue:
-                    try? await endpoint.send(hello)
-                default:
-                    break
-                }
-            }
-        }
-        return FakeWorker(endpoint: endpoint, loop: loop)
-    }
-
-    func stop() async {
-        loop.cancel()
-        await endpoint.close(linger: .zero)
-        await loop.value
-    }
-
-    /// ACCEPT and COMPLETE written straight into their envelope text (what `WireCodec` would
-    /// write, minus the cost: the load generator should leave the CPU to the coordinator).
-    private enum Reply {
-        static func accept(_ attempt: SegmentAttempt) -> Data {
-            Data(#"{"body":{"attempt":\#(json(attempt))},"protocol":"splice-worker","type":"ACCEPT","version":1}"#.utf8)
-        }
-
-        static func complete(_ attempt: SegmentAttempt, outputPath: String) -> Data {
-            let path = String(decoding: (try? JSONEncoder().encode(outputPath)) ?? Data("\"\"".utf8), as: UTF8.self)
-            let body = #"{"attempt":\#(json(attempt)),"checksum":"sha256:\#(String(repeating: "0", count: 64))","#
-                + #""encodeMilliseconds":0,"outputPath":\#(path),"sizeBytes":0}"#
-            return Data(#"{"body":\#(body),"protocol":"splice-worker","type":"COMPLETE","version":1}"#.utf8)
-        }
-
-        /// Job ids and lease tokens are UUID text: nothing in them needs escaping.
-        private static func json(_ attempt: SegmentAttempt) -> String {
-            #"{"attempt":\#(attempt.attempt),"job":"\#(attempt.job)","leaseToken":"\#(attempt.leaseToken)","#
-                + #""segment":\#(attempt.segment)}"#
         }
     }
 }
