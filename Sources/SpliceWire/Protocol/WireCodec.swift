@@ -18,8 +18,13 @@ public struct WireCodec: Sendable {
     /// The frames for `message`, with an optional request id in the envelope.
     public func encode<M: WireMessage>(_ message: M, requestID: String? = nil) throws(WireError) -> [Data] {
         let data: Data
+        let box = EncodingBox(message: message, requestID: requestID)
         do {
-            data = try Self.encoder.encode(EncodingBox(message: message, requestID: requestID))
+            do {
+                data = Data(try WireJSONEncoder.encode(box))
+            } catch is WireJSONEncoder.Unsupported {
+                data = try Self.encoder.encode(box)
+            }
         } catch {
             throw WireError(code: .encoding, message: "cannot encode \(type(of: message.body).messageType): \(error)")
         }
@@ -30,6 +35,17 @@ public struct WireCodec: Sendable {
             )
         }
         return [data]
+    }
+
+    /// The frames Foundation's `JSONEncoder` writes for `message`: the reference `encode` must
+    /// equal byte for byte (tests), and what it falls back to.
+    package func referenceEncode<M: WireMessage>(_ message: M, requestID: String? = nil) throws -> [Data] {
+        [try Self.encoder.encode(EncodingBox(message: message, requestID: requestID))]
+    }
+
+    /// Whether `WireJSONEncoder` writes `message` itself (no fallback), for the tests.
+    package func encodesWithoutFallback<M: WireMessage>(_ message: M) -> Bool {
+        (try? WireJSONEncoder.encode(EncodingBox(message: message, requestID: nil))) != nil
     }
 
     // MARK: - Decoding
@@ -53,8 +69,9 @@ public struct WireCodec: Sendable {
         }
     }
 
-    // JSONEncoder/JSONDecoder are thread safe once configured.
-    private static let encoder: JSONEncoder = {
+    // JSONEncoder/JSONDecoder are thread safe once configured. `encoder` writes what
+    // `WireJSONEncoder` cannot; the two write the same text.
+    static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder

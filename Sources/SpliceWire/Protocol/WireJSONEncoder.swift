@@ -1,0 +1,295 @@
+internal import Foundation
+
+/// The JSON writer behind `WireCodec.encode`: the same text Foundation's `JSONEncoder` writes
+/// with `[.sortedKeys, .withoutEscapingSlashes]` (the unit tests hold the two byte-equal for every
+/// sample message), at a fraction of the cost — the coordinator encodes several messages per
+/// segment, and Foundation builds a tree of boxed values for each before writing it.
+///
+/// It writes bytes as values are encoded; only each keyed container's fields are held until it
+/// closes, to be sorted. `JSONValue` (the ASSIGN spec) is written directly. What it does not
+/// handle the way `JSONEncoder` would — nested containers asked for by key, super encoders, and
+/// the types `JSONEncoder` special-cases (`Date`, `Data`, `URL`, `Decimal`) — makes it give up
+/// with `Unsupported`, and `WireCodec` uses `JSONEncoder` for that message instead.
+package struct WireJSONEncoder {
+    package struct Unsupported: Error {
+        package var reason: String
+    }
+
+    /// The JSON text of `value`.
+    package static func encode(_ value: some Encodable) throws -> [UInt8] {
+        let writer = JSONByteWriter()
+        try writer.encodeValue(value, codingPath: [])
+        if let failure = writer.failure { throw failure }
+        return writer.bytes
+    }
+}
+
+/// The output and the failure, shared by every container of one `encode`.
+private final class JSONByteWriter {
+    var bytes: [UInt8] = []
+    var failure: (any Error)?
+
+    init() {
+        bytes.reserveCapacity(512)
+    }
+
+    func give(up reason: String) {
+        if failure == nil { failure = WireJSONEncoder.Unsupported(reason: reason) }
+    }
+
+    /// Writes one value: scalars and `JSONValue` directly, anything else through its `encode(to:)`.
+    func encodeValue<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws {
+        switch value {
+        case let string as String: writeString(string)
+        case let bool as Bool: write(bool ? "true" : "false")
+        case let int as Int: write(String(int))
+        case let int as Int64: write(String(int))
+        case let int as Int32: write(String(int))
+        case let int as UInt64: write(String(int))
+        case let int as UInt32: write(String(int))
+        case let int as any BinaryInteger: write("\(int)")
+        case let double as Double: writeDouble(double)
+        case let json as JSONValue: writeJSON(json)
+        case is Date, is Data, is URL, is Decimal, is Float:
+            give(up: "\(T.self) has a JSONEncoder strategy")
+        default:
+            let frame = Frame()
+            try value.encode(to: ByteEncoder(writer: self, frame: frame, codingPath: codingPath))
+            frame.close(into: self)
+        }
+    }
+
+    func write(_ text: String) {
+        bytes.append(contentsOf: text.utf8)
+    }
+
+    /// A JSON string: `"` and `\` escaped, control characters as JSONEncoder writes them, `/` not.
+    func writeString(_ string: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0x08: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
+            case 0x0C: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
+            case 0..<0x20:
+                let digits = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                          digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Integral values as integers (as JSONEncoder writes them, and so that `JSONValue` reads
+    /// them back as `.integer`); the rest in Swift's shortest round-trip form. Non-finite
+    /// numbers are JSONEncoder's to refuse.
+    func writeDouble(_ value: Double) {
+        guard value.isFinite else { return give(up: "a non-finite number") }
+        if value == value.rounded(), abs(value) < 1e15 {
+            write(String(Int64(value)))
+        } else {
+            write("\(value)")
+        }
+    }
+
+    func writeJSON(_ value: JSONValue) {
+        switch value {
+        case .null: write("null")
+        case .bool(let bool): write(bool ? "true" : "false")
+        case .integer(let int): write(String(int))
+        case .double(let double): writeDouble(double)
+        case .string(let string): writeString(string)
+        case .array(let elements):
+            bytes.append(UInt8(ascii: "["))
+            for (offset, element) in elements.enumerated() {
+                if offset > 0 { bytes.append(UInt8(ascii: ",")) }
+                writeJSON(element)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let fields):
+            bytes.append(UInt8(ascii: "{"))
+            for (offset, key) in fields.keys.sorted().enumerated() {
+                if offset > 0 { bytes.append(UInt8(ascii: ",")) }
+                writeString(key)
+                bytes.append(UInt8(ascii: ":"))
+                writeJSON(fields[key] ?? .null)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+}
+
+/// What one value's `encode(to:)` opened: nothing yet, a keyed container (its fields held until
+/// the value is done, to be sorted), an unkeyed one (written as it goes), or a single value.
+private final class Frame {
+    enum Kind { case none, keyed, unkeyed, single }
+
+    var kind = Kind.none
+    var fields: [(key: String, value: [UInt8])] = []
+    var count = 0
+
+    /// Claims the frame for a container of `kind`; a second, different container gives up.
+    func open(_ kind: Kind, writer: JSONByteWriter) -> Bool {
+        if self.kind == .none {
+            self.kind = kind
+            if kind == .unkeyed { writer.bytes.append(UInt8(ascii: "[")) }
+            return true
+        }
+        if self.kind == kind && kind != .single { return true }
+        writer.give(up: "one value asked for two containers")
+        return false
+    }
+
+    /// Finishes the value: a keyed container's fields, sorted; an unkeyed one's bracket. A value
+    /// that encoded nothing is `{}`, as JSONEncoder writes it.
+    func close(into writer: JSONByteWriter) {
+        switch kind {
+        case .none:
+            writer.write("{}")
+        case .keyed:
+            writer.bytes.append(UInt8(ascii: "{"))
+            for (offset, field) in fields.sorted(by: { $0.key < $1.key }).enumerated() {
+                if offset > 0 { writer.bytes.append(UInt8(ascii: ",")) }
+                writer.writeString(field.key)
+                writer.bytes.append(UInt8(ascii: ":"))
+                writer.bytes.append(contentsOf: field.value)
+            }
+            writer.bytes.append(UInt8(ascii: "}"))
+        case .unkeyed:
+            writer.bytes.append(UInt8(ascii: "]"))
+        case .single:
+            break
+        }
+    }
+
+    /// Encodes one field's value into its own buffer.
+    func field(_ key: String, writer: JSONByteWriter, _ body: () throws -> Void) rethrows {
+        let outer = writer.bytes
+        writer.bytes = []
+        defer {
+            fields.append((key, writer.bytes))
+            writer.bytes = outer
+        }
+        try body()
+    }
+}
+
+private struct ByteEncoder: Encoder {
+    let writer: JSONByteWriter
+    let frame: Frame
+    let codingPath: [any CodingKey]
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        _ = frame.open(.keyed, writer: writer)
+        return KeyedEncodingContainer(KeyedByteContainer<Key>(writer: writer, frame: frame, codingPath: codingPath))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        _ = frame.open(.unkeyed, writer: writer)
+        return UnkeyedByteContainer(writer: writer, frame: frame, codingPath: codingPath)
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer {
+        SingleByteContainer(writer: writer, frame: frame, codingPath: codingPath)
+    }
+}
+
+private struct KeyedByteContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let writer: JSONByteWriter
+    let frame: Frame
+    let codingPath: [any CodingKey]
+
+    mutating func encodeNil(forKey key: Key) throws {
+        frame.field(key.stringValue, writer: writer) { writer.write("null") }
+    }
+
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+        try frame.field(key.stringValue, writer: writer) {
+            try writer.encodeValue(value, codingPath: codingPath + [key])
+        }
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
+        -> KeyedEncodingContainer<NestedKey>
+    {
+        writer.give(up: "nested containers")
+        return KeyedEncodingContainer(KeyedByteContainer<NestedKey>(writer: JSONByteWriter(), frame: Frame(),
+                                                                    codingPath: codingPath + [key]))
+    }
+
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        writer.give(up: "nested containers")
+        return UnkeyedByteContainer(writer: JSONByteWriter(), frame: Frame(), codingPath: codingPath + [key])
+    }
+
+    mutating func superEncoder() -> any Encoder {
+        writer.give(up: "super encoders")
+        return ByteEncoder(writer: JSONByteWriter(), frame: Frame(), codingPath: codingPath)
+    }
+
+    mutating func superEncoder(forKey key: Key) -> any Encoder {
+        superEncoder()
+    }
+}
+
+private struct UnkeyedByteContainer: UnkeyedEncodingContainer {
+    let writer: JSONByteWriter
+    let frame: Frame
+    let codingPath: [any CodingKey]
+    var count: Int { frame.count }
+
+    private func separate() {
+        if frame.count > 0 { writer.bytes.append(UInt8(ascii: ",")) }
+        frame.count += 1
+    }
+
+    mutating func encodeNil() throws {
+        separate()
+        writer.write("null")
+    }
+
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        separate()
+        try writer.encodeValue(value, codingPath: codingPath)
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type)
+        -> KeyedEncodingContainer<NestedKey>
+    {
+        writer.give(up: "nested containers")
+        return KeyedEncodingContainer(KeyedByteContainer<NestedKey>(writer: JSONByteWriter(), frame: Frame(),
+                                                                    codingPath: codingPath))
+    }
+
+    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+        writer.give(up: "nested containers")
+        return UnkeyedByteContainer(writer: JSONByteWriter(), frame: Frame(), codingPath: codingPath)
+    }
+
+    mutating func superEncoder() -> any Encoder {
+        writer.give(up: "super encoders")
+        return ByteEncoder(writer: JSONByteWriter(), frame: Frame(), codingPath: codingPath)
+    }
+}
+
+private struct SingleByteContainer: SingleValueEncodingContainer {
+    let writer: JSONByteWriter
+    let frame: Frame
+    let codingPath: [any CodingKey]
+
+    mutating func encodeNil() throws {
+        guard frame.open(.single, writer: writer) else { return }
+        writer.write("null")
+    }
+
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        guard frame.open(.single, writer: writer) else { return }
+        try writer.encodeValue(value, codingPath: codingPath)
+    }
+}
