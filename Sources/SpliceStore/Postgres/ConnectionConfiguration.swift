@@ -77,7 +77,7 @@ public struct ConnectionConfiguration: Sendable, Equatable, CustomStringConverti
     }
 
     /// The same settings with one libpq keyword set (e.g. `connect_timeout`, `application_name`).
-    func setting(_ keyword: String, _ value: String) -> ConnectionConfiguration {
+    public func setting(_ keyword: String, _ value: String) -> ConnectionConfiguration {
         var copy = self
         copy.set(keyword, value)
         return copy

@@ -28,12 +28,15 @@ extension JobRepository {
         // Rows are locked in id order first, the order completions lock them in: an extension and
         // a completion of the same segments (a PROGRESS just before its COMPLETE) then queue
         // instead of deadlocking (which Postgres only breaks after deadlock_timeout, 1 s).
+        // The rows are found by primary key; `state = 'leased'` is checked by the UPDATE only.
+        // In the locking scan it lets the planner pick the partial index on leased segments,
+        // which under load holds thousands of dead entries of segments no longer leased (bitmap
+        // scans never mark them dead), and every batch would walk them all.
         let rows = try await client.query("""
             WITH target AS (
                 SELECT s.id, lease.token
                 FROM segments s JOIN unnest(\(leases.map(\.segmentID)), \(leases.map(\.token))) AS lease(id, token)
                     ON s.id = lease.id AND s.lease_token = lease.token
-                WHERE s.state = 'leased'
                 ORDER BY s.id
                 FOR UPDATE OF s
             )
@@ -73,6 +76,7 @@ extension JobRepository {
     static func writeCompletions(_ completions: [SegmentCompletion], on client: PostgresClient) async throws
         -> [CompletionOutcome] {
         guard !completions.isEmpty else { return [] }
+        // Found by primary key, the state checked by the UPDATE (see `extendLeases`).
         let rows = try await client.query("""
             WITH input AS (
                 SELECT * FROM unnest(\(completions.map(\.lease.segmentID)), \(completions.map(\.lease.token)),
@@ -81,7 +85,6 @@ extension JobRepository {
             ), target AS (
                 SELECT s.id, s.leased_by, input.token, input.output_url, input.checksum
                 FROM segments s JOIN input ON s.id = input.id AND s.lease_token = input.token
-                WHERE s.state = 'leased'
                 ORDER BY s.id
                 FOR UPDATE OF s
             ), segment AS (

@@ -34,6 +34,7 @@ final class RawConnection: @unchecked Sendable {
         if config.value(of: "application_name") == nil { config = config.setting("application_name", "splice") }
         if config.value(of: "connect_timeout") == nil { config = config.setting("connect_timeout", "10") }
         config = config.setting("client_encoding", "UTF8")
+        config = config.setting("options", Self.sessionOptions(config))
         // Both arrays end with NULL, as PQconnectdbParams requires.
         let keywords: [String?] = config.parameters.map(\.keyword) + [nil]
         let values: [String?] = config.parameters.map(\.value) + [nil]
@@ -56,6 +57,16 @@ final class RawConnection: @unchecked Sendable {
         handle = opened
         statements = [:]
         try executeScript("SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'")
+    }
+
+    /// Server settings for every session, ahead of the operator's own `options` (from the URL,
+    /// else PGOPTIONS, which an explicit keyword would otherwise hide) so that theirs win.
+    /// Generic plans: the store's statements are prepared once per session and bind arrays whose
+    /// sizes a custom plan cannot exploit, so re-planning them on every execution (what `auto`
+    /// does first, and keeps doing while the custom plans look cheaper) was wasted server CPU.
+    static func sessionOptions(_ configuration: ConnectionConfiguration) -> String {
+        let own = configuration.value(of: "options") ?? ProcessInfo.processInfo.environment["PGOPTIONS"]
+        return ["-c plan_cache_mode=force_generic_plan", own].compactMap { $0 }.joined(separator: " ")
     }
 
     /// Ends the session, if any.
