@@ -36,8 +36,17 @@ public struct SpoolLayout: Sendable, Hashable {
 
     /// `<root>/jobs/<job>/segment-00012.a2-7c1e9d2a.splseg` for segment 12, attempt 2, lease 7c1e9d2a….
     public func segmentFile(job: String, segment: Int, attempt: Int, leaseToken: String) -> URL {
+        URL(fileURLWithPath: segmentPath(job: job, segment: segment, attempt: attempt, leaseToken: leaseToken))
+    }
+
+    /// `segmentFile` as a path, built as text: the coordinator names one file per assignment,
+    /// and `URL.appendingPathComponent` cost more than the rest of building the ASSIGN.
+    public func segmentPath(job: String, segment: Int, attempt: Int, leaseToken: String) -> String {
         let index = String(segment)
         let padded = String(repeating: "0", count: max(0, 5 - index.count)) + index
-        return jobDirectory(job).appendingPathComponent("segment-\(padded).a\(attempt)-\(leaseToken.prefix(8)).splseg")
+        var root = root.path
+        if !root.hasSuffix("/") { root += "/" }
+        return root + "jobs/" + job + "/segment-" + padded + ".a" + String(attempt) + "-" + leaseToken.prefix(8)
+            + ".splseg"
     }
 }

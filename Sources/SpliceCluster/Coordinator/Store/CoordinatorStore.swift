@@ -182,9 +182,9 @@ final class CoordinatorStore: Sendable {
         let attempt = SegmentAttempt(job: job, segment: segment.plan.index, attempt: segment.attempt, leaseToken: token)
         do {
             let spec = try await workOrder(job: segment.jobID, segment: segment.plan.index)
-            let output = spool.segmentFile(
+            let output = spool.segmentPath(
                 job: job.rawValue, segment: segment.plan.index, attempt: segment.attempt, leaseToken: token.rawValue)
-            return Assignment(attempt: attempt, outputPath: output.path, spec: spec)
+            return Assignment(attempt: attempt, outputPath: output, spec: spec)
         } catch {
             let failure = SegmentFailure(message: "the job's plan cannot be read: \(error)", isRetryable: false)
             _ = try? await repository.failSegment(lease.reference, failure: failure)
