@@ -16,17 +16,22 @@ public enum JSONValue: Sendable, Hashable, Codable {
 
     /// Encodes `value` (any Encodable) as a JSON value.
     public init(encoding value: some Encodable) throws(WireError) {
+        let text: [UInt8]
         do {
-            let data = try JSONEncoder().encode(value)
-            self = try JSONDecoder().decode(JSONValue.self, from: data)
+            do {
+                text = try WireJSONEncoder.encode(value)
+            } catch is WireJSONEncoder.Unsupported {
+                text = Array(try WireCodec.encoder.encode(value))
+            }
         } catch {
             throw WireError(code: .encoding, message: "cannot encode \(type(of: value)) as JSON: \(error)")
         }
+        self = try JSONValue(parsing: text)
     }
 
     /// Decodes this value as `type` (for example the segment spec of an ASSIGN).
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try JSONDecoder().decode(T.self, from: JSONEncoder().encode(self))
+        try JSONDecoder().decode(T.self, from: Data(WireJSONEncoder.encode(self)))
     }
 
     public init(from decoder: any Decoder) throws {
