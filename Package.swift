@@ -54,7 +54,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "splice",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "CZeroMQ"],
+            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog"],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -86,7 +86,7 @@ let package = Package(
         .testTarget(name: "SpliceMediaTests", dependencies: ["SpliceMedia"], swiftSettings: strict),
         .testTarget(name: "SpliceWireTests", dependencies: ["SpliceWire"], swiftSettings: strict),
         .testTarget(name: "SpliceStoreTests", dependencies: ["SpliceStore"], swiftSettings: strict),
-        .testTarget(name: "SpliceClusterTests", dependencies: ["SpliceCluster"], swiftSettings: strict),
+        .testTarget(name: "SpliceClusterTests", dependencies: ["SpliceCluster", "SpliceStore"], swiftSettings: strict),
         .testTarget(name: "SpliceLogTests", dependencies: ["SpliceLog"], swiftSettings: strict),
         .testTarget(
             name: "spliceTests",

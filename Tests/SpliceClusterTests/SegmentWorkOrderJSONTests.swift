@@ -1,5 +1,6 @@
 import Foundation
 import SpliceMedia
+import SpliceStore
 import SpliceWire
 import Testing
 
@@ -25,16 +26,27 @@ struct SegmentWorkOrderJSONTests {
 
     @Test("equals encoding the whole SegmentWorkOrder, and decodes back to it", arguments: [0, 1, 2])
     func sameAsEncoding(segment: Int) throws {
-        var skeleton = Self.plan
-        skeleton.segments = []
-        guard case .object(let fields) = try JSONValue(encoding: skeleton) else {
-            Issue.record("a plan encodes as an object")
-            return
+        // As the store keeps it: encoded by the planner, read back as the server prints jsonb
+        // (keys reordered, spaces after separators).
+        let stored = try PostgresJSON(encoding: Self.plan).text
+        let printed = try #require(String(data: try JSONSerialization.data(
+            withJSONObject: JSONSerialization.jsonObject(with: Data(stored.utf8)), options: [.prettyPrinted]),
+            encoding: .utf8))
+        for text in [stored, printed] {
+            let parts = try #require(SegmentWorkOrderJSON.parts(ofPlan: text))
+            let spec = try #require(parts.specs[segment])
+            let assembled = SegmentWorkOrderJSON.order(skeleton: parts.skeleton, spec: spec, segment: segment)
+            let order = SegmentWorkOrder(plan: Self.plan, segment: segment)
+            #expect(assembled == (try JSONValue(encoding: order)))
+            #expect(try assembled.decode(SegmentWorkOrder.self) == order)
         }
-        let spec = try #require(Self.plan.segments.first { $0.index == segment })
-        let assembled = SegmentWorkOrderJSON.order(skeleton: fields, spec: try JSONValue(encoding: spec), segment: segment)
-        let order = SegmentWorkOrder(plan: Self.plan, segment: segment)
-        #expect(assembled == (try JSONValue(encoding: order)))
-        #expect(try assembled.decode(SegmentWorkOrder.self) == order)
+    }
+
+    @Test("a stored plan that is not a segment plan is refused", arguments: [
+        "", "[]", #"{"id": "p"}"#, #"{"segments": {}}"#, #"{"segments": [{"videoEnd": 1}]}"#,
+        #"{"segments": [{"index": 1.5}]}"#,
+    ])
+    func notAPlan(text: String) {
+        #expect(SegmentWorkOrderJSON.parts(ofPlan: text) == nil)
     }
 }

@@ -20,17 +20,10 @@ final class CoordinatorStore: Sendable {
     /// Segment id by index, per job.
     private let segmentIDs = JobKeyedCache<[Int: Int64]>()
     /// The job's plan without its segments, and the segments by index.
-    private let plans = JobKeyedCache<PlanEntry>(limit: 128)
+    private let plans = JobKeyedCache<SegmentWorkOrderJSON.Parts>(limit: 128)
     /// Lease extensions are group-committed like completions: one statement for all that arrive
     /// while the previous one is being written.
     private let extensions: GroupCommitter<LeaseReference, Bool>
-
-    /// A job's plan as ASSIGN needs it, already as JSON (encoded once per job, not once per
-    /// assignment): the plan without its segments, and each segment's spec by index.
-    struct PlanEntry: Sendable {
-        var skeleton: [String: JSONValue]
-        var specs: [Int: JSONValue]
-    }
 
     init(repository: JobRepository, leaseDuration: Duration, spool: SpoolLayout) {
         self.repository = repository
@@ -195,21 +188,17 @@ final class CoordinatorStore: Sendable {
     /// The ASSIGN `spec`: `SegmentWorkOrder` — the job's plan cut down to one segment — as JSON.
     private func workOrder(job: UUID, segment index: Int) async throws -> JSONValue {
         let repository = self.repository
-        let entry = try await plans.value(for: job) { () async throws -> PlanEntry? in
+        let parts = try await plans.value(for: job) { () async throws -> SegmentWorkOrderJSON.Parts? in
             guard let plan = try await repository.job(id: job)?.plan else { return nil }
-            var skeleton = try plan.decode(SegmentPlan.self)
-            var specs: [Int: JSONValue] = [:]
-            for spec in skeleton.segments where specs[spec.index] == nil { specs[spec.index] = try JSONValue(encoding: spec) }
-            skeleton.segments = []
-            guard case .object(let fields) = try JSONValue(encoding: skeleton) else {
-                throw CoordinatorError(.planUnreadable, "job \(job.wireText): its plan is not a JSON object")
+            guard let parts = SegmentWorkOrderJSON.parts(ofPlan: plan.text) else {
+                throw CoordinatorError(.planUnreadable, "job \(job.wireText): its plan is not a segment plan")
             }
-            return PlanEntry(skeleton: fields, specs: specs)
+            return parts
         }
-        guard let entry, let spec = entry.specs[index] else {
+        guard let parts, let spec = parts.specs[index] else {
             throw CoordinatorError(.planUnreadable, "job \(job.wireText) has no plan for segment \(index)")
         }
-        return SegmentWorkOrderJSON.order(skeleton: entry.skeleton, spec: spec, segment: index)
+        return SegmentWorkOrderJSON.order(skeleton: parts.skeleton, spec: spec, segment: index)
     }
 
     /// Drops what is cached about a job that has ended.
