@@ -12,6 +12,8 @@ enum SendTarget: Sendable {
 /// continuation its caller waits on; a command that can no longer run is failed, never dropped.
 enum EndpointCommand: Sendable {
     case send([Data], to: SendTarget, reply: CheckedContinuation<Result<Void, WireError>, Never>)
+    /// Several sends in order, answered together: one wake-up of the socket thread for all.
+    case sendAll([(frames: [Data], target: SendTarget)], reply: CheckedContinuation<[Result<Void, WireError>], Never>)
     /// Sends `farewell` to every connection of `key`, then forgets them; replies with their count.
     case disconnect(key: CurvePublicKey, farewell: [Data]?, reply: CheckedContinuation<Int, Never>)
     case inspect(reply: CheckedContinuation<[String: Int64], Never>)
@@ -21,6 +23,7 @@ enum EndpointCommand: Sendable {
     func failClosed() {
         switch self {
         case .send(_, _, let reply): reply.resume(returning: .failure(.endpointClosed))
+        case .sendAll(let sends, let reply): reply.resume(returning: sends.map { _ in .failure(.endpointClosed) })
         case .disconnect(_, _, let reply): reply.resume(returning: 0)
         case .inspect(let reply): reply.resume(returning: [:])
         case .close(_, let reply): reply?.resume()

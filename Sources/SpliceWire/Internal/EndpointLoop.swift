@@ -168,6 +168,8 @@ final class EndpointLoop {
         switch command {
         case .send(let frames, let target, let reply):
             reply.resume(returning: send(frames, to: target))
+        case .sendAll(let sends, let reply):
+            reply.resume(returning: sends.map { send($0.frames, to: $0.target) })
         case .disconnect(let key, let farewell, let reply):
             reply.resume(returning: disconnect(key, farewell: farewell))
         case .inspect(let reply):

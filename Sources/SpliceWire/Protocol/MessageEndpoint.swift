@@ -57,6 +57,23 @@ public final class MessageEndpoint<Inbound: WireMessage, Outbound: WireMessage>:
         try await wire.send(codec.encode(message, requestID: requestID), to: peer)
     }
 
+    /// Sends several messages in order with one hand-off to the socket thread; one answer each,
+    /// in order (a message that cannot be encoded fails alone).
+    public func send(all messages: [(message: Outbound, peer: WirePeer)]) async -> [Result<Void, WireError>] {
+        var results: [Result<Void, WireError>?] = []
+        var encoded: [(frames: [Data], peer: WirePeer)] = []
+        for (message, peer) in messages {
+            do throws(WireError) {
+                encoded.append((try codec.encode(message), peer))
+                results.append(nil)
+            } catch {
+                results.append(.failure(error))
+            }
+        }
+        var sent = await wire.send(all: encoded).makeIterator()
+        return results.map { $0 ?? sent.next() ?? .failure(.endpointClosed) }
+    }
+
     /// Sends `message` to the most recent connection of authenticated `key`.
     public func send(_ message: Outbound, toKey key: CurvePublicKey, requestID: String? = nil) async throws(WireError) {
         try await wire.send(codec.encode(message, requestID: requestID), toKey: key)

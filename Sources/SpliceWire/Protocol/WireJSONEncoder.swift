@@ -39,20 +39,28 @@ private final class JSONByteWriter {
 
     /// Writes one value: scalars and `JSONValue` directly, anything else through its `encode(to:)`.
     func encodeValue<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws {
-        switch value {
-        case let string as String: writeString(string)
-        case let bool as Bool: write(bool ? "true" : "false")
-        case let int as Int: write(String(int))
-        case let int as Int64: write(String(int))
-        case let int as Int32: write(String(int))
-        case let int as UInt64: write(String(int))
-        case let int as UInt32: write(String(int))
-        case let int as any BinaryInteger: write("\(int)")
-        case let double as Double: writeDouble(double)
-        case let json as JSONValue: writeJSON(json)
-        case is Date, is Data, is URL, is Decimal, is Float:
+        // Type identity, not casts: a failed cast to an existential costs a conformance lookup,
+        // and most values are structs that match none of these.
+        if T.self == String.self {
+            writeString(value as! String)
+        } else if T.self == Int.self {
+            write(String(value as! Int))
+        } else if T.self == Int64.self || T.self == Int64.self || T.self == Int32.self || T.self == Int16.self
+            || T.self == Int8.self || T.self == UInt.self || T.self == UInt64.self || T.self == UInt32.self
+            || T.self == UInt16.self || T.self == UInt8.self
+        {
+            write("\(value)")
+        } else if T.self == Bool.self {
+            write((value as! Bool) ? "true" : "false")
+        } else if T.self == Double.self {
+            writeDouble(value as! Double)
+        } else if T.self == JSONValue.self {
+            writeJSON(value as! JSONValue)
+        } else if T.self == Date.self || T.self == Data.self || T.self == URL.self || T.self == Decimal.self
+            || T.self == Float.self
+        {
             give(up: "\(T.self) has a JSONEncoder strategy")
-        default:
+        } else {
             let frame = Frame()
             try value.encode(to: ByteEncoder(writer: self, frame: frame, codingPath: codingPath))
             frame.close(into: self)

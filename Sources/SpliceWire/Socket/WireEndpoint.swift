@@ -123,6 +123,15 @@ public final class WireEndpoint: Sendable {
         try await submitSend(frames, to: .key(key))
     }
 
+    /// Sends several messages in order with one hand-off to the socket thread, each checked and
+    /// answered as `send(_:to:)` would answer it alone (a failed one does not stop the rest).
+    public func send(all messages: [(frames: [Data], peer: WirePeer)]) async -> [Result<Void, WireError>] {
+        guard !messages.isEmpty else { return [] }
+        return await withCheckedContinuation { reply in
+            channel.submit(.sendAll(messages.map { ($0.frames, .peer($0.peer)) }, reply: reply))
+        }
+    }
+
     private func submitSend(_ frames: [Data], to target: SendTarget) async throws(WireError) {
         let result = await withCheckedContinuation { reply in
             channel.submit(.send(frames, to: target, reply: reply))
