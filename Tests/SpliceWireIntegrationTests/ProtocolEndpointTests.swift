@@ -6,6 +6,86 @@ import Testing
 struct ProtocolEndpointTests {
     private let attempt = SegmentAttempt(job: "job-1", segment: 3, attempt: 1, leaseToken: "lease-a")
 
+    @Test("a burst is read in order, at most `upTo` at a time, garbage in place as rejections, nothing lost")
+    func burstReceive() async throws {
+        let context = try WireContext()
+        var options = WireOptions.router()
+        options.inboundBuffer = 8
+        let coordinator = CoordinatorWorkerEndpoint(
+            try await WireEndpoint.bind([anyLoopbackPort], type: .router, context: context, options: options))
+        let worker = WorkerEndpoint(try await WireEndpoint.connect(
+            coordinator.wire.endpoints[0], type: .dealer, context: context))
+        let count = 300
+        for index in 0..<count {
+            if index == 150 {
+                try await worker.wire.send([Data(text: "not json")])
+            }
+            try await worker.send(.progress(Progress(attempt: attempt, fraction: 0, frames: index)))
+        }
+        var frames: [Int] = []
+        var rejected = 0
+        var largestBurst = 0
+        while frames.count < count {
+            let burst = try #require(await within(.seconds(30)) { () -> [Received<WorkerMessage>]? in
+                let burst = await coordinator.receive(upTo: 16)
+                return burst.isEmpty ? nil : burst
+            })
+            #expect(burst.count <= 16)
+            largestBurst = max(largestBurst, burst.count)
+            for received in burst {
+                switch received {
+                case .message(let envelope, _):
+                    if case .progress(let progress) = envelope.message { frames.append(progress.frames) }
+                case .rejected(let rejection, _):
+                    #expect(rejection.reason == .garbled)
+                    #expect(frames.count == 150, "the garbage arrived between messages 149 and 150")
+                    rejected += 1
+                }
+            }
+        }
+        #expect(frames == Array(0..<count))
+        #expect(rejected == 1)
+        #expect(largestBurst > 1, "a backlog is handed over in bursts")
+        #expect(coordinator.counters.snapshot().delivered == count)
+        await coordinator.close(linger: .zero)
+        await worker.close(linger: .zero)
+        await context.terminate()
+    }
+
+    @Test("send(all:) sends in order and answers each message; one unroutable peer fails alone")
+    func sendAll() async throws {
+        let context = try WireContext()
+        let coordinator = CoordinatorWorkerEndpoint(
+            try await WireEndpoint.bind([anyLoopbackPort], type: .router, context: context))
+        let worker = WorkerEndpoint(try await WireEndpoint.connect(
+            coordinator.wire.endpoints[0], type: .dealer, context: context))
+        try await worker.send(.heartbeat(Heartbeat()))
+        let peer = try #require(await within(.seconds(30)) { await coordinator.receiveMessage() }).1
+        let stranger = WirePeer(routingID: RoutingID("nobody"), publicKey: nil)
+        let cancels = (0..<5).map { index in
+            CoordinatorMessage.cancel(Cancel(attempt: SegmentAttempt(job: "job-1", segment: index, attempt: 1,
+                                                                     leaseToken: LeaseToken(rawValue: "lease-\(index)")), reason: .jobCancelled))
+        }
+        let results = await coordinator.send(all: cancels.enumerated().map { ($1, $0 == 2 ? stranger : peer) })
+        #expect(results.count == 5)
+        for (index, result) in results.enumerated() {
+            switch result {
+            case .success: #expect(index != 2)
+            case .failure(let error): #expect(index == 2 && error.code == WireError.Code.unroutable)
+            }
+        }
+        var segments: [Int] = []
+        while segments.count < 4 {
+            let received = try #require(await within(.seconds(30)) { await worker.receiveMessage() })
+            if case .cancel(let cancel) = received.0.message { segments.append(cancel.attempt.segment) }
+        }
+        #expect(segments == [0, 1, 3, 4])
+        #expect(await coordinator.send(all: []).isEmpty)
+        await coordinator.close(linger: .zero)
+        await worker.close(linger: .zero)
+        await context.terminate()
+    }
+
     @Test("garbage is counted and dropped while a well-behaved worker keeps working")
     func garbage() async throws {
         let context = try WireContext()

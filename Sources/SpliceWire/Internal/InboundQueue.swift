@@ -77,6 +77,28 @@ final class InboundQueue<Element: Sendable>: Sendable {
         for waiter in waiters { waiter.continuation.resume(returning: nil) }
     }
 
+    /// The elements waiting now, up to `limit`, or — when none is — the next one and whatever
+    /// came with it; empty when finished and drained, or when the calling task is cancelled.
+    /// One wake-up of the consumer for a burst of messages instead of one each.
+    func next(upTo limit: Int) async -> [Element] {
+        let ready = take(upTo: limit)
+        if !ready.isEmpty { return ready }
+        guard let first = await next() else { return [] }
+        return [first] + take(upTo: limit - 1)
+    }
+
+    private func take(upTo limit: Int) -> [Element] {
+        guard limit > 0 else { return [] }
+        let (taken, freedRoom) = state.withLock { state -> ([Element], Bool) in
+            let wasFull = state.count >= capacity
+            var taken: [Element] = []
+            while taken.count < limit, let element = state.pop() { taken.append(element) }
+            return (taken, wasFull && !taken.isEmpty)
+        }
+        if freedRoom { onRoom() }
+        return taken
+    }
+
     /// The next element; nil when finished and drained, or when the calling task is cancelled.
     func next() async -> Element? {
         let id = state.withLock { state -> UInt64 in

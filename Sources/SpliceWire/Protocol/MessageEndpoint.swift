@@ -34,6 +34,16 @@ public final class MessageEndpoint<Inbound: WireMessage, Outbound: WireMessage>:
     /// is cancelled.
     public func receive() async -> Received<Inbound>? {
         guard let delivery = await wire.receiveUncounted() else { return nil }
+        return decode(delivery)
+    }
+
+    /// The messages (and rejections) waiting now — at least one, up to `limit` — so a busy
+    /// reader handles a burst in one go; empty once closed, or when the calling task is cancelled.
+    public func receive(upTo limit: Int) async -> [Received<Inbound>] {
+        await wire.receiveUncounted(upTo: limit).map(decode)
+    }
+
+    private func decode(_ delivery: WireDelivery) -> Received<Inbound> {
         switch codec.decode(delivery.frames, as: Inbound.self) {
         case .success(let envelope):
             counters.recordDelivered()

@@ -155,6 +155,12 @@ public final class WireEndpoint: Sendable {
         await channel.inbound.next()
     }
 
+    /// The received messages waiting now (at least one, up to `limit`), uncounted; empty once
+    /// the endpoint is closed (and drained), or when the calling task is cancelled.
+    func receiveUncounted(upTo limit: Int) async -> [WireDelivery] {
+        await channel.inbound.next(upTo: limit)
+    }
+
     /// Received messages as an async sequence; ends when the endpoint closes.
     public var deliveries: Deliveries { Deliveries(endpoint: self) }
 

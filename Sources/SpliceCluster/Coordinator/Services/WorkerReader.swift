@@ -19,8 +19,8 @@ final class WorkerReader: Service {
         let endpoint = self.endpoint
         let shell = self.shell
         await reading.run {
-            while let received = await endpoint.receive() {
-                await shell.received(received)
+            while case let batch = await endpoint.receive(upTo: 64), !batch.isEmpty {
+                await shell.received(batch)
             }
         }
     }

@@ -31,14 +31,19 @@ actor CoordinatorShell {
 
     // MARK: - Events
 
-    /// A message (or a rejection) from the worker endpoint.
-    func received(_ received: Received<WorkerMessage>) {
-        switch received {
-        case .message(let envelope, let peer):
-            apply { $0.onMessage(envelope.message, from: peer, now: .now) }
-        case .rejected(let rejection, let peer):
-            apply { $0.onRejected(rejection, from: peer, now: .now) }
+    /// Messages (and rejections) from the worker endpoint, in arrival order; one dispatch after
+    /// the whole burst.
+    func received(_ batch: [Received<WorkerMessage>]) {
+        let now = ContinuousClock.now
+        for received in batch {
+            switch received {
+            case .message(let envelope, let peer):
+                execute(machine.onMessage(envelope.message, from: peer, now: now))
+            case .rejected(let rejection, let peer):
+                execute(machine.onRejected(rejection, from: peer, now: now))
+            }
         }
+        execute(machine.dispatch(now: now))
     }
 
     /// The timer: heartbeats and liveness.
