@@ -136,9 +136,21 @@ struct WireJSONEncoderTests {
 
     struct Empty: Codable {}
 
+    struct Twice: Encodable {
+        func encode(to encoder: any Encoder) throws {
+            enum Key: CodingKey { case b, a }
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(1, forKey: .b)
+            try container.encode(["x": 1], forKey: .a)
+            try container.encode(2, forKey: .b)
+        }
+    }
+
     @Test("strings, numbers, optionals, nesting, dictionaries and JSONValue")
     func awkwardValues() throws {
         #expect(try fast(Awkward()) == reference(Awkward()))
+        #expect(try fast(Twice()) == reference(Twice()), "a key encoded twice keeps its last value")
+        #expect(try fast([Twice(), Twice()]) == reference([Twice(), Twice()]))
         #expect(try fast(["top", "level"]) == reference(["top", "level"]))
         #expect(try fast(JSONValue.integer(3)) == reference(JSONValue.integer(3)))
     }

@@ -84,12 +84,13 @@ private struct EncodingBox<M: WireMessage>: Encodable {
     let requestID: String?
 
     func encode(to encoder: any Encoder) throws {
+        // In key order, which is the order on the wire (it spares WireJSONEncoder a reordering).
         var container = encoder.container(keyedBy: EnvelopeKey.self)
-        try container.encode(M.protocolName, forKey: .protocol)
-        try container.encode(M.protocolVersion, forKey: .version)
-        try container.encode(type(of: message.body).messageType, forKey: .type)
-        try container.encodeIfPresent(requestID, forKey: .id)
         try container.encode(message.body, forKey: .body)
+        try container.encodeIfPresent(requestID, forKey: .id)
+        try container.encode(M.protocolName, forKey: .protocol)
+        try container.encode(type(of: message.body).messageType, forKey: .type)
+        try container.encode(M.protocolVersion, forKey: .version)
     }
 }
 

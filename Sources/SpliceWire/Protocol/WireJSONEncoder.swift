@@ -74,23 +74,33 @@ private final class JSONByteWriter {
     /// A JSON string: `"` and `\` escaped, control characters as JSONEncoder writes them, `/` not.
     func writeString(_ string: String) {
         bytes.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0x08: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-            case 0x0C: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-            case 0..<0x20:
-                let digits = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                          digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
-            default: bytes.append(byte)
+        var string = string
+        string.withUTF8 { utf8 in
+            // Most strings need no escaping: copied in one piece.
+            guard utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                bytes.append(contentsOf: utf8)
+                return
             }
+            for byte in utf8 { writeEscaped(byte) }
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    private func writeEscaped(_ byte: UInt8) {
+        switch byte {
+        case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+        case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+        case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+        case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+        case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+        case 0x08: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
+        case 0x0C: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
+        case 0..<0x20:
+            let digits = Array("0123456789abcdef".utf8)
+            bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                      digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
+        default: bytes.append(byte)
+        }
     }
 
     /// Integral values as integers (as JSONEncoder writes them, and so that `JSONValue` reads
@@ -132,20 +142,26 @@ private final class JSONByteWriter {
     }
 }
 
-/// What one value's `encode(to:)` opened: nothing yet, a keyed container (its fields held until
-/// the value is done, to be sorted), an unkeyed one (written as it goes), or a single value.
+/// What one value's `encode(to:)` opened: nothing yet, a keyed container, an unkeyed one, or a
+/// single value. Fields are written in place as they come; a keyed container remembers where
+/// each is and, when it closes, puts them in key order if they were not (same bytes, same length).
 private final class Frame {
     enum Kind { case none, keyed, unkeyed, single }
 
     var kind = Kind.none
-    var fields: [(key: String, value: [UInt8])] = []
+    /// Each field's `"key":value` text in the output, in the order written.
+    var fields: [(key: String, range: Range<Int>)] = []
     var count = 0
 
     /// Claims the frame for a container of `kind`; a second, different container gives up.
     func open(_ kind: Kind, writer: JSONByteWriter) -> Bool {
         if self.kind == .none {
             self.kind = kind
-            if kind == .unkeyed { writer.bytes.append(UInt8(ascii: "[")) }
+            switch kind {
+            case .keyed: writer.bytes.append(UInt8(ascii: "{"))
+            case .unkeyed: writer.bytes.append(UInt8(ascii: "["))
+            case .none, .single: break
+            }
             return true
         }
         if self.kind == kind && kind != .single { return true }
@@ -153,20 +169,14 @@ private final class Frame {
         return false
     }
 
-    /// Finishes the value: a keyed container's fields, sorted; an unkeyed one's bracket. A value
-    /// that encoded nothing is `{}`, as JSONEncoder writes it.
+    /// Finishes the value: a keyed container's fields in key order, and its closing bracket. A
+    /// value that encoded nothing is `{}`, as JSONEncoder writes it.
     func close(into writer: JSONByteWriter) {
         switch kind {
         case .none:
             writer.write("{}")
         case .keyed:
-            writer.bytes.append(UInt8(ascii: "{"))
-            for (offset, field) in fields.sorted(by: { $0.key < $1.key }).enumerated() {
-                if offset > 0 { writer.bytes.append(UInt8(ascii: ",")) }
-                writer.writeString(field.key)
-                writer.bytes.append(UInt8(ascii: ":"))
-                writer.bytes.append(contentsOf: field.value)
-            }
+            sortFields(in: writer)
             writer.bytes.append(UInt8(ascii: "}"))
         case .unkeyed:
             writer.bytes.append(UInt8(ascii: "]"))
@@ -175,14 +185,30 @@ private final class Frame {
         }
     }
 
-    /// Encodes one field's value into its own buffer.
-    func field(_ key: String, writer: JSONByteWriter, _ body: () throws -> Void) rethrows {
-        let outer = writer.bytes
-        writer.bytes = []
-        defer {
-            fields.append((key, writer.bytes))
-            writer.bytes = outer
+    private func sortFields(in writer: JSONByteWriter) {
+        guard let first = fields.first, let last = fields.last,
+              zip(fields, fields.dropFirst()).contains(where: { $0.key >= $1.key })
+        else { return }
+        let region = first.range.lowerBound..<last.range.upperBound
+        var sorted: [UInt8] = []
+        sorted.reserveCapacity(region.count)
+        // A repeated key (a type encoding one key twice) keeps JSONEncoder's answer: the last.
+        var latest: [String: Range<Int>] = [:]
+        for field in fields { latest[field.key] = field.range }
+        for (offset, key) in latest.keys.sorted().enumerated() {
+            if offset > 0 { sorted.append(UInt8(ascii: ",")) }
+            sorted.append(contentsOf: writer.bytes[latest[key]!])
         }
+        writer.bytes.replaceSubrange(region, with: sorted)
+    }
+
+    /// Writes one field (`"key":` and what `body` writes) in place.
+    func field(_ key: String, writer: JSONByteWriter, _ body: () throws -> Void) rethrows {
+        if !fields.isEmpty { writer.bytes.append(UInt8(ascii: ",")) }
+        let start = writer.bytes.count
+        writer.writeString(key)
+        writer.bytes.append(UInt8(ascii: ":"))
+        defer { fields.append((key, start..<writer.bytes.count)) }
         try body()
     }
 }
