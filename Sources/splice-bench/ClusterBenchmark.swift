@@ -88,6 +88,10 @@ enum ClusterBenchmark {
                 print(result)
                 if options.statements { try await printStatements(inspector) }
                 await inspector.close()
+                // Each run measures alone: the server must not vacuum this one's dead rows during the next.
+                try await PostgresConnection.withConnection(server.connectionConfiguration()) { connection in
+                    try await connection.query("DROP DATABASE \(identifier: "bench_\(run)") WITH (FORCE)")
+                }
             }
         } catch {
             try? await server.stop()
