@@ -97,7 +97,7 @@ struct WorkerDaemonTests {
         var coordinator = try await ScriptedCoordinator.bind()
         let address = coordinator.address
         let worker = try RunningWorker.start(coordinator: address)
-        try await coordinator.welcome(heartbeat: .milliseconds(500), liveness: 5)
+        try await coordinator.welcome(heartbeat: .milliseconds(500), liveness: 30)
         // Alive until it is killed, however long the encode takes on a loaded machine.
         coordinator.startHeartbeats(every: .milliseconds(100))
         let assign = try WorkerMedia.assign(try await WorkerMedia.plan(preset: "ultrafast"), spool: worker.spool,

@@ -77,9 +77,11 @@ final class ScriptedCoordinator: Sendable {
         try await endpoint.wire.send(frames, to: peer)
     }
 
-    /// Waits for HELLO, answers WELCOME and keeps the session alive with HEARTBEATs.
+    /// Waits for HELLO, answers WELCOME and keeps the session alive with HEARTBEATs. The
+    /// liveness is generous: these HEARTBEATs come from a task on the cooperative pool every test
+    /// in the process shares, and a worker that thinks us silent re-registers and refuses ASSIGNs.
     @discardableResult
-    func welcome(heartbeat: Duration = .seconds(1), liveness: Int = 5) async throws -> Hello {
+    func welcome(heartbeat: Duration = .seconds(1), liveness: Int = 30) async throws -> Hello {
         let hello = try #require(await next { if case .hello(let hello) = $0 { hello } else { nil } }, "no HELLO")
         let milliseconds = Int(heartbeat.components.seconds * 1000 + heartbeat.components.attoseconds / 1_000_000_000_000_000)
         try await send(.welcome(Welcome(session: "scripted", heartbeatIntervalMilliseconds: milliseconds,
