@@ -89,7 +89,7 @@ enum ClusterBenchmark {
                 if options.statements { try await printStatements(inspector) }
                 await inspector.close()
                 // Each run measures alone: the server must not vacuum this one's dead rows during the next.
-                try await PostgresConnection.withConnection(server.connectionConfiguration()) { connection in
+                _ = try await PostgresConnection.withConnection(server.connectionConfiguration()) { connection in
                     try await connection.query("DROP DATABASE \(identifier: "bench_\(run)") WITH (FORCE)")
                 }
             }
