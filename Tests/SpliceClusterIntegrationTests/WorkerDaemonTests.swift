@@ -114,7 +114,7 @@ struct WorkerDaemonTests {
         #expect(hello?.running == [])
         try await coordinator.send(.ack(Ack(attempt: assign.attempt, acknowledges: .complete, outcome: .duplicate)))
         try await coordinator.send(.welcome(Welcome(session: "second", heartbeatIntervalMilliseconds: 100,
-                                                    heartbeatLiveness: 5)))
+                                                    heartbeatLiveness: 30)))
         coordinator.startHeartbeats(every: .milliseconds(100))
         _ = await coordinator.collect(for: .milliseconds(200))
         let later = await coordinator.collect(for: .milliseconds(500))

@@ -108,9 +108,10 @@ public enum Fixtures {
     /// An lavfi audio source: a tone sweeping smoothly between 200 Hz and 1.4 kHz (frequency
     /// modulated at 0.37 Hz, so no block size divides its period) over pink noise at −20 dB.
     /// Not periodic, so a lag of one sample shows up; continuous, so a lossless encode of it has
-    /// an even block SNR and a dip at a join stands out.
+    /// an even block SNR and a dip at a join stands out. The noise is seeded: the same clip every
+    /// run, so a quality threshold cannot pass or fail by the draw.
     public static func sweepSource(rate: Int, seconds: String) -> String {
         "aevalsrc=exprs='0.3*sin(2*PI*800*t+(600/0.37)*sin(2*PI*0.37*t))':s=\(rate):d=\(seconds)[s];"
-            + "anoisesrc=c=pink:a=0.1:r=\(rate):d=\(seconds)[n];[s][n]amix=inputs=2:normalize=0[out0]"
+            + "anoisesrc=c=pink:a=0.1:r=\(rate):d=\(seconds):seed=20261201[n];[s][n]amix=inputs=2:normalize=0[out0]"
     }
 }
