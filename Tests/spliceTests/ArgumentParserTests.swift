@@ -49,6 +49,18 @@ struct ArgumentParserTests {
         #expect(try parse(["-", "out.mp4"], as: FakeExport.self).input == "-")
     }
 
+    @Test("a worker key may start with '-'; one-letter options and unknown options elsewhere still parse as before")
+    func leadingDashKey() throws {
+        let key = "-%Jc^gQ}RC7gx}V<p9FFnY+=wCAHJ3z@R<3IV}9Y"
+        let enroll = try parse([key, "--name", "w1"], as: WorkersEnrollCommand.self)
+        #expect(enroll.key.z85 == key && enroll.name == "w1")
+        #expect(try parse(["--name", "w1", key], as: WorkersEnrollCommand.self).key.z85 == key)
+        #expect(try parse([key], as: WorkersRevokeCommand.self).key.z85 == key)
+        #expect(throws: UsageError.self) { try parse([key, key], as: WorkersRevokeCommand.self) }
+        #expect(throws: UsageError.self) { try parse(["in.mp4", "-weird.mp4"], as: FakeExport.self) }
+        #expect(try parse(["in.mp4", "-w", "640"], as: FakeExport.self).flags.width == 640)
+    }
+
     @Test("a repeatable positional takes every remaining word")
     func repeatablePositional() throws {
         #expect(try parse(["k1", "k2", "k3"], as: FakeEnroll.self).keys == ["k1", "k2", "k3"])

@@ -3,7 +3,8 @@
 /// Rules: `--name value`, `--name=value` and `-n value` for options; `--name` for flags; options
 /// anywhere among the positionals; `--` ends options (everything after is positional); a lone `-`
 /// is positional (stdin). An option's value may start with a single `-` (`--offset -5`) but not
-/// with `--`. Arguments absent from the command line are read from their environment variable.
+/// with `--`; so may a positional declared `acceptsLeadingDash` (a word of three or more
+/// characters: `-n` stays an option). Arguments absent from the command line are read from their environment variable.
 enum ArgumentParser {
     static func parse(_ words: [String], specs: [ArgumentSpec], environment: [String: String]) throws
         -> ParsedArguments {
@@ -11,6 +12,13 @@ enum ArgumentParser {
         var bareWords: [String] = []
         var remaining = words[...]
         let named = specs.filter { $0.kind != .positional }
+        let positionals = specs.filter { $0.kind == .positional }
+        /// Whether the positional the next bare word would fill takes values that start with `-`.
+        func nextPositionalTakesDash() -> Bool {
+            let slot = positionals.indices.contains(bareWords.count) ? positionals[bareWords.count] : positionals.last
+            return slot.map { $0.acceptsLeadingDash && (positionals.indices.contains(bareWords.count) || $0.isRepeatable) }
+                ?? false
+        }
 
         while let word = remaining.popFirst() {
             if word == "--" {
@@ -18,6 +26,11 @@ enum ArgumentParser {
                 break
             }
             guard word.hasPrefix("-"), word != "-" else {
+                bareWords.append(word)
+                continue
+            }
+            // Options are `--name` or one letter (`-n`): a longer single-dash word is a value.
+            if !word.hasPrefix("--"), word.count > 2, nextPositionalTakesDash() {
                 bareWords.append(word)
                 continue
             }

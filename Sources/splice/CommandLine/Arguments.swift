@@ -23,6 +23,9 @@ struct ArgumentSpec: Sendable {
     var isHidden: Bool
     var defaultDescription: String?
     var allowedValues: [String]?
+    /// A positional whose values may start with `-` (a Z85 key can): a word of three or more
+    /// characters with one leading dash that lands on it is its value, not an unknown option.
+    var acceptsLeadingDash = false
     /// Completes "'x' is not …" when the conversion returns `nil`.
     var expected: String
     /// One word to a typed value (stored as `any Sendable`, read back by the typed declaration).
@@ -96,13 +99,14 @@ struct Positional<Value: Sendable>: TypedArgument {
     /// A positional converted by `parse`. A repeatable positional takes all remaining words and
     /// must come last; an optional one must not be followed by a required one.
     init(_ name: String, help: String, isRequired: Bool = true, isRepeatable: Bool = false,
-         default defaultValue: Value? = nil, expected: String? = nil,
+         default defaultValue: Value? = nil, expected: String? = nil, acceptsLeadingDash: Bool = false,
          parse: @escaping @Sendable (String) throws -> Value?) {
         spec = ArgumentSpec(kind: .positional, name: name, shortName: nil, valueName: name, help: help,
                             environmentVariable: nil, isRequired: isRequired && defaultValue == nil,
                             isRepeatable: isRepeatable, isHidden: false,
                             defaultDescription: defaultValue.map { String(describing: $0) }, allowedValues: nil,
                             expected: expected ?? "a valid " + name, convert: checked(parse))
+        spec.acceptsLeadingDash = acceptsLeadingDash
         self.defaultValue = defaultValue
     }
 

@@ -48,7 +48,8 @@ struct WorkersCommand: ClientCommand {
 
 /// The KEY argument of `workers enroll` and `workers revoke`: Z85 text or a `.pub` file.
 private let workerKey = Positional<String>("key",
-    help: "The worker's public key: 40 characters of Z85, or the .pub file `splice keys generate` wrote.") { $0 }
+    help: "The worker's public key: 40 characters of Z85, or the .pub file `splice keys generate` wrote.",
+    acceptsLeadingDash: true) { $0 }  // Z85 keys can start with '-'.
 
 /// `splice workers enroll KEY [--name NAME]`.
 struct WorkersEnrollCommand: ClientCommand {
