@@ -5,6 +5,9 @@ import Foundation
 /// Owns an output `AVFormatContext` and its file. Writes to a temporary file beside the
 /// destination and renames it into place only in ``finish()``; if the muxer is released without
 /// finishing (failure, cancel), the temporary file is removed, so nothing half-written remains.
+///
+/// Ownership: `context` is freed only in `deinit`. A class init that throws after every stored
+/// property is set still runs `deinit`, so the init's failure paths must not free it too.
 final class Muxer: PacketWriter {
     let context: UnsafeMutablePointer<AVFormatContext>
     let destination: String
@@ -29,9 +32,9 @@ final class Muxer: PacketWriter {
             throw FFmpeg.error(.writeFailed, "cannot create a '\(formatName)' writer for '\(destination)'", ret)
         }
         context = ctx
+        // From here on every stored property is set: a throw runs deinit, which frees the context.
         let open = avio_open(&ctx.pointee.pb, temporaryPath, AVIO_FLAG_WRITE)
         if open < 0 {
-            avformat_free_context(ctx)
             throw FFmpeg.error(.writeFailed, "cannot write to '\(directory)'", open,
                                hint: "check that the folder is writable and has free space")
         }
