@@ -176,7 +176,9 @@ final class SegmentFileReader {
     let path: String
     let header: SegmentFile.Header
     let trailer: SegmentFile.Trailer
-    private let file: UnsafeMutablePointer<FILE>
+    /// Closes the file in its deinit: the one owner, whether this init finishes or throws.
+    private let handle: ReadOnlyFile
+    private var file: UnsafeMutablePointer<FILE> { handle.pointer }
     private let hash: ContentHash?
     private let size: Int64
     private var atEnd = false
@@ -187,32 +189,28 @@ final class SegmentFileReader {
         guard let f = fopen(path, "rb") else {
             throw MediaError(.fileNotFound, "cannot open segment '\(path)': \(String(cString: strerror(errno)))", isRetryable: true)
         }
-        file = f
+        handle = ReadOnlyFile(owning: f)
         setvbuf(f, nil, _IOFBF, 1 << 20)
         fseeko(f, 0, SEEK_END)
         size = Int64(ftello(f))
         // The trailer first (from the end), so callers know the timestamps before reading packets.
         let tailSize = 4 + SegmentFile.endMagic.count
         guard size > Int64(SegmentFile.magic.count + 4 + tailSize) else {
-            fclose(f)
             throw SegmentFileReader.corrupt(path, "too short")
         }
         fseeko(f, off_t(size - Int64(tailSize)), SEEK_SET)
         var tail = [UInt8](repeating: 0, count: tailSize)
         guard fread(&tail, 1, tailSize, f) == tailSize, Array(tail.suffix(SegmentFile.endMagic.count)) == SegmentFile.endMagic else {
-            fclose(f)
             throw SegmentFileReader.corrupt(path, "it is truncated (no end marker); the worker probably stopped mid-write")
         }
         let trailerLength = Int64(UInt32(littleEndianBytes: tail.prefix(4)))
         guard trailerLength < size else {
-            fclose(f)
             throw SegmentFileReader.corrupt(path, "bad trailer length")
         }
         fseeko(f, off_t(size - Int64(tailSize) - trailerLength), SEEK_SET)
         var trailerBytes = [UInt8](repeating: 0, count: Int(trailerLength))
         guard fread(&trailerBytes, 1, trailerBytes.count, f) == trailerBytes.count,
               let trailer = try? JSONDecoder().decode(SegmentFile.Trailer.self, from: Data(trailerBytes)) else {
-            fclose(f)
             throw SegmentFileReader.corrupt(path, "unreadable trailer")
         }
         self.trailer = trailer
@@ -221,14 +219,12 @@ final class SegmentFileReader {
         var lengthBytes = [UInt8](repeating: 0, count: 4)
         guard fread(&magic, 1, magic.count, f) == magic.count, magic == SegmentFile.magic,
               fread(&lengthBytes, 1, 4, f) == 4 else {
-            fclose(f)
             throw SegmentFileReader.corrupt(path, "not a Splice segment file")
         }
         let headerLength = Int(UInt32(littleEndianBytes: lengthBytes[...]))
         var headerBytes = [UInt8](repeating: 0, count: headerLength)
         guard headerLength < Int(size), fread(&headerBytes, 1, headerLength, f) == headerLength,
               let header = try? JSONDecoder().decode(SegmentFile.Header.self, from: Data(headerBytes)) else {
-            fclose(f)
             throw SegmentFileReader.corrupt(path, "unreadable header")
         }
         self.header = header
@@ -236,8 +232,6 @@ final class SegmentFileReader {
         lengthBytes.withUnsafeBytes { hash?.update($0) }
         headerBytes.withUnsafeBytes { hash?.update($0) }
     }
-
-    deinit { fclose(file) }
 
     static func corrupt(_ path: String, _ why: String) -> MediaError {
         MediaError(.incompatibleSegments, "segment '\(path)' is damaged: \(why); encode it again", isRetryable: true)
@@ -326,4 +320,17 @@ extension FixedWidthInteger {
         for (i, b) in bytes.enumerated() { value |= Self(truncatingIfNeeded: b) << (8 * i) }
         self = value
     }
+}
+
+/// Owns a `FILE` opened for reading (closed in deinit), so a reader whose init throws halfway
+/// needs no cleanup of its own: before all its properties are set its deinit does not run, after
+/// that it does, and either way this closes the file exactly once.
+private final class ReadOnlyFile {
+    let pointer: UnsafeMutablePointer<FILE>
+
+    init(owning pointer: UnsafeMutablePointer<FILE>) {
+        self.pointer = pointer
+    }
+
+    deinit { fclose(pointer) }
 }
