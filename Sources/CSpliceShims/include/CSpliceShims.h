@@ -6,4 +6,5 @@
 #include "splice_zmq.h"
 #include "splice_pq.h"
 #include "splice_process.h"
+#include "splice_file.h"
 #endif

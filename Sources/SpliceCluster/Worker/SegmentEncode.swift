@@ -65,6 +65,7 @@ struct SegmentEncode: Sendable {
         case .decodeFailed: "undecodable-input"
         case .encodeFailed: "encode-failed"
         case .writeFailed: "write-failed"
+        case .outputExists: "output-exists"
         case .incompatibleSegments: "incompatible-segments"
         case .cancelled: "cancelled"
         case .internalError: "internal-error"

@@ -17,8 +17,12 @@ public struct MediaError: Error, Sendable, Hashable, CustomStringConvertible {
         case decodeFailed
         /// Encoding failed.
         case encodeFailed
-        /// Writing the output failed (disk full, permissions, muxer refusal).
+        /// Writing the output failed (disk full, permissions, muxer refusal), or its folder is
+        /// missing or not writable.
         case writeFailed
+        /// A file already exists where the output goes and replacing it was not allowed (or one
+        /// appeared while the output was being written); it was left as it was.
+        case outputExists
         /// Segments handed to the stitcher do not belong together.
         case incompatibleSegments
         /// The operation was cancelled; any partial output was removed.
