@@ -232,6 +232,43 @@ struct ExportTests {
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: dir.path)) == ["whole.mp4", "cut.mp4"])
     }
 
+    @Test func anExistingOutputIsKeptUnlessOverwritingIsAllowedAndTheSourceAlways() async throws {
+        let source = try await Fixtures.clip(Fixtures.ClipSpec(seconds: "1", width: 160, height: 120))
+        let dir = Fixtures.temporaryDirectory("existing")
+        let output = dir.appendingPathComponent("out.mp4")
+        let precious = Data("someone's earlier work".utf8)
+        try precious.write(to: output)
+        func session(to url: URL, overwrite: Bool) async throws -> ExportSession {
+            let session = ExportSession(asset: try await Asset.open(source), outputURL: url)
+            session.videoSettings = VideoSettings(codec: .h264, preset: "ultrafast")
+            session.includesAudio = false
+            session.overwritesExistingFile = overwrite
+            return session
+        }
+        let refused = try await session(to: output, overwrite: false)
+        await #expect {
+            try await refused.export()
+        } throws: { ($0 as? MediaError)?.code == .outputExists && "\($0)".contains(output.path) }
+        #expect(refused.status == .failed && refused.progress == 0)
+        #expect(try Data(contentsOf: output) == precious)
+
+        let allowed = try await session(to: output, overwrite: true)
+        try await allowed.export()
+        #expect(try await Probe(output.path).first("video")?.codec_name == "h264")
+
+        // Never the source, even when overwriting is allowed.
+        let copy = dir.appendingPathComponent("source.mp4")
+        try FileManager.default.copyItem(atPath: source, toPath: copy.path)
+        let original = try Data(contentsOf: copy)
+        let ontoItself = ExportSession(asset: try await Asset.open(copy.path), outputURL: copy)
+        ontoItself.overwritesExistingFile = true
+        await #expect {
+            try await ontoItself.export()
+        } throws: { ($0 as? MediaError)?.code == .invalidSettings && "\($0)".contains("is the input") }
+        #expect(try Data(contentsOf: copy) == original)
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: dir.path)) == ["out.mp4", "source.mp4"])
+    }
+
     @Test func anOutputFolderThatDoesNotExistIsAClearError() async throws {
         let source = try await Fixtures.clip(Self.clip)
         let session = ExportSession(asset: try await Asset.open(source), outputURL: URL(fileURLWithPath: "/nonexistent/dir/out.mp4"))

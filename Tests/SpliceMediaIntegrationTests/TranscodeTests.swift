@@ -208,6 +208,30 @@ struct TranscodeTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["damaged.mov"])
     }
 
+    @Test func anExistingOutputIsRefusedBeforeAnySegmentIsEncoded() async throws {
+        let source = try await Fixtures.clip(Self.clip(seconds: 2, fps: "25", rate: 48000, width: 96, height: 64))
+        let dir = Fixtures.temporaryDirectory("existing")
+        let output = dir.appendingPathComponent("out.mp4")
+        let precious = Data("someone's earlier work".utf8)
+        try precious.write(to: output)
+        func transcoder(overwrite: Bool) -> Transcoder {
+            Transcoder(options: .init(source: source, output: output, video: VideoSettings(codec: .h264, preset: "ultrafast"),
+                                      audio: AudioSettings(codec: .aac), fileType: .mp4, segmentDuration: MediaTime(seconds: 1),
+                                      jobs: 2, overwritesExistingFile: overwrite))
+        }
+        await #expect {
+            _ = try await transcoder(overwrite: false).run()
+        } throws: { ($0 as? MediaError)?.code == .outputExists && "\($0)".contains(output.path) }
+        // Refused before the working folder was made: nothing but the old file.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["out.mp4"])
+        #expect(try Data(contentsOf: output) == precious)
+
+        let summary = try await transcoder(overwrite: true).run()
+        #expect(summary.stitch.videoFrames == 50)
+        #expect(try await Probe(output.path).first("video")?.codec_name == "h264")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["out.mp4"])
+    }
+
     // MARK: - The stitcher refuses what does not belong together
 
     @Test func theStitcherRefusesMissingForeignDamagedAndAlteredSegments() async throws {
@@ -221,6 +245,16 @@ struct TranscodeTests {
         // The kept segments stitch again to the same frames.
         let again = try await Stitcher(plan: plan).stitch(segments: files, checksums: checksums, to: out)
         #expect(again.videoFrames == o.summary.stitch.videoFrames)
+        // Once more onto that output only when replacing is allowed, and never onto a segment.
+        await #expect {
+            _ = try await Stitcher(plan: plan).stitch(segments: files, checksums: checksums, to: out)
+        } throws: { ($0 as? MediaError)?.code == .outputExists }
+        #expect(try await Stitcher(plan: plan).stitch(segments: files, to: out, overwrite: true).videoFrames == again.videoFrames)
+        let segmentBytes = try Data(contentsOf: URL(fileURLWithPath: files[1]!))
+        await #expect {
+            _ = try await Stitcher(plan: plan).stitch(segments: files, to: URL(fileURLWithPath: files[1]!), overwrite: true)
+        } throws: { ($0 as? MediaError)?.code == .invalidSettings && "\($0)".contains("is the input") }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: files[1]!)) == segmentBytes)
 
         func refusal(_ segments: [Int: String], _ sums: [Int: String] = [:], plan p: SegmentPlan? = nil) async -> String? {
             do {

@@ -11,7 +11,8 @@ struct MuxerTests {
     func aFileThatCannotBeCreatedThrowsInsteadOfCrashing(destination: String) {
         for _ in 0..<3 {
             #expect {
-                _ = try Muxer(destination: destination, formatName: destination.hasSuffix(".mkv") ? "matroska" : "mp4")
+                _ = try Muxer(destination: destination, formatName: destination.hasSuffix(".mkv") ? "matroska" : "mp4",
+                              replacing: false)
             } throws: { error in
                 (error as? MediaError)?.code == .writeFailed && "\(error)".contains("/proc")
             }

@@ -36,8 +36,9 @@ struct ExportPlan: Sendable {
 
     /// What the run writes.
     enum Output: Sendable {
-        /// A user-facing file through an FFmpeg muxer.
-        case file(muxerName: String, isQuickTime: Bool)
+        /// A user-facing file through an FFmpeg muxer; `replacing` lets it replace a file that is
+        /// at the destination when it finishes.
+        case file(muxerName: String, isQuickTime: Bool, replacing: Bool)
         /// A Splice segment file (see ``SegmentFile``).
         case segment(planID: String, index: Int)
     }
@@ -75,7 +76,8 @@ struct ExportPlan: Sendable {
     /// Resolves an export of `asset` (all of it, or `timeRange`) into a plan.
     static func make(asset: Asset, destination: String, fileType requested: OutputFileType?,
                      video: Request<VideoSettings>, audio: Request<AudioSettings>, timeRange: MediaTimeRange?,
-                     fastStart: Bool, metadata: [String: String], codecThreads: Int) throws -> ExportPlan {
+                     fastStart: Bool, metadata: [String: String], codecThreads: Int,
+                     replacing: Bool) throws -> ExportPlan {
         let ext = URL(fileURLWithPath: destination).pathExtension
         guard let fileType = requested ?? OutputFileType(pathExtension: ext) else {
             throw SettingsError(field: "output", value: destination,
@@ -142,7 +144,7 @@ struct ExportPlan: Sendable {
         let progressDuration = timeRange?.duration ?? asset.duration
         return ExportPlan(
             location: asset.location, origin: asset.origin, destination: destination,
-            output: .file(muxerName: fileType.muxerName, isQuickTime: fileType.isQuickTime),
+            output: .file(muxerName: fileType.muxerName, isQuickTime: fileType.isQuickTime, replacing: replacing),
             videoStream: videoStream, video: videoRoute, audioStream: audioStream, audio: audioRoute,
             videoWindow: window, audioSamples: sampleWindow, outputZero: start, audioZeroSample: zeroSample,
             fastStart: fastStart, metadata: metadata, codecThreads: codecThreads, notices: notices,

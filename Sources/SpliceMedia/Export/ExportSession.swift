@@ -36,6 +36,7 @@ public final class ExportSession: Sendable {
         var optimizesForNetworkUse = false
         var metadata: [String: String] = [:]
         var codecThreads = 0
+        var overwritesExistingFile = false
     }
 
     private struct State: Sendable {
@@ -48,7 +49,9 @@ public final class ExportSession: Sendable {
 
     /// The source.
     public let asset: Asset
-    /// The file to write. An existing file is replaced only when the export succeeds.
+    /// The file to write. It is written beside its final name and appears there only when the
+    /// export succeeds. It may not be the source; a file already there is an error unless
+    /// ``overwritesExistingFile`` is set (see ``OutputDestination``).
     public let outputURL: URL
 
     private let configuration: Mutex<Configuration>
@@ -113,6 +116,14 @@ public final class ExportSession: Sendable {
         set { configuration.withLock { $0.codecThreads = max(0, newValue) } }
     }
 
+    /// Whether the export may replace a file already at ``outputURL`` (default false: the export
+    /// fails with ``MediaError/Code/outputExists`` before any work, and also at the end if a file
+    /// appeared there meanwhile). Even when true, the source itself is never replaced.
+    public var overwritesExistingFile: Bool {
+        get { configuration.withLock { $0.overwritesExistingFile } }
+        set { configuration.withLock { $0.overwritesExistingFile = newValue } }
+    }
+
     // MARK: - State
 
     /// Where the export stands.
@@ -155,7 +166,8 @@ public final class ExportSession: Sendable {
         cancelFlag.set()
     }
 
-    /// Runs the export. Throws ``MediaError`` (or ``SettingsError`` for invalid settings).
+    /// Runs the export. Throws ``MediaError`` (or ``SettingsError`` for invalid settings); an
+    /// output that may not or cannot be written (``OutputDestination``) fails before any encoding.
     public func export() async throws {
         let started = state.withLock { s -> Bool in
             guard s.status == .unknown else { return false }
@@ -172,10 +184,14 @@ public final class ExportSession: Sendable {
                 video: config.includesVideo ? (config.videoSettings.map { .encode($0) } ?? .copy) : .drop,
                 audio: config.includesAudio ? (config.audioSettings.map { .encode($0) } ?? .copy) : .drop,
                 timeRange: config.timeRange, fastStart: config.optimizesForNetworkUse,
-                metadata: config.metadata, codecThreads: config.codecThreads)
+                metadata: config.metadata, codecThreads: config.codecThreads,
+                replacing: config.overwritesExistingFile)
             let flag = cancelFlag
+            let source = asset.location
             let result = try await withTaskCancellationHandler {
                 try await BlockingThread.run("splice.export") { [weak self] in
+                    try OutputDestination.check(output: plan.destination, inputs: [source],
+                                                overwrite: config.overwritesExistingFile)
                     let pipeline = ExportPipeline(plan: plan, isCancelled: { flag.isSet }) { fraction in
                         self?.report(progress: fraction)
                     }

@@ -3,7 +3,7 @@ internal import CSpliceShims
 import Foundation
 
 /// Owns an output `AVFormatContext` and its file. Writes to a temporary file beside the
-/// destination and renames it into place only in ``finish()``; if the muxer is released without
+/// destination and moves it into place only in ``finish()``; if the muxer is released without
 /// finishing (failure, cancel), the temporary file is removed, so nothing half-written remains.
 ///
 /// Ownership: `context` is freed only in `deinit`. A class init that throws after every stored
@@ -12,18 +12,20 @@ final class Muxer: PacketWriter {
     let context: UnsafeMutablePointer<AVFormatContext>
     let destination: String
     let temporaryPath: String
+    /// Whether ``finish()`` may replace a file that is already at `destination`.
+    let replacing: Bool
     private var headerWritten = false
     private var finished = false
 
-    init(destination: String, formatName: String) throws(MediaError) {
+    /// Opens a temporary file beside `destination` for the `formatName` muxer. Check the
+    /// destination first (``OutputDestination/check(output:inputs:overwrite:)``); this only reports
+    /// what FFmpeg says when it cannot create the file.
+    init(destination: String, formatName: String, replacing: Bool) throws(MediaError) {
         FFmpeg.clearLastLog()
         self.destination = destination
+        self.replacing = replacing
         let url = URL(fileURLWithPath: destination)
         let directory = url.deletingLastPathComponent().path
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw MediaError(.writeFailed, "cannot write '\(destination)': the folder '\(directory)' does not exist")
-        }
         temporaryPath = url.deletingLastPathComponent()
             .appendingPathComponent(".\(url.lastPathComponent).splice-\(UInt32.random(in: 0...UInt32.max)).tmp").path
         var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
@@ -35,8 +37,8 @@ final class Muxer: PacketWriter {
         // From here on every stored property is set: a throw runs deinit, which frees the context.
         let open = avio_open(&ctx.pointee.pb, temporaryPath, AVIO_FLAG_WRITE)
         if open < 0 {
-            throw FFmpeg.error(.writeFailed, "cannot write to '\(directory)'", open,
-                               hint: "check that the folder is writable and has free space")
+            throw FFmpeg.error(.writeFailed, "cannot write '\(destination)' in '\(directory)'", open,
+                               hint: "check that the folder exists, is writable and has free space")
         }
     }
 
@@ -132,7 +134,8 @@ final class Muxer: PacketWriter {
         }
     }
 
-    /// Writes the trailer, closes the file and renames it to the destination.
+    /// Writes the trailer, closes the file and moves it to the destination (without replacing a
+    /// file there unless `replacing`).
     func finish() throws(MediaError) {
         precondition(headerWritten, "finish() before writeHeader()")
         FFmpeg.clearLastLog()
@@ -140,10 +143,7 @@ final class Muxer: PacketWriter {
         if ret < 0 { throw FFmpeg.error(.writeFailed, "cannot finish '\(destination)'", ret, hint: "check free disk space") }
         ret = avio_closep(&context.pointee.pb)
         if ret < 0 { throw FFmpeg.error(.writeFailed, "cannot close '\(destination)'", ret, hint: "check free disk space") }
-        if rename(temporaryPath, destination) != 0 {
-            let reason = String(cString: strerror(errno))
-            throw MediaError(.writeFailed, "cannot move the finished output to '\(destination)': \(reason)")
-        }
+        try OutputDestination.moveIntoPlace(temporaryPath, to: destination, replacing: replacing)
         finished = true
     }
 }

@@ -6,7 +6,8 @@ public import Foundation
 /// join it. The result includes the segment's pre-roll and tail audio — it is the segment as
 /// encoded, not as the stitcher keeps it.
 public enum SegmentRemux {
-    /// Writes the packets of `segment` into `output` (container from the extension).
+    /// Writes the packets of `segment` into `output` (container from the extension), replacing a
+    /// file already there (never the segment itself).
     public static func remux(segment: String, to output: URL) async throws {
         try await BlockingThread.run("splice.remux") {
             try run(segment: segment, destination: output.path)
@@ -20,7 +21,8 @@ public enum SegmentRemux {
                 ?? (destination.hasSuffix(".ts") ? "mpegts" : nil) else {
             throw MediaError(.invalidSettings, "cannot tell the container of '\(destination)'; use .mp4, .mkv or .ts")
         }
-        let muxer = try Muxer(destination: destination, formatName: type)
+        try OutputDestination.check(output: destination, inputs: [segment], overwrite: true)
+        let muxer = try Muxer(destination: destination, formatName: type, replacing: true)
         var timeBases: [AVRational] = []
         for params in reader.header.streams {
             guard let par = avcodec_parameters_alloc() else { throw MediaError(.internalError, "out of memory") }

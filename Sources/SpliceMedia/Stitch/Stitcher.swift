@@ -28,11 +28,16 @@ public struct Stitcher: Sendable {
     }
 
     /// Stitches `segments` (segment index → file) into `output`. With `checksums`, each file's
-    /// SHA-256 must match. The output appears only on success.
-    public func stitch(segments: [Int: String], checksums: [Int: String] = [:], to output: URL) async throws -> StitchSummary {
+    /// SHA-256 must match. The output appears only on success. Without `overwrite`, a file
+    /// already at `output` is an error (``MediaError/Code/outputExists``), checked before any
+    /// segment is read and again when the finished file is moved into place; a segment file is
+    /// never replaced (``OutputDestination``).
+    public func stitch(segments: [Int: String], checksums: [Int: String] = [:], to output: URL,
+                       overwrite: Bool = false) async throws -> StitchSummary {
         let plan = self.plan
         return try await BlockingThread.run("splice.stitch") {
-            try StitchRun(plan: plan, segments: segments, checksums: checksums, destination: output.path).run()
+            try StitchRun(plan: plan, segments: segments, checksums: checksums, destination: output.path,
+                          overwrite: overwrite).run()
         }
     }
 }
@@ -43,9 +48,12 @@ private struct StitchRun {
     let segments: [Int: String]
     let checksums: [Int: String]
     let destination: String
+    let overwrite: Bool
 
     func run() throws(MediaError) -> StitchSummary {
         _ = FFmpeg.setUp
+        try OutputDestination.check(output: destination, inputs: segments.keys.sorted().map { segments[$0]! },
+                                    overwrite: overwrite)
         let order = plan.segments.map(\.index)
         for index in order where segments[index] == nil {
             throw MediaError(.incompatibleSegments, "segment \(index) of \(order.count) is missing; encode it before stitching")
@@ -105,7 +113,7 @@ private struct StitchRun {
         guard let header = reference else { throw MediaError(.incompatibleSegments, "there are no segments to stitch") }
 
         // The output.
-        let muxer = try Muxer(destination: destination, formatName: plan.outputFileType.muxerName)
+        let muxer = try Muxer(destination: destination, formatName: plan.outputFileType.muxerName, replacing: overwrite)
         var outVideo: Int?, outAudio: Int?
         var videoTB = AVRational(num: 1, den: 1), audioTB = AVRational(num: 1, den: 1)
         for (i, params) in header.streams.enumerated() where i == videoStream || i == audioStream {

@@ -19,11 +19,14 @@ public final class Transcoder: Sendable {
         public var metadata: [String: String]
         /// Keep the plan and segment files here instead of deleting them.
         public var keepSegmentsIn: URL?
+        /// Whether a file already at `output` may be replaced (never the source). When false the
+        /// transcode is refused before any work (``MediaError/Code/outputExists``).
+        public var overwritesExistingFile: Bool
 
         public init(source: String, output: URL, video: VideoSettings?, audio: AudioSettings?, fileType: OutputFileType,
                     range: MediaTimeRange? = nil, segmentDuration: MediaTime = MediaTime(seconds: 10),
                     jobs: Int = ProcessInfo.processInfo.activeProcessorCount, optimizesForNetworkUse: Bool = false,
-                    metadata: [String: String] = [:], keepSegmentsIn: URL? = nil) {
+                    metadata: [String: String] = [:], keepSegmentsIn: URL? = nil, overwritesExistingFile: Bool = false) {
             self.source = source
             self.output = output
             self.video = video
@@ -35,6 +38,7 @@ public final class Transcoder: Sendable {
             self.optimizesForNetworkUse = optimizesForNetworkUse
             self.metadata = metadata
             self.keepSegmentsIn = keepSegmentsIn
+            self.overwritesExistingFile = overwritesExistingFile
         }
     }
 
@@ -82,10 +86,17 @@ public final class Transcoder: Sendable {
     }
 
     /// Runs the transcode. Temporary segments are removed on success, failure and cancellation.
+    /// An output that may not or cannot be written (``OutputDestination``) fails before the
+    /// source is even opened.
     public func run() async throws -> Summary {
         defer { finishObservers() }
         let clock = ContinuousClock()
         let t0 = clock.now
+        let options = self.options
+        try await BlockingThread.run("splice.transcode.check") {
+            try OutputDestination.check(output: options.output.path, inputs: [options.source],
+                                        overwrite: options.overwritesExistingFile)
+        }
         let asset = try await Asset.open(options.source)
         let planner = SegmentPlanner(targetDuration: options.segmentDuration)
         var metadata = asset.metadata.filter { !["major_brand", "minor_version", "compatible_brands", "encoder"].contains($0.key) }
@@ -127,7 +138,8 @@ public final class Transcoder: Sendable {
         let paths = Dictionary(uniqueKeysWithValues: results.map { ($0.index, $0.path) })
         let checksums = Dictionary(uniqueKeysWithValues: results.map { ($0.index, $0.checksum) })
         try Task.checkCancellation()
-        let stitch = try await Stitcher(plan: plan).stitch(segments: paths, checksums: checksums, to: options.output)
+        let stitch = try await Stitcher(plan: plan).stitch(segments: paths, checksums: checksums, to: options.output,
+                                                           overwrite: options.overwritesExistingFile)
         let t3 = clock.now
         return Summary(plan: plan, segments: results.sorted { $0.index < $1.index }, stitch: stitch,
                        planNanoseconds: nanoseconds(t1 - t0), encodeNanoseconds: nanoseconds(t2 - t1),

@@ -43,7 +43,9 @@ final class JobStitcher: Sendable {
                 paths[segment.plan.index] = path
                 if let checksum = segment.checksum { checksums[segment.plan.index] = Self.hexDigest(checksum) }
             }
-            summary = try await Stitcher(plan: plan).stitch(segments: paths, checksums: checksums, to: output)
+            // Replacing: after a restart the job's own earlier stitch may already be there.
+            summary = try await Stitcher(plan: plan).stitch(segments: paths, checksums: checksums, to: output,
+                                                            overwrite: true)
         } catch let error as MediaError where !error.isRetryable {
             await fail(job, reason: "stitching failed: \(error.message)")
             return

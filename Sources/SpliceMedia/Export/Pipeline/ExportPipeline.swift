@@ -38,8 +38,8 @@ final class ExportPipeline {
         var muxer: Muxer?
         var segmentWriter: SegmentFileWriter?
         switch plan.output {
-        case .file(let muxerName, _):
-            let m = try Muxer(destination: plan.destination, formatName: muxerName)
+        case .file(let muxerName, _, let replacing):
+            let m = try Muxer(destination: plan.destination, formatName: muxerName, replacing: replacing)
             muxer = m
             writer = m
         case .segment(let planID, let index):
@@ -136,7 +136,7 @@ final class ExportPipeline {
     }
 
     private func muxerOptions(_ muxer: Muxer) -> [String: String] {
-        guard case .file(_, isQuickTime: true) = plan.output else { return plan.muxerOptions }
+        guard case .file(_, isQuickTime: true, _) = plan.output else { return plan.muxerOptions }
         return muxer.quickTimeOptions(fastStart: plan.fastStart, customTags: !plan.metadata.isEmpty)
             .merging(plan.muxerOptions) { _, explicit in explicit }
     }
