@@ -4,9 +4,12 @@ public import Foundation
 public enum ExternalTool {
     /// What a finished process left behind.
     public struct Output: Sendable {
+        /// The exit status, or the signal's number when ``exitedNormally`` is false.
         public var status: Int32
         public var stdout: Data
         public var stderr: String
+        /// Whether the process exited by itself (false: a signal such as SIGSEGV ended it).
+        public var exitedNormally: Bool = true
         public var text: String { String(decoding: stdout, as: UTF8.self) }
     }
 
@@ -38,12 +41,24 @@ public enum ExternalTool {
         try await offPool { try checkBlocking(executable, arguments) }
     }
 
+    /// Runs the program at `executable` (a path, not looked up on PATH) off the cooperative pool,
+    /// in `directory` when given, and returns its output and how it ended.
+    public static func run(executable: URL, _ arguments: [String], in directory: URL? = nil) async throws -> Output {
+        try await offPool { try runBlocking(executable: executable, arguments, in: directory) }
+    }
+
     /// ``run(_:_:)`` on the calling thread (for code already off the pool).
     @discardableResult
     public static func runBlocking(_ executable: String, _ arguments: [String]) throws -> Output {
+        try runBlocking(executable: URL(fileURLWithPath: "/usr/bin/env"), [executable] + arguments)
+    }
+
+    /// ``run(executable:_:in:)`` on the calling thread.
+    public static func runBlocking(executable: URL, _ arguments: [String], in directory: URL? = nil) throws -> Output {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [executable] + arguments
+        process.executableURL = executable
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -61,7 +76,8 @@ public enum ExternalTool {
         group.wait()
         process.waitUntilExit()
         return Output(status: process.terminationStatus, stdout: outData,
-                      stderr: String(decoding: errData.value, as: UTF8.self))
+                      stderr: String(decoding: errData.value, as: UTF8.self),
+                      exitedNormally: process.terminationReason == .exit)
     }
 
     /// ``check(_:_:)`` on the calling thread (for code already off the pool).

@@ -20,6 +20,19 @@ public enum Fixtures {
         return names.filter { !$0.hasSuffix(".md") }.sorted().map(shared)
     }
 
+    /// The `splice` executable that `swift build --build-tests` puts beside the test bundle.
+    public static func spliceExecutable() throws -> URL {
+        let candidates = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent(),
+            packageRoot.appendingPathComponent(".build/debug"),
+        ].map { $0.appendingPathComponent("splice") }
+        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+            throw ToolFailure(command: "splice", status: -1,
+                              stderr: "no splice executable in \(candidates.map(\.path)); run `swift build --build-tests`")
+        }
+        return found
+    }
+
     /// A directory for this test process's generated files, removed when the process ends.
     public static let scratch: URL = {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("splice-tests-\(getpid())")

@@ -36,6 +36,21 @@ struct MediaCommandTests {
         #expect(usageError(["in.mp4", "out.mp4", "--segment-seconds", "2.5", "-j", "2"], for: TranscodeCommand.self) == nil)
     }
 
+    @Test func minusYAndOverwriteAllowReplacingTheOutputAndHelpSaysSo() throws {
+        #expect(try parse(["in.mp4", "out.mp4"], as: ExportCommand.self).destination.overwrite == false)
+        #expect(try parse(["in.mp4", "out.mp4", "-y"], as: ExportCommand.self).destination.overwrite)
+        #expect(try parse(["-y", "in.mp4", "out.mp4"], as: TranscodeCommand.self).destination.overwrite)
+        #expect(try parse(["in.mp4", "out.mp4", "--overwrite"], as: TranscodeCommand.self).destination.overwrite)
+        #expect(try parse(["kept", "out.mp4", "-y"], as: StitchCommand.self).destination.overwrite)
+        #expect(try parse(["kept", "out.mp4"], as: StitchCommand.self).destination.overwrite == false)
+        for path in [[SpliceCommand.self, ExportCommand.self], [SpliceCommand.self, TranscodeCommand.self],
+                     [SpliceCommand.self, StitchCommand.self]] as [[any Command.Type]] {
+            let help = HelpFormatter.help(for: path).split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            #expect(help.contains("-y, --overwrite Replace the output file if it already exists (never the input)."))
+            #expect(help.contains("refused unless -y (--overwrite) is given;"))
+        }
+    }
+
     @Test func bitRatesAreExactIntegers() throws {
         #expect(try BitRate(argument: "128k").bitsPerSecond == 128_000)
         #expect(try BitRate(argument: "2.5M").bitsPerSecond == 2_500_000)

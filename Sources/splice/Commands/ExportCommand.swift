@@ -10,28 +10,34 @@ struct ExportCommand: Command {
         name: "export", abstract: "Transcode one file on this machine with a single encoder.",
         discussion: """
             Re-encodes video and audio (or copies them with --copy-video / --copy-audio). The output \
-            appears only when the export succeeds; on failure or Ctrl-C nothing is left behind.
+            appears only when the export succeeds; on failure or Ctrl-C nothing is left behind. An \
+            existing output file is kept and the export refused unless -y (--overwrite) is given; \
+            the input is never replaced.
             """,
-        arguments: [input, output] + ExportOptions.arguments)
+        arguments: [input, output] + ExportOptions.arguments + OutputOptions.arguments)
 
     let input: String
     let output: String
     let options: ExportOptions
+    let destination: OutputOptions
 
     init(_ arguments: ParsedArguments) throws {
         input = try arguments.value(Self.input)
         output = try arguments.value(Self.output)
         options = try ExportOptions(arguments)
+        destination = try OutputOptions(arguments)
     }
 
     func validate() throws {
         try options.validate(output: output)
+        try destination.check(output: output, inputs: [input])
     }
 
     func run(_ context: CommandContext) async throws -> ExitCode {
         let asset = try await Asset.open(input)
         let session = ExportSession(asset: asset, outputURL: URL(fileURLWithPath: output))
         try options.configure(session, output: output)
+        session.overwritesExistingFile = destination.overwrite
         let bar = ProgressBar(label: URL(fileURLWithPath: output).lastPathComponent, output: context.errorOutput)
         let progress = Task {
             for await fraction in session.progressUpdates { bar.update(fraction: fraction) }

@@ -9,19 +9,40 @@ struct StitchCommand: Command {
 
     static let configuration = CommandConfiguration(
         name: "stitch", abstract: "Join kept segment files into the final output.",
-        arguments: [directory, output])
+        discussion: """
+            The output appears only when the stitch succeeds. An existing output file is kept and \
+            the stitch refused unless -y (--overwrite) is given; the plan and segment files are \
+            never replaced.
+            """,
+        arguments: [directory, output] + OutputOptions.arguments)
 
     let directory: String
     let output: String
+    let destination: OutputOptions
 
     init(_ arguments: ParsedArguments) throws {
         directory = try arguments.value(Self.directory)
         output = try arguments.value(Self.output)
+        destination = try OutputOptions(arguments)
+    }
+
+    func validate() throws {
+        let (_, segments) = try load()
+        try destination.check(output: output, inputs: [planURL.path] + segments.keys.sorted().map { segments[$0]! })
     }
 
     func run(_ context: CommandContext) async throws -> ExitCode {
-        let dir = URL(fileURLWithPath: directory)
-        let planURL = dir.appendingPathComponent("plan.json")
+        let (plan, segments) = try load()
+        let summary = try await Stitcher(plan: plan).stitch(segments: segments, to: URL(fileURLWithPath: output),
+                                                            overwrite: destination.overwrite)
+        context.output.writeLine("wrote \(output): \(summary.videoFrames) video frames, \(summary.audioPackets) audio packets")
+        return .success
+    }
+
+    private var planURL: URL { URL(fileURLWithPath: directory).appendingPathComponent("plan.json") }
+
+    /// The plan in the folder and the segment file it expects for each index.
+    private func load() throws -> (SegmentPlan, [Int: String]) {
         let plan: SegmentPlan
         do {
             plan = try JSONDecoder().decode(SegmentPlan.self, from: Data(contentsOf: planURL))
@@ -30,10 +51,9 @@ struct StitchCommand: Command {
         }
         var segments: [Int: String] = [:]
         for spec in plan.segments {
-            segments[spec.index] = dir.appendingPathComponent(String(format: "segment-%05d.splseg", spec.index)).path
+            segments[spec.index] = URL(fileURLWithPath: directory)
+                .appendingPathComponent(String(format: "segment-%05d.splseg", spec.index)).path
         }
-        let summary = try await Stitcher(plan: plan).stitch(segments: segments, to: URL(fileURLWithPath: output))
-        context.output.writeLine("wrote \(output): \(summary.videoFrames) video frames, \(summary.audioPackets) audio packets")
-        return .success
+        return (plan, segments)
     }
 }

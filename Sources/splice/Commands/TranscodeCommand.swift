@@ -19,9 +19,12 @@ struct TranscodeCommand: Command {
         discussion: """
             Cuts the source at keyframes into segments of about --segment-seconds, encodes --jobs of \
             them at once and stitches them into one file that plays like a single-pass encode. \
-            Temporary segments are removed on success, failure and Ctrl-C.
+            Temporary segments are removed on success, failure and Ctrl-C. An existing output file \
+            is kept and the transcode refused unless -y (--overwrite) is given; the input is never \
+            replaced.
             """,
-        arguments: [input, output, segmentSeconds, jobs, keepSegments, json] + ExportOptions.arguments)
+        arguments: [input, output, segmentSeconds, jobs, keepSegments, json] + ExportOptions.arguments
+            + OutputOptions.arguments)
 
     let input: String
     let output: String
@@ -30,6 +33,7 @@ struct TranscodeCommand: Command {
     let keepSegments: String?
     let json: Bool
     let options: ExportOptions
+    let destination: OutputOptions
 
     init(_ arguments: ParsedArguments) throws {
         input = try arguments.value(Self.input)
@@ -39,6 +43,7 @@ struct TranscodeCommand: Command {
         keepSegments = arguments[Self.keepSegments]
         json = arguments[Self.json]
         options = try ExportOptions(arguments)
+        destination = try OutputOptions(arguments)
     }
 
     func validate() throws {
@@ -50,6 +55,7 @@ struct TranscodeCommand: Command {
         guard segmentSeconds >= MediaTime(seconds: 1) else {
             throw UsageError("--segment-seconds must be at least 1; got \(segmentSeconds)")
         }
+        try destination.check(output: output, inputs: [input])
     }
 
     func run(_ context: CommandContext) async throws -> ExitCode {
@@ -59,7 +65,8 @@ struct TranscodeCommand: Command {
             source: input, output: outputURL, video: try options.videoSettings(for: type),
             audio: try options.audioSettings(for: type), fileType: type, range: options.timeRange,
             segmentDuration: segmentSeconds, jobs: jobs, optimizesForNetworkUse: options.faststart,
-            metadata: options.metadata, keepSegmentsIn: keepSegments.map { URL(fileURLWithPath: $0) }))
+            metadata: options.metadata, keepSegmentsIn: keepSegments.map { URL(fileURLWithPath: $0) },
+            overwritesExistingFile: destination.overwrite))
         let bar = ProgressBar(label: outputURL.lastPathComponent, output: context.errorOutput)
         let progress = Task {
             for await p in transcoder.progressUpdates {
