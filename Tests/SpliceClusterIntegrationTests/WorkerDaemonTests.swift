@@ -164,6 +164,9 @@ struct WorkerDaemonTests {
                 (try codec.encode(WorkerMessage.hello(Hello(workerName: "me", slots: 1, encoders: []))), .unknownType),
                 (json(#"{"protocol": "splice-worker", "version": 1, "type": "ASSIGN", "body": {"attempt": 3}}"#), .invalidBody),
                 ([Data("a".utf8), Data("b".utf8)], .tooManyFrames),
+                // Once stopped the worker with "Overflow in *" (interval × liveness).
+                (try codec.encode(CoordinatorMessage.welcome(Welcome(
+                    session: "s", heartbeatIntervalMilliseconds: 1 << 62, heartbeatLiveness: 1 << 62))), .outOfRange),
             ]
             for (frames, _) in garbage { try await coordinator.sendRaw(frames) }
             // Still working: a real ASSIGN is accepted and completed.

@@ -129,6 +129,26 @@ struct SegmentPlannerTests {
         #expect(decoded == p)
     }
 
+    @Test func plansFromElsewhereAreCheckedBeforeUse() throws {
+        let good = try plan(Self.asset(seconds: 35), keyframes: (0..<35).map { MediaTime(seconds: Int64($0)) })
+        try good.validate()
+        var badFraming = good
+        badFraming.audioFraming?.samplesPerPacket = 0
+        #expect(throws: MediaError.self) { try badFraming.validate() }
+        var farAway = good
+        farAway.segments[1].audio?.keepStart = Int64.max - 10
+        #expect(throws: MediaError.self) { try farAway.validate() }
+        var empty = good
+        empty.segments = []
+        #expect(throws: MediaError.self) { try empty.validate() }
+        var badSettings = good
+        badSettings.videoSettings?.width = -4
+        #expect(throws: MediaError.self) { try badSettings.validate() }
+        // A time with a zero timescale never decodes (it would divide by zero later).
+        let json = #"{"value": 5, "timescale": 0}"#
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(MediaTime.self, from: Data(json.utf8)) }
+    }
+
     @Test func framingArithmetic() {
         #expect(Self.aac.primingPackets == 1 && Self.opus.primingPackets == 1)
         #expect(Self.aac.nearestGridPoint(to: 1500) == 1024)

@@ -91,6 +91,44 @@ struct RejectionTests {
         #expect(reason([Data(enroll.utf8)], as: APIRequest.self) == .invalidBody)
     }
 
+    @Test("numbers outside the protocol's ranges are dropped as out-of-range, never handed on")
+    func outOfRange() throws {
+        let attempt = SegmentAttempt(job: "j", segment: 0, attempt: 1, leaseToken: "t")
+        let huge = 1 << 62
+        // What the coordinator would otherwise compute with: a heartbeat interval times the liveness.
+        let welcomes: [(Int, Int, WireRejection.Reason?)] = [
+            (huge, huge, .outOfRange), (2000, huge, .outOfRange), (0, 3, .outOfRange), (-5, 3, .outOfRange),
+            (2000, 0, .outOfRange), (2000, 3, nil), (604_800_000, 1000, nil),
+        ]
+        for (interval, liveness, expected) in welcomes {
+            let welcome = try codec.encode(CoordinatorMessage.welcome(
+                Welcome(session: "s", heartbeatIntervalMilliseconds: interval, heartbeatLiveness: liveness)))
+            #expect(reason(welcome, as: CoordinatorMessage.self) == expected, "\(interval) ms × \(liveness)")
+        }
+        for slots in [Int.max, 0, -1, 1025] {
+            let hello = try codec.encode(WorkerMessage.hello(Hello(workerName: "w", slots: slots, encoders: [])))
+            #expect(reason(hello) == .outOfRange, "slots \(slots)")
+        }
+        #expect(reason(try codec.encode(WorkerMessage.hello(Hello(workerName: "w", slots: 1024, encoders: []))))
+                == nil)
+        let assign = Assign(attempt: attempt, outputPath: "/s", leaseMilliseconds: huge, progressIntervalMilliseconds: 1,
+                            spec: .object([:]))
+        #expect(reason(try codec.encode(CoordinatorMessage.assign(assign)), as: CoordinatorMessage.self) == .outOfRange)
+        let bigSegment = SegmentAttempt(job: "j", segment: Int(Int32.max) + 1, attempt: 1, leaseToken: "t")
+        #expect(reason(try codec.encode(WorkerMessage.accept(Accept(attempt: bigSegment)))) == .outOfRange)
+        let zeroAttempt = SegmentAttempt(job: "j", segment: 0, attempt: 0, leaseToken: "t")
+        #expect(reason(try codec.encode(WorkerMessage.accept(Accept(attempt: zeroAttempt)))) == .outOfRange)
+        #expect(reason(try codec.encode(WorkerMessage.progress(Progress(attempt: attempt, fraction: 2, frames: 1))))
+                == .outOfRange)
+        #expect(reason(try codec.encode(WorkerMessage.progress(Progress(attempt: attempt, fraction: 0.5, frames: -1))))
+                == .outOfRange)
+        let negative = Complete(attempt: attempt, outputPath: "/s", checksum: "c", sizeBytes: -1, encodeMilliseconds: 1)
+        #expect(reason(try codec.encode(WorkerMessage.complete(negative))) == .outOfRange)
+        let submit = SubmitJob(input: "/a", output: "/b", export: .object([:]), priority: huge)
+        #expect(reason(try codec.encode(APIRequest.submit(submit)), as: APIRequest.self) == .outOfRange)
+        #expect(reason(try codec.encode(APIRequest.list(ListJobs(limit: -3))), as: APIRequest.self) == .outOfRange)
+    }
+
     @Test("unknown extra fields are tolerated (forward compatible within a version)")
     func extraFields() {
         let json = #"{"protocol": "splice-worker", "version": 1, "type": "HEARTBEAT", "body": {"load": 3}, "x": 1}"#

@@ -16,6 +16,20 @@ public struct MediaTime: Sendable, Codable {
         self.timescale = timescale
     }
 
+    private enum CodingKeys: String, CodingKey { case value, timescale }
+
+    /// Decodes a time; a timescale that is not positive is refused here (it arrives from files
+    /// and the wire), so no later arithmetic divides by it.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let timescale = try container.decode(Int32.self, forKey: .timescale)
+        guard timescale > 0 else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .timescale, in: container, debugDescription: "timescale \(timescale) is not positive")
+        }
+        self.init(value: try container.decode(Int64.self, forKey: .value), timescale: timescale)
+    }
+
     /// A whole number of seconds.
     public init(seconds: Int64) {
         self.init(value: seconds, timescale: 1)

@@ -133,6 +133,8 @@ private struct DecodingBox<M: WireMessage>: Decodable {
         }
         do {
             message = try entry.decode(container)
+        } catch let rejection as WireRejection {
+            throw rejection
         } catch {
             throw WireRejection(.invalidBody, "\(type): \(Self.describe(error))")
         }

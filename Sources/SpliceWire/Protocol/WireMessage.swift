@@ -18,6 +18,15 @@ public protocol WireMessage: Sendable {
 public protocol MessageBody: Codable, Sendable {
     /// The envelope `type` (`HELLO`, `ASSIGN`…).
     static var messageType: String { get }
+    /// What in a decoded body lies outside the range the protocol allows (a count, an interval, a
+    /// size), or nil when everything does. The codec asks after decoding: such a message is
+    /// dropped as `out-of-range` and counted, so no receiver ever computes with a number a peer
+    /// chose to make it trap or overflow (docs/protocol.md, Limits).
+    func rangeViolation() -> String?
+}
+
+extension MessageBody {
+    public func rangeViolation() -> String? { nil }
 }
 
 /// Maps envelope types to decoders for one `WireMessage` direction.
@@ -31,7 +40,13 @@ public struct MessageCatalogue<Message>: Sendable {
         public static func body<Body: MessageBody>(
             _: Body.Type, _ wrap: @escaping @Sendable (Body) -> Message
         ) -> Entry {
-            Entry(type: Body.messageType) { container in wrap(try container.decode(Body.self, forKey: .body)) }
+            Entry(type: Body.messageType) { container in
+                let body = try container.decode(Body.self, forKey: .body)
+                if let violation = body.rangeViolation() {
+                    throw WireRejection(.outOfRange, "\(Body.messageType): \(violation)")
+                }
+                return wrap(body)
+            }
         }
     }
 

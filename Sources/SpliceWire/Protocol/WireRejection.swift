@@ -19,6 +19,9 @@ public struct WireRejection: Error, Sendable, Hashable, CustomStringConvertible 
         case unknownType = "unknown-type"
         /// The body does not match its type (missing or mistyped fields, invalid key text).
         case invalidBody = "invalid-body"
+        /// The body decodes, but a number in it is outside what the protocol allows
+        /// (`WireLimits`): a negative size, an interval of years, more slots than a machine has.
+        case outOfRange = "out-of-range"
         /// A CURVE server received a message without an authenticated key (no ZAP handler ran).
         case unauthenticated = "unauthenticated"
         /// The sender's key has been revoked since its handshake.

@@ -1,0 +1,196 @@
+public import Foundation
+public import SpliceMedia
+
+/// The two steps of a job that read media in the coordinator: planning (probe the source, cut
+/// it) and stitching (join the segment files). Both hand FFmpeg files a client chose, so a bug it
+/// has on one of them must cost that job, not the coordinator: run in a child process
+/// (`splice media-task`, what `splice coordinator` does), a crash — a signal, an abort — is a
+/// failed step that fails the job, and a restarted coordinator never replays it. In process (the
+/// library's default, for tests and embedding) the steps run on threads of their own.
+public enum MediaTaskIsolation: Sendable, Hashable {
+    /// On threads of this process.
+    case inProcess
+    /// In a child process running `executable media-task` (the `splice` binary).
+    case childProcess(executable: String)
+}
+
+/// One step for a child process: its input on standard input, its `MediaTaskResult` on standard
+/// output (docs/coordinator.md, Media tasks).
+public enum MediaTask: Sendable, Codable, Hashable {
+    /// Probe `source` and plan it as `request` asks.
+    case plan(source: String, request: JobRequest)
+    /// Join `segments` (index → file, with their SHA-256 `checksums`) into `output`.
+    case stitch(plan: SegmentPlan, segments: [Int: String], checksums: [Int: String], output: String, overwrite: Bool)
+
+    /// Runs the step here. Any error comes out as a `MediaError` (settings errors as
+    /// `invalidSettings`), so the same failure reads the same in and out of process.
+    public func run() async throws(MediaError) -> MediaTaskOutput {
+        do {
+            switch self {
+            case .plan(let source, let request):
+                return .plan(try await Self.makePlan(source: source, request: request))
+            case .stitch(let plan, let segments, let checksums, let output, let overwrite):
+                return .stitch(try await Stitcher(plan: plan).stitch(
+                    segments: segments, checksums: checksums, to: URL(fileURLWithPath: output), overwrite: overwrite))
+            }
+        } catch let error as MediaError {
+            throw error
+        } catch let error as SettingsError {
+            throw MediaError(.invalidSettings, "invalid settings: \(error)")
+        } catch is CancellationError {
+            throw MediaError.cancelled("the \(name)")
+        } catch {
+            throw MediaError(.internalError, "the \(name) failed: \(error)", isRetryable: true)
+        }
+    }
+
+    /// `planning`, `stitching`: for messages.
+    var name: String {
+        switch self {
+        case .plan: "planning"
+        case .stitch: "stitching"
+        }
+    }
+
+    /// Probes the source and plans it as `splice transcode` does, with the job's metadata.
+    static func makePlan(source: String, request: JobRequest) async throws -> SegmentPlan {
+        try request.validate()
+        let asset = try await Asset.open(source)
+        // As `splice transcode` does: the source's tags, minus the container's own, then the job's.
+        var metadata = asset.metadata.filter {
+            !["major_brand", "minor_version", "compatible_brands", "encoder"].contains($0.key)
+        }
+        metadata.merge(request.metadata) { _, requested in requested }
+        return try await SegmentPlanner(targetDuration: request.segmentDuration).plan(
+            asset: asset, video: request.video, audio: request.audio, fileType: request.fileType,
+            range: request.range, fastStart: request.optimizesForNetworkUse, metadata: metadata)
+    }
+}
+
+/// What a `MediaTask` produced.
+public enum MediaTaskOutput: Sendable, Codable, Hashable {
+    case plan(SegmentPlan)
+    case stitch(StitchSummary)
+}
+
+/// What a child process writes on standard output: the output, or the error as a `MediaError`'s
+/// parts.
+public enum MediaTaskResult: Sendable, Codable, Hashable {
+    case succeeded(MediaTaskOutput)
+    case failed(code: MediaError.Code, message: String, retryable: Bool)
+
+    public var error: MediaError? {
+        guard case .failed(let code, let message, let retryable) = self else { return nil }
+        return MediaError(code, message, isRetryable: retryable)
+    }
+}
+
+/// Runs media tasks as the configuration says.
+struct MediaTaskRunner: Sendable {
+    let isolation: MediaTaskIsolation
+
+    func run(_ task: MediaTask) async throws(MediaError) -> MediaTaskOutput {
+        switch isolation {
+        case .inProcess:
+            return try await task.run()
+        case .childProcess(let executable):
+            return try await MediaTaskChild(executable: executable, task: task).run()
+        }
+    }
+
+    func plan(source: String, request: JobRequest) async throws(MediaError) -> SegmentPlan {
+        guard case .plan(let plan) = try await run(.plan(source: source, request: request)) else {
+            throw MediaError(.internalError, "the planning step answered with something else than a plan")
+        }
+        return plan
+    }
+
+    func stitch(plan: SegmentPlan, segments: [Int: String], checksums: [Int: String], output: String,
+                overwrite: Bool) async throws(MediaError) -> StitchSummary {
+        let task = MediaTask.stitch(plan: plan, segments: segments, checksums: checksums, output: output,
+                                    overwrite: overwrite)
+        guard case .stitch(let summary) = try await run(task) else {
+            throw MediaError(.internalError, "the stitching step answered with something else than a summary")
+        }
+        return summary
+    }
+}
+
+/// One `splice media-task` child: the task on its standard input, the result from its standard
+/// output. It runs with an empty environment but `PATH` (nothing of the coordinator's settings,
+/// no database URL), dies with the coordinator (it asks the kernel for SIGKILL when its parent
+/// goes), and is killed when the calling task is cancelled.
+private struct MediaTaskChild {
+    let executable: String
+    let task: MediaTask
+
+    func run() async throws(MediaError) -> MediaTaskOutput {
+        let input: Data
+        do {
+            input = try JSONEncoder().encode(task)
+        } catch {
+            throw MediaError(.internalError, "cannot encode the \(task.name) task: \(error)")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["media-task"]
+        process.environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
+        let stdin = Pipe(), stdout = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = FileHandle.standardError
+        let outcome: (status: Int32, signalled: Bool, output: Data)
+        do {
+            outcome = try await withTaskCancellationHandler {
+                try await Self.launch(process, input: input, stdin: stdin, stdout: stdout)
+            } onCancel: {
+                if process.isRunning { process.terminate() }
+            }
+        } catch {
+            throw MediaError(.internalError, "cannot start the \(task.name) process \(executable): \(error)",
+                             isRetryable: true)
+        }
+        if Task.isCancelled { throw MediaError.cancelled("the \(task.name)") }
+        if outcome.signalled {
+            throw MediaError(
+                .internalError,
+                "the \(task.name) process crashed (signal \(outcome.status)) on this job's files; the job is failed "
+                    + "so that it cannot take the coordinator down",
+                isRetryable: false)
+        }
+        guard outcome.status == 0, let result = try? JSONDecoder().decode(MediaTaskResult.self, from: outcome.output)
+        else {
+            throw MediaError(.internalError, "the \(task.name) process exited with status \(outcome.status) "
+                             + "without a result", isRetryable: false)
+        }
+        switch result {
+        case .succeeded(let output): return output
+        case .failed: throw result.error!
+        }
+    }
+
+    /// Starts the child, writes the task, reads the whole result, waits for the exit — on a thread
+    /// of its own, never on Swift's cooperative pool.
+    private static func launch(_ process: Process, input: Data, stdin: Pipe, stdout: Pipe) async throws
+        -> (status: Int32, signalled: Bool, output: Data)
+    {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                do {
+                    try process.run()
+                    try stdin.fileHandleForWriting.write(contentsOf: input)
+                    try stdin.fileHandleForWriting.close()
+                    let output = stdout.fileHandleForReading.readDataToEndOfFile()
+                    process.waitUntilExit()
+                    continuation.resume(returning: (
+                        process.terminationStatus, process.terminationReason == .uncaughtSignal, output))
+                } catch {
+                    if process.isRunning { process.terminate() }
+                    continuation.resume(throwing: error)
+                }
+            }
+            thread.name = "splice.media-task"
+            thread.start()
+        }
+    }
+}

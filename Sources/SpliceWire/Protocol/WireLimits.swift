@@ -1,0 +1,127 @@
+/// The ranges the protocols allow for the numbers their messages carry. A decoded body with a
+/// number outside its range is dropped as `out-of-range` (`MessageBody.rangeViolation()`), so the
+/// state machines and the store only ever see values they can compute with: every interval fits
+/// a `Duration` product many times over, every count fits the store's `integer` columns.
+///
+/// The bounds are generous, far beyond anything a sane peer sends, and tight enough that a
+/// product of any two of them cannot overflow 64 bits.
+public enum WireLimits {
+    /// Slots one worker may offer (HELLO).
+    public static let slots: ClosedRange<Int> = 1...1024
+    /// Any interval or lease, in milliseconds: up to one week.
+    public static let milliseconds: ClosedRange<Int> = 1...604_800_000
+    /// Silent heartbeat intervals before a side gives up on the other (WELCOME).
+    public static let heartbeatLiveness: ClosedRange<Int> = 1...1000
+    /// A segment index (the store's `integer`).
+    public static let segmentIndex: ClosedRange<Int> = 0...Int(Int32.max)
+    /// An attempt number (the store's `integer`; the first attempt is 1).
+    public static let attempt: ClosedRange<Int> = 1...Int(Int32.max)
+    /// A frame count.
+    public static let frames: ClosedRange<Int> = 0...Int(Int32.max)
+    /// A file size in bytes: up to 1 PiB.
+    public static let bytes: ClosedRange<Int64> = 0...(1 << 50)
+    /// An elapsed time in milliseconds (statistics): up to a year.
+    public static let elapsedMilliseconds: ClosedRange<Int> = 0...31_536_000_000
+    /// A job priority (SUBMIT).
+    public static let priority: ClosedRange<Int> = -1000...1000
+    /// How many jobs a LIST may ask for.
+    public static let listLimit: ClosedRange<Int> = 1...10_000
+
+    /// "`name` is `value`, outside `range`", or nil when inside.
+    static func check<T: Comparable & CustomStringConvertible>(_ name: String, _ value: T, _ range: ClosedRange<T>)
+        -> String?
+    {
+        range.contains(value) ? nil : "\(name) is \(value), outside \(range.lowerBound)…\(range.upperBound)"
+    }
+
+    /// The first violation of several checks.
+    static func first(_ checks: String?...) -> String? {
+        checks.lazy.compactMap { $0 }.first
+    }
+}
+
+// MARK: - Worker protocol
+
+extension SegmentAttempt {
+    func rangeViolation() -> String? {
+        WireLimits.first(
+            WireLimits.check("segment", segment, WireLimits.segmentIndex),
+            WireLimits.check("attempt", attempt, WireLimits.attempt))
+    }
+}
+
+extension Hello {
+    public func rangeViolation() -> String? {
+        WireLimits.first(
+            WireLimits.check("slots", slots, WireLimits.slots),
+            running.lazy.compactMap { $0.rangeViolation() }.first,
+            finished.lazy.compactMap { $0.rangeViolation() }.first,
+            failed.lazy.compactMap { $0.rangeViolation() }.first)
+    }
+}
+
+extension Welcome {
+    public func rangeViolation() -> String? {
+        WireLimits.first(
+            WireLimits.check("heartbeatIntervalMilliseconds", heartbeatIntervalMilliseconds, WireLimits.milliseconds),
+            WireLimits.check("heartbeatLiveness", heartbeatLiveness, WireLimits.heartbeatLiveness))
+    }
+}
+
+extension Assign {
+    public func rangeViolation() -> String? {
+        WireLimits.first(
+            attempt.rangeViolation(),
+            WireLimits.check("leaseMilliseconds", leaseMilliseconds, WireLimits.milliseconds),
+            WireLimits.check("progressIntervalMilliseconds", progressIntervalMilliseconds, WireLimits.milliseconds))
+    }
+}
+
+extension Accept {
+    public func rangeViolation() -> String? { attempt.rangeViolation() }
+}
+
+extension Progress {
+    public func rangeViolation() -> String? {
+        WireLimits.first(
+            attempt.rangeViolation(),
+            fraction.isFinite && (0...1).contains(fraction) ? nil : "fraction is \(fraction), outside 0…1",
+            WireLimits.check("frames", frames, WireLimits.frames),
+            totalFrames.flatMap { WireLimits.check("totalFrames", $0, WireLimits.frames) })
+    }
+}
+
+extension Complete {
+    public func rangeViolation() -> String? {
+        WireLimits.first(
+            attempt.rangeViolation(),
+            WireLimits.check("sizeBytes", sizeBytes, WireLimits.bytes),
+            WireLimits.check("encodeMilliseconds", encodeMilliseconds, WireLimits.elapsedMilliseconds))
+    }
+}
+
+extension Fail {
+    public func rangeViolation() -> String? { attempt.rangeViolation() }
+}
+
+extension Ack {
+    public func rangeViolation() -> String? { attempt.rangeViolation() }
+}
+
+extension Cancel {
+    public func rangeViolation() -> String? { attempt.rangeViolation() }
+}
+
+// MARK: - Client API
+
+extension SubmitJob {
+    public func rangeViolation() -> String? {
+        priority.flatMap { WireLimits.check("priority", $0, WireLimits.priority) }
+    }
+}
+
+extension ListJobs {
+    public func rangeViolation() -> String? {
+        limit.flatMap { WireLimits.check("limit", $0, WireLimits.listLimit) }
+    }
+}
