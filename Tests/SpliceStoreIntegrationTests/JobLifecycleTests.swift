@@ -72,6 +72,57 @@ import Testing
             == .staleLease)
     }
 
+    @Test func aReturnedSegmentSpendsNoAttemptAndCountsNoWorker() async throws {
+        let store = try await StoreFixture()
+        let worker = try await store.makeWorker()
+        let job = try await store.makeRunningJob(segments: 1, maxAttempts: 1)
+        // With one attempt allowed, three refusals in a row still leave the segment claimable.
+        for round in 1...3 {
+            let lease = try await store.repository.claimSegments(for: worker.id, limit: 1, leaseDuration: .seconds(30))
+            try #require(lease.count == 1, "round \(round)")
+            #expect(lease[0].segment.attempt == 1)
+            guard case .recorded(.willRetry) = try await store.repository.returnSegment(
+                lease[0].reference, reason: "refused by worker: spool-unwritable: read-only") else {
+                Issue.record("not returned")
+                return
+            }
+            // Fenced: the same token again is stale.
+            #expect(try await store.repository.returnSegment(lease[0].reference, reason: "again") == .staleLease)
+            #expect(try await store.repository.completeSegment(lease[0].reference, outputURL: "o", checksum: "c")
+                == .staleLease)
+        }
+        let segment = try await store.repository.segments(ofJob: job.id)[0]
+        #expect(segment.state == .pending && segment.attempt == 0 && segment.failedWorkers.isEmpty)
+        #expect(try await store.repository.waitingReason(ofJob: job.id)
+            == "refused by worker: spool-unwritable: read-only")
+        let events = try await store.repository.events(ofJob: job.id).filter { $0.kind == "segment_returned" }
+        #expect(events.count == 3 && events.allSatisfy { $0.workerID == worker.id && $0.attempt == 1 })
+
+        // Once a worker takes it, the job is no longer waiting.
+        let taken = try await store.repository.claimSegments(for: worker.id, limit: 1, leaseDuration: .seconds(30))
+        #expect(try await store.repository.waitingReason(ofJob: job.id) == nil)
+        #expect(try await store.repository.completeSegment(taken[0].reference, outputURL: "o", checksum: "c")
+            == .completed(jobReadyToStitch: true))
+    }
+
+    @Test func orphanedLeasesAreReleasedUnlessHeldOrRecentlyExtended() async throws {
+        let store = try await StoreFixture()
+        let worker = try await store.makeWorker()
+        let job = try await store.makeRunningJob(segments: 3)
+        let leases = try await store.repository.claimSegments(for: worker.id, limit: 3, leaseDuration: .seconds(60))
+        try await Task.sleep(for: .milliseconds(300))
+        // Segment 1 is extended now: its worker is alive somewhere. Segment 0 is held by a session.
+        _ = try await store.repository.extendLease(leases[1].reference, by: .seconds(60))
+        let released = try await store.repository.releaseOrphanedLeases(
+            held: [leases[0].reference.token], idle: .milliseconds(200))
+        #expect(released.map(\.reference) == [leases[2].reference])
+        let states = try await store.repository.segments(ofJob: job.id).map(\.state)
+        #expect(states == [.leased, .leased, .pending])
+        // A late result of the released attempt is refused.
+        #expect(try await store.repository.completeSegment(leases[2].reference, outputURL: "o", checksum: "c")
+            == .staleLease)
+    }
+
     @Test func failuresOnSeveralWorkersMakeASegmentDead() async throws {
         let store = try await StoreFixture(policy: JobRepository.Policy(
             segmentBackoff: Backoff(base: .milliseconds(1), cap: .milliseconds(1)), deadAfterDistinctWorkers: 2))

@@ -161,6 +161,67 @@ extension JobRepository {
         }
     }
 
+    /// Hands a leased segment back without spending the attempt, only for the current lease: the
+    /// attempt failed for a reason that is not the segment's (the worker's set-up, a worker that
+    /// was leaving, an assignment that never reached it). The segment is claimable again at once
+    /// and the worker is not counted among those it failed on; the event (`segment_returned`)
+    /// keeps the reason, which `waitingReason(ofJob:)` shows while nothing else has happened.
+    public func returnSegment(_ lease: LeaseReference, reason: String) async throws -> FailureOutcome {
+        let rows = try await client.query("""
+            WITH target AS (
+                SELECT id, leased_by FROM segments
+                WHERE id = \(lease.segmentID) AND lease_token = \(lease.token) AND state = 'leased'
+                FOR UPDATE
+            ), segment AS (
+                UPDATE segments s
+                SET state = 'pending', attempt = s.attempt - 1, leased_by = NULL, lease_expires_at = NULL,
+                    last_error = \(reason), next_attempt_at = now(), updated_at = now()
+                FROM target
+                WHERE s.id = target.id AND s.lease_token = \(lease.token) AND s.state = 'leased'
+                RETURNING s.id, s.job_id, s.attempt, s.lease_token, s.next_attempt_at, target.leased_by AS worker_id
+            ), event AS (
+                INSERT INTO job_events (job_id, segment_id, kind, from_state, to_state, attempt, worker_id,
+                                        lease_token, detail)
+                SELECT job_id, id, 'segment_returned', 'leased', 'pending', attempt + 1, worker_id, lease_token,
+                       \(reason)
+                FROM segment
+            ), wake AS (
+                SELECT pg_notify(\(Channel.segments), '') FROM segment
+            )
+            SELECT next_attempt_at, (SELECT count(*) FROM wake) FROM segment
+            """)
+        guard let row = rows.first else { return .staleLease }
+        return .recorded(.willRetry(at: try row.decode(Date.self, at: 0)))
+    }
+
+    /// Why a job makes no progress, when the newest thing that happened to its segments is a
+    /// hand-back (`returnSegment`): the reason of that refusal. Nil once a segment was leased or
+    /// finished since, and for jobs whose segments were never refused.
+    public func waitingReason(ofJob jobID: UUID) async throws -> String? {
+        let rows = try await client.query("""
+            SELECT kind, detail FROM job_events
+            WHERE job_id = \(jobID) AND kind IN ('segment_returned', 'segment_leased', 'segment_done')
+            ORDER BY id DESC LIMIT 1
+            """)
+        guard let row = rows.first, try row.decode(String.self, at: 0) == "segment_returned" else { return nil }
+        return try row.decode(String?.self, at: 1)
+    }
+
+    /// Releases leases that no live session holds (`held`, every token the coordinator's sessions
+    /// hold or are committing) and that nobody has extended for `idle`: claimed by a coordinator
+    /// that stopped before its ASSIGN went out, or held by a worker that did not come back after
+    /// a coordinator restart. Fenced like the reaper; a retryable failure of the attempt.
+    @discardableResult
+    public func releaseOrphanedLeases(held: Set<UUID>, idle: Duration) async throws -> [ReleasedLease] {
+        try await releaseLeases(
+            where: """
+                state = 'leased' AND heartbeat_at < now() - \(idle.milliseconds) * interval '1 millisecond'
+                AND lease_token <> ALL(\(Array(held)))
+                """,
+            failure: SegmentFailure(message: "lease orphaned: no worker holds it", isRetryable: true),
+            kind: "segment_lease_released", limit: 1000)
+    }
+
     /// Takes back leases that expired (their worker stopped extending them). The reaper's
     /// predicate is repeated inside each UPDATE, so a completion that committed first always wins.
     @discardableResult
