@@ -42,6 +42,19 @@ private struct Harness {
 
     mutating func advance(_ duration: Duration) { elapsed += duration }
 
+    /// Lets `duration` pass with the timer running every `period`, as the shell's timer does; the
+    /// directives of every tick.
+    mutating func run(for duration: Duration, period: Duration = .milliseconds(250)) -> [CoordinatorDirective] {
+        var directives: [CoordinatorDirective] = []
+        var passed: Duration = .zero
+        while passed < duration {
+            advance(period)
+            passed += period
+            directives += machine.onTick(now: now)
+        }
+        return directives
+    }
+
     mutating func receive(_ message: WorkerMessage, from peer: WirePeer = worker) -> [CoordinatorDirective] {
         machine.onMessage(message, from: peer, now: now)
     }
@@ -132,7 +145,7 @@ struct CoordinatorStateMachineTests {
         let answered = harness.machine.onLeasesExtended(
             [attempt(0)], worker: .key(workerKey), check: .accept, current: [attempt(0).leaseToken], now: harness.now)
         #expect(answered.compactMap(\.sent?.peer) == [moved])
-        #expect(harness.machine.sessionSnapshots.count == 1)
+        #expect(harness.machine.sessionSnapshots(now: harness.now).count == 1)
     }
 
     @Test("without CURVE the connection is the identity", arguments: [RoutingID("a"), RoutingID(Data([0, 1, 2]))])
@@ -166,7 +179,7 @@ struct CoordinatorStateMachineTests {
         let directives = harness.receive(.disconnect(Disconnect(reason: .shutdown, detail: "drained")))
         #expect(directives.contains(.releaseWorker(workerID: workerID, reason: "the worker disconnected (shutdown): drained")))
         #expect(directives.contains(.markWorkers([workerID], online: false)))
-        #expect(harness.machine.sessionSnapshots.isEmpty)
+        #expect(harness.machine.sessionSnapshots(now: harness.now).isEmpty)
     }
 
     @Test("a HELLO without slots breaks the protocol")
@@ -175,7 +188,7 @@ struct CoordinatorStateMachineTests {
         let directives = harness.receive(.hello(Hello(workerName: "w", slots: 0, encoders: [])))
         #expect(messages(directives).count == 1)
         if case .disconnect(let disconnect) = messages(directives).first { #expect(disconnect.reason == .protocolError) }
-        #expect(harness.machine.sessionSnapshots.isEmpty)
+        #expect(harness.machine.sessionSnapshots(now: harness.now).isEmpty)
     }
 
     @Test("a refused registration (unknown or revoked key) ends in DISCONNECT revoked")
@@ -184,7 +197,7 @@ struct CoordinatorStateMachineTests {
         _ = harness.receive(.hello(Hello(workerName: "w", slots: 1, encoders: [])))
         let directives = harness.machine.onWorkerRefused(.key(workerKey), reason: "key revoked", now: harness.now)
         #expect(messages(directives) == [.disconnect(Disconnect(reason: .revoked, detail: "key revoked"))])
-        #expect(harness.machine.sessionSnapshots.isEmpty)
+        #expect(harness.machine.sessionSnapshots(now: harness.now).isEmpty)
     }
 
     @Test("a HELLO resent while registering changes nothing; a failed registration lets the next one start over")
@@ -227,7 +240,7 @@ struct CoordinatorStateMachineTests {
         #expect(cancels(checked) == [Cancel(attempt: gone, reason: .leaseLost)])
         #expect(acks(checked).isEmpty, "a HELLO's running list is not acknowledged")
         #expect(messages(checked).last.map(isWelcome) == true)
-        let snapshot = try #require(harness.machine.sessionSnapshots.first)
+        let snapshot = try #require(harness.machine.sessionSnapshots(now: harness.now).first)
         #expect(snapshot.running == 1 && snapshot.active)
         #expect(claimed(harness.machine.dispatch(now: harness.now)) == [3], "the running attempt holds a slot")
     }
@@ -241,7 +254,7 @@ struct CoordinatorStateMachineTests {
         #expect(messages(again).contains(where: isWelcome))
         #expect(!again.contains { if case .abandonAttempt = $0 { true } else { false } })
         #expect(!again.contains { if case .registerWorker = $0 { true } else { false } })
-        #expect(harness.machine.sessionSnapshots.first?.running == 1)
+        #expect(harness.machine.sessionSnapshots(now: harness.now).first?.running == 1)
     }
 
     @Test("a worker that registers again without an attempt it held hands that attempt back")
@@ -250,8 +263,8 @@ struct CoordinatorStateMachineTests {
         harness.welcome()
         _ = harness.assign([attempt(0), attempt(1)])
         let again = harness.receive(.hello(Hello(workerName: "w", slots: 2, encoders: [], running: [attempt(1)])))
-        #expect(again.contains(.abandonAttempt(attempt(0), reason: "the worker registered again without it")))
-        #expect(!again.contains { if case .abandonAttempt(let a, _) = $0 { a == attempt(1) } else { false } })
+        #expect(again.contains(.abandonAttempt(attempt(0), reason: "the worker registered again without it", spendsAttempt: true)))
+        #expect(!again.contains { if case .abandonAttempt(let a, _, _) = $0 { a == attempt(1) } else { false } })
     }
 
     // MARK: Leases
@@ -357,7 +370,7 @@ struct CoordinatorStateMachineTests {
         _ = harness.assign([attempt(0)])
         _ = harness.receive(.complete(complete(attempt(0))))
         _ = harness.assign([attempt(1)])
-        #expect(harness.machine.sessionSnapshots.first?.running == 2, "one running, one being committed")
+        #expect(harness.machine.sessionSnapshots(now: harness.now).first?.running == 2, "one running, one being committed")
         _ = harness.receive(.complete(complete(attempt(1))))
         harness.machine.onWorkAvailable()
         #expect(harness.machine.dispatch(now: harness.now).isEmpty, "two results awaiting commit on one slot: the slot is taken")
@@ -377,7 +390,7 @@ struct CoordinatorStateMachineTests {
                                               now: harness.now)
         _ = harness.machine.onLeasesExtended([attempt(0)], worker: .key(workerKey), check: .accept,
                                              current: [attempt(0).leaseToken], now: harness.now)
-        #expect(harness.machine.sessionSnapshots.first?.running == 0)
+        #expect(harness.machine.sessionSnapshots(now: harness.now).first?.running == 0)
     }
 
     @Test("a result whose commit failed frees its slot too; a job ending meanwhile sends it no CANCEL")
@@ -389,10 +402,10 @@ struct CoordinatorStateMachineTests {
         _ = harness.receive(.complete(complete(attempt(0))))
         _ = harness.receive(.complete(complete(other)))
         _ = harness.machine.onResultCommitFailed(.complete(complete(other)), now: harness.now)
-        #expect(harness.machine.sessionSnapshots.first?.running == 2)
+        #expect(harness.machine.sessionSnapshots(now: harness.now).first?.running == 2)
         let ended = harness.machine.onJobEnded("job-1", reason: .jobCancelled, now: harness.now)
         #expect(cancels(ended) == [Cancel(attempt: attempt(1), reason: .jobCancelled)])
-        #expect(harness.machine.sessionSnapshots.first?.running == 0)
+        #expect(harness.machine.sessionSnapshots(now: harness.now).first?.running == 0)
     }
 
     @Test("leases the reaper took back: their holder gets CANCEL; a job that failed cancels its other attempts")
@@ -505,7 +518,7 @@ struct CoordinatorStateMachineTests {
             "w:two \(CoordinatorMessage.cancel(Cancel(attempt: attempt(1), reason: .jobCancelled)))",
         ])
         #expect(directives.last == .removeJobFiles("job-1"))
-        #expect(harness.machine.sessionSnapshots.map(\.running).sorted() == [0, 1], "job-2's attempt still runs")
+        #expect(harness.machine.sessionSnapshots(now: harness.now).map(\.running).sorted() == [0, 1], "job-2's attempt still runs")
     }
 
     // MARK: Dispatch
@@ -574,10 +587,12 @@ struct CoordinatorStateMachineTests {
             return
         }
         let error = WireError(code: .unroutable, message: "host unreachable")
-        let directives = harness.machine.onSendFailed(.assign(assign), worker: .key(workerKey), error: error, now: harness.now)
-        #expect(directives.contains(.abandonAttempt(attempt(0), reason: "the assignment could not be delivered: host unreachable")))
+        let directives = harness.machine.onSendFailed(.assign(assign), to: worker, worker: .key(workerKey), error: error,
+                                                      now: harness.now)
+        #expect(directives.contains(.abandonAttempt(attempt(0), reason: "the assignment could not be delivered: host unreachable",
+                                                    spendsAttempt: false)))
         #expect(directives.contains(.markWorkers([workerID], online: false)))
-        #expect(harness.machine.sessionSnapshots.isEmpty)
+        #expect(harness.machine.sessionSnapshots(now: harness.now).isEmpty)
     }
 
     @Test("claims that come back after the worker left are handed back")
@@ -588,7 +603,8 @@ struct CoordinatorStateMachineTests {
         _ = harness.receive(.disconnect(Disconnect(reason: .shutdown)))
         let directives = harness.machine.onClaimed([.key(workerKey): [assignment(attempt(0))]], demands: claim.demands,
                                                    generation: claim.generation, now: harness.now)
-        #expect(directives == [.abandonAttempt(attempt(0), reason: "the worker left before its assignment was sent")])
+        #expect(directives == [.abandonAttempt(attempt(0), reason: "the worker left before its assignment was sent",
+                                               spendsAttempt: false)])
     }
 
     // MARK: Time
@@ -618,12 +634,135 @@ struct CoordinatorStateMachineTests {
         #expect(back.contains(.report(.workerBack(.key(workerKey)))))
         #expect(claimed(harness.machine.dispatch(now: harness.now)) == [1])
 
-        harness.advance(.seconds(41))
-        let gone = harness.machine.onTick(now: harness.now)
+        let gone = harness.run(for: .seconds(41))
         #expect(gone.contains(.report(.workerForgotten(.key(workerKey)))))
         #expect(gone.contains(.markWorkers([workerID], online: false)))
         #expect(messages(harness.receive(.heartbeat(Heartbeat())))
                 == [.disconnect(Disconnect(reason: .reregister, detail: "unknown session: send HELLO"))])
+    }
+
+    @Test("a worker that falls silent while it holds attempts loses its leases at once, not at lease expiry")
+    func silenceReleasesLeases() {
+        var harness = Harness()
+        harness.welcome(slots: 2)
+        _ = harness.assign([attempt(0)])
+        _ = harness.receive(.accept(Accept(attempt: attempt(0))))
+        let quiet = harness.run(for: .seconds(3))
+        #expect(!quiet.contains { if case .releaseWorker = $0 { true } else { false } }, "3 intervals is not yet silence")
+        let silent = harness.run(for: .milliseconds(500))
+        #expect(silent.contains(.report(.workerSilent(.key(workerKey)))))
+        #expect(silent.contains { if case .releaseWorker(workerID, _) = $0 { true } else { false } })
+        // The store's answer: the lease is taken back, the (possibly late) worker is told to stop.
+        let taken = harness.machine.onLeasesTakenBack(
+            [TakenBackLease(job: "job-1", leaseToken: attempt(0).leaseToken, jobFailed: false)], now: harness.now)
+        #expect(cancels(taken) == [Cancel(attempt: attempt(0), reason: .leaseLost)])
+        #expect(harness.machine.heldLeaseTokens.isEmpty)
+    }
+
+    @Test("time the coordinator itself did not run is not the workers' silence")
+    func ownPauseIsNotSilence() {
+        var harness = Harness()
+        harness.welcome(slots: 1)
+        _ = harness.assign([attempt(0)])
+        _ = harness.receive(.accept(Accept(attempt: attempt(0))))
+        _ = harness.machine.onTick(now: harness.now)
+        harness.advance(.seconds(10))  // stopped: no tick for ten intervals
+        let resumed = harness.machine.onTick(now: harness.now)
+        #expect(!resumed.contains(.report(.workerSilent(.key(workerKey)))))
+        #expect(!resumed.contains { if case .releaseWorker = $0 { true } else { false } })
+        // But silence after it still counts.
+        let later = harness.run(for: .seconds(4))
+        #expect(later.contains { if case .releaseWorker = $0 { true } else { false } })
+    }
+
+    @Test("a send that fails because the worker's connection is gone releases its leases; an old route's failure does not")
+    func goneReleases() {
+        var harness = Harness()
+        harness.welcome(slots: 1)
+        _ = harness.assign([attempt(0)])
+        let error = WireError(code: .unroutable, message: "host unreachable")
+        let oldRoute = WirePeer(routingID: RoutingID("w:old"), publicKey: workerKey)
+        let stale = harness.machine.onSendFailed(.heartbeat(Heartbeat()), to: oldRoute, worker: .key(workerKey),
+                                                 error: error, now: harness.now)
+        #expect(!stale.contains { if case .releaseWorker = $0 { true } else { false } })
+        #expect(harness.machine.sessionSnapshots(now: harness.now).count == 1)
+        let gone = harness.machine.onSendFailed(.heartbeat(Heartbeat()), to: worker, worker: .key(workerKey),
+                                                error: error, now: harness.now)
+        #expect(gone.contains { if case .releaseWorker(workerID, _) = $0 { true } else { false } })
+        #expect(gone.contains(.markWorkers([workerID], online: false)))
+        #expect(harness.machine.sessionSnapshots(now: harness.now).isEmpty)
+    }
+
+    @Test("an ASSIGN neither accepted nor answered within the accept deadline is taken back, spending the attempt")
+    func acceptDeadline() {
+        var harness = Harness()
+        harness.welcome(slots: 2)
+        _ = harness.assign([attempt(0), attempt(1)])
+        _ = harness.receive(.accept(Accept(attempt: attempt(1))))
+        var directives: [CoordinatorDirective] = []
+        for _ in 0..<24 {  // 6 s, heard from all along
+            directives += harness.run(for: .milliseconds(250))
+            _ = harness.receive(.heartbeat(Heartbeat()))
+        }
+        let abandoned = directives.compactMap { directive -> SegmentAttempt? in
+            if case .abandonAttempt(let attempt, _, true) = directive { attempt } else { nil }
+        }
+        #expect(abandoned == [attempt(0)], "the accepted attempt stays")
+        #expect(cancels(directives) == [Cancel(attempt: attempt(0), reason: .leaseLost)])
+        #expect(harness.machine.heldLeaseTokens == [attempt(1).leaseToken])
+    }
+
+    @Test("a refusal for the worker's own set-up quarantines it: no claims for a while, longer each time, cleared by a COMPLETE")
+    func quarantine() throws {
+        var harness = Harness()
+        harness.welcome(slots: 1)
+        _ = harness.assign([attempt(0)])
+        let refusal = Fail(attempt: attempt(0), code: "output-outside-spool", reason: "not in /srv/spool", retryable: true)
+        let refused = harness.receive(.fail(refusal))
+        #expect(refused.contains(.report(.workerQuarantined(.key(workerKey), for: .seconds(10),
+                                                             reason: "output-outside-spool: not in /srv/spool"))))
+        #expect(refused.contains(.commitResult(.fail(refusal))))
+        let snapshot = try #require(harness.machine.sessionSnapshots(now: harness.now).first)
+        #expect(snapshot.quarantineRemaining == .seconds(10))
+        #expect(snapshot.quarantineReason == "output-outside-spool: not in /srv/spool")
+        _ = harness.machine.onResultCommitted(.fail(refusal), outcome: .returned, now: harness.now)
+        harness.machine.onWorkAvailable()
+        #expect(harness.machine.dispatch(now: harness.now).isEmpty, "quarantined: nothing is claimed for it")
+
+        harness.advance(.seconds(10))
+        _ = harness.receive(.heartbeat(Heartbeat()))
+        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [1], "free again after 10 s")
+        _ = harness.machine.onClaimed([.key(workerKey): [assignment(attempt(1))]],
+                                      demands: [ClaimDemand(worker: .key(workerKey), workerID: workerID, limit: 1)],
+                                      generation: 0, now: harness.now)
+        let again = Fail(attempt: attempt(1), code: "spool-unwritable", reason: "read-only", retryable: true)
+        #expect(harness.receive(.fail(again)).contains(.report(.workerQuarantined(
+            .key(workerKey), for: .seconds(20), reason: "spool-unwritable: read-only"))), "doubled")
+        _ = harness.machine.onResultCommitted(.fail(again), outcome: .returned, now: harness.now)
+
+        harness.advance(.seconds(20))
+        _ = harness.receive(.heartbeat(Heartbeat()))
+        harness.machine.onWorkAvailable()
+        let claim = try #require(harness.machine.dispatch(now: harness.now).compactMap(\.claim).first)
+        _ = harness.machine.onClaimed([.key(workerKey): [assignment(attempt(2))]], demands: claim.demands,
+                                      generation: claim.generation, now: harness.now)
+        _ = harness.receive(.complete(complete(attempt(2))))
+        _ = harness.machine.onResultCommitted(.complete(complete(attempt(2))), outcome: .completed(readyToStitch: false),
+                                              now: harness.now)
+        let third = Fail(attempt: attempt(3), code: "encoder-missing", reason: "no libx265", retryable: true)
+        #expect(harness.receive(.fail(third)).contains(.report(.workerQuarantined(
+            .key(workerKey), for: .seconds(10), reason: "encoder-missing: no libx265"))), "a COMPLETE reset it")
+    }
+
+    @Test("a FAIL that is the segment's own, or nobody's, quarantines nobody")
+    func noQuarantine() {
+        var harness = Harness()
+        harness.welcome(slots: 1)
+        _ = harness.assign([attempt(0)])
+        for code in ["undecodable-input", "drained"] {
+            let fail = Fail(attempt: attempt(0), code: code, reason: "r", retryable: true)
+            #expect(!harness.receive(.fail(fail)).contains { if case .report(.workerQuarantined) = $0 { true } else { false } })
+        }
     }
 
     @Test("live workers are recorded as seen every seen-interval")

@@ -51,7 +51,7 @@ struct ClientRenderingTests {
         ])
     }
 
-    @Test("workers: key, name, enrolment, connection, slots, work, last seen")
+    @Test("workers: key, name, enrolment, connection, slots, work, last seen, quarantine")
     func workers() throws {
         let key = try CurveKeyPair.generate().publicKey
         let lines = WorkersCommand.table([
@@ -59,11 +59,16 @@ struct ClientRenderingTests {
                        lastSeenAtMilliseconds: Self.submitted),
             WorkerInfo(publicKey: key, name: nil, enrolled: false, connected: false, slots: nil, running: 0,
                        lastSeenAtMilliseconds: nil),
+            WorkerInfo(publicKey: key, name: "w2", enrolled: true, connected: true, slots: 1, running: 0,
+                       lastSeenAtMilliseconds: Self.submitted, quarantineRemainingMilliseconds: 9_200,
+                       quarantineReason: "spool-unwritable: read-only"),
         ]).lines
         let padding = String(repeating: " ", count: 40 - 3)
-        #expect(lines[0] == "KEY" + padding + "  NAME   ENROLLED  CONNECTED  SLOTS  RUNNING  LAST SEEN (UTC)")
-        #expect(lines[1] == key.z85 + "  gpu-1  yes       yes        4      3        2026-11-30 17:20:01")
-        #expect(lines[2] == key.z85 + "  -      revoked   no         -      0        -")
+        #expect(lines[0] == "KEY" + padding + "  NAME   ENROLLED  CONNECTED  SLOTS  RUNNING  LAST SEEN (UTC)      QUARANTINE")
+        #expect(lines[1] == key.z85 + "  gpu-1  yes       yes        4      3        2026-11-30 17:20:01  -")
+        #expect(lines[2] == key.z85 + "  -      revoked   no         -      0        -                    -")
+        #expect(lines[3] == key.z85 + "  w2     yes       yes        1      0        2026-11-30 17:20:01  "
+            + "10s: spool-unwritable: read-only")
     }
 
     @Test("cancel says whether it cancelled or the job had already finished")

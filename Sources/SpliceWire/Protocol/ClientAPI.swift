@@ -182,11 +182,14 @@ public struct JobStatus: MessageBody, Hashable {
     public var finishedAtMilliseconds: Int64?
     /// Why the job failed, for people.
     public var error: String?
+    /// Why a running job makes no progress, when a worker handed a segment back and nothing has
+    /// happened since (every worker refuses it: their spool, their encoders…), for people.
+    public var waiting: String?
 
     public init(
         job: JobID, state: String, input: String, output: String, priority: Int, segmentsTotal: Int?,
         segmentsDone: Int, fraction: Double, submittedAtMilliseconds: Int64, finishedAtMilliseconds: Int64? = nil,
-        error: String? = nil
+        error: String? = nil, waiting: String? = nil
     ) {
         self.job = job
         self.state = state
@@ -199,6 +202,7 @@ public struct JobStatus: MessageBody, Hashable {
         self.submittedAtMilliseconds = submittedAtMilliseconds
         self.finishedAtMilliseconds = finishedAtMilliseconds
         self.error = error
+        self.waiting = waiting
     }
 }
 
@@ -230,10 +234,14 @@ public struct WorkerInfo: Codable, Sendable, Hashable {
     public var slots: Int?
     public var running: Int
     public var lastSeenAtMilliseconds: Int64?
+    /// How much longer it gets no assignments, after refusing one for a reason of its own.
+    public var quarantineRemainingMilliseconds: Int?
+    /// The refusal that put it in quarantine.
+    public var quarantineReason: String?
 
     public init(
         publicKey: CurvePublicKey, name: String?, enrolled: Bool, connected: Bool, slots: Int?, running: Int,
-        lastSeenAtMilliseconds: Int64?
+        lastSeenAtMilliseconds: Int64?, quarantineRemainingMilliseconds: Int? = nil, quarantineReason: String? = nil
     ) {
         self.publicKey = publicKey
         self.name = name
@@ -242,6 +250,8 @@ public struct WorkerInfo: Codable, Sendable, Hashable {
         self.slots = slots
         self.running = running
         self.lastSeenAtMilliseconds = lastSeenAtMilliseconds
+        self.quarantineRemainingMilliseconds = quarantineRemainingMilliseconds
+        self.quarantineReason = quarantineReason
     }
 }
 

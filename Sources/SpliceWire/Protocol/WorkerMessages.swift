@@ -248,3 +248,32 @@ public struct Disconnect: MessageBody, Hashable {
         self.detail = detail
     }
 }
+
+extension Fail {
+    /// Whose fault a failed attempt is, read from its `code`. It decides what the attempt costs
+    /// (docs/protocol.md, FAIL codes).
+    public enum Blame: Sendable, Hashable {
+        /// The segment's own (its input, its settings, the encode itself): the attempt is spent,
+        /// and a permanent failure fails the job.
+        case segment
+        /// The worker's set-up (its spool, its encoders, what it can read or write): the segment
+        /// goes back at once without spending an attempt, and the worker is quarantined.
+        case worker
+        /// Nobody's (the worker is leaving, or was not ready for it): the segment goes back at
+        /// once without spending an attempt.
+        case nobody
+    }
+
+    /// Codes a worker uses for refusals caused by its own set-up.
+    public static let workerSetupCodes: Set<String> = [
+        "output-outside-spool", "spool-unwritable", "spool-full", "encoder-missing", "source-not-found",
+    ]
+    /// Codes for refusals that are nobody's fault.
+    public static let nobodysCodes: Set<String> = ["drained", "not-registered", "no-free-slot"]
+
+    public var blame: Blame {
+        if Self.workerSetupCodes.contains(code) { return .worker }
+        if Self.nobodysCodes.contains(code) { return .nobody }
+        return .segment
+    }
+}

@@ -45,6 +45,7 @@ struct StatusCommand: ClientCommand {
             fields.append(("finished", ClusterText.time(millisecondsSinceEpoch: finished) + " UTC"))
         }
         if let error = status.error { fields.append(("error", error)) }
+        if let waiting = status.waiting { fields.append(("waiting", waiting)) }
         return TextTable(headers: ["", ""], rows: fields.map { [$0.0, $0.1] }).lines.dropFirst().map { $0 }
     }
 

@@ -32,17 +32,27 @@ struct WorkersCommand: ClientCommand {
         return .success
     }
 
-    /// One row per worker: key, name, whether enrolled and connected, slots, running segments, last seen.
+    /// One row per worker: key, name, whether enrolled and connected, slots, running segments, last
+    /// seen, and a quarantine (how long it lasts, and the refusal behind it) when there is one.
     static func table(_ workers: [WorkerInfo]) -> TextTable {
-        var table = TextTable(headers: ["KEY", "NAME", "ENROLLED", "CONNECTED", "SLOTS", "RUNNING", "LAST SEEN (UTC)"])
+        var table = TextTable(headers: ["KEY", "NAME", "ENROLLED", "CONNECTED", "SLOTS", "RUNNING", "LAST SEEN (UTC)",
+                                        "QUARANTINE"])
         for worker in workers {
             table.rows.append([
                 worker.publicKey.z85, worker.name ?? "-", worker.enrolled ? "yes" : "revoked",
                 worker.connected ? "yes" : "no", worker.slots.map(String.init) ?? "-", String(worker.running),
                 ClusterText.time(millisecondsSinceEpoch: worker.lastSeenAtMilliseconds),
+                quarantine(worker),
             ])
         }
         return table
+    }
+
+    /// `"42s: spool-unwritable: …"`, or `-`.
+    static func quarantine(_ worker: WorkerInfo) -> String {
+        guard let remaining = worker.quarantineRemainingMilliseconds else { return "-" }
+        let seconds = (remaining + 999) / 1000
+        return "\(seconds)s" + (worker.quarantineReason.map { ": \($0)" } ?? "")
     }
 }
 

@@ -18,7 +18,7 @@ enum JobStatusMapping {
     }
 
     /// The job as JOB_STATUS. `runningProgress` is the summed PROGRESS of its running attempts.
-    static func status(of job: Job, runningProgress: Double) -> JobStatus {
+    static func status(of job: Job, runningProgress: Double, waiting: String? = nil) -> JobStatus {
         let planned = job.segmentsTotal > 0
         let fraction: Double
         switch job.state {
@@ -32,7 +32,8 @@ enum JobStatusMapping {
             job: JobID(job.id), state: name(of: job.state), input: job.sourceURL, output: job.outputURL,
             priority: job.priority, segmentsTotal: planned ? job.segmentsTotal : nil, segmentsDone: job.segmentsDone,
             fraction: fraction, submittedAtMilliseconds: milliseconds(job.createdAt),
-            finishedAtMilliseconds: job.finishedAt.map(milliseconds), error: job.error)
+            finishedAtMilliseconds: job.finishedAt.map(milliseconds), error: job.error,
+            waiting: job.state == .running ? waiting : nil)
     }
 
     static func milliseconds(_ date: Date) -> Int64 {

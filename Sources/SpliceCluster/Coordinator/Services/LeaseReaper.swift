@@ -1,21 +1,32 @@
 import SpliceLog
 
 /// Takes back leases whose workers stopped extending them, so their segments are retried (the
-/// store repeats its own predicate in every UPDATE: a completion that committed first wins).
+/// store repeats its own predicate in every UPDATE: a completion that committed first wins), and
+/// leases nobody holds: once `orphanGrace` has passed since this coordinator started (time for
+/// the workers to register again), a lease that no session holds and nobody extended for that
+/// long was claimed by a coordinator that died before sending it, or belongs to a worker that
+/// did not come back.
 struct LeaseReaper: Sendable {
     let store: CoordinatorStore
     let shell: CoordinatorShell
+    let orphanGrace: Duration
+    let startedAt: ContinuousClock.Instant
     let logger: Logger
 
     func round() async {
         do {
             while !Task.isCancelled {
                 let taken = try await store.reapExpiredLeases()
-                guard !taken.leases.isEmpty else { return }
+                guard !taken.leases.isEmpty else { break }
                 logger.info("expired leases reaped", ["count": taken.leases.count])
                 await shell.takenBack(taken)
-                if taken.leases.count < 1000 { return }
+                if taken.leases.count < 1000 { break }
             }
+            guard !Task.isCancelled, ContinuousClock.now - startedAt >= orphanGrace else { return }
+            let orphans = try await store.releaseOrphanedLeases(held: await shell.heldLeaseTokens, idle: orphanGrace)
+            guard !orphans.leases.isEmpty else { return }
+            logger.info("orphaned leases released", ["count": orphans.leases.count])
+            await shell.takenBack(orphans)
         } catch is CancellationError {
             return  // shutting down
         } catch {

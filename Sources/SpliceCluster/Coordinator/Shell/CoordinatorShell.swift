@@ -66,6 +66,7 @@ actor CoordinatorShell {
                                              "job_failed": lease.jobFailed])
         }
         if let retry = taken.firstRetry { wake(at: retry) }
+        for job in Set(taken.leases.filter(\.jobFailed).map(\.job)) { logJobFailed(job) }
         apply {
             $0.onWorkAvailable()
             return $0.onLeasesTakenBack(taken.leases, now: .now)
@@ -84,7 +85,7 @@ actor CoordinatorShell {
 
     /// A send from the outbox failed.
     func sendFailed(_ outgoing: Outbox.Outgoing, error: WireError) {
-        apply { $0.onSendFailed(outgoing.message, worker: outgoing.worker, error: error, now: .now) }
+        apply { $0.onSendFailed(outgoing.message, to: outgoing.peer, worker: outgoing.worker, error: error, now: .now) }
     }
 
     // MARK: - Shutdown
@@ -107,7 +108,10 @@ actor CoordinatorShell {
 
     // MARK: - Reading
 
-    var sessions: [WorkerSessionSnapshot] { machine.sessionSnapshots }
+    var sessions: [WorkerSessionSnapshot] { machine.sessionSnapshots(now: .now) }
+
+    /// The lease tokens the sessions hold, for the orphan sweep.
+    var heldLeaseTokens: Set<LeaseToken> { machine.heldLeaseTokens }
 
     func runningProgress(ofJob job: UUID) -> Double {
         machine.runningProgress(ofJob: JobID(job))
@@ -137,8 +141,8 @@ actor CoordinatorShell {
             spawn { await self.extend(attempts, worker: worker, check: check) }
         case .claim(let demands, let generation):
             spawn { await self.claim(demands, generation: generation) }
-        case .abandonAttempt(let attempt, let reason):
-            spawn { await self.abandon(attempt, reason: reason) }
+        case .abandonAttempt(let attempt, let reason, let spendsAttempt):
+            spawn { await self.abandon(attempt, reason: reason, spendsAttempt: spendsAttempt) }
         case .releaseWorker(let workerID, let reason):
             spawn { await self.release(workerID, reason: reason) }
         case .markWorkers(let ids, let online):
@@ -228,14 +232,17 @@ actor CoordinatorShell {
         }
     }
 
-    private nonisolated func abandon(_ attempt: SegmentAttempt, reason: String) async {
+    private nonisolated func abandon(_ attempt: SegmentAttempt, reason: String, spendsAttempt: Bool) async {
         do {
-            let (jobFailed, retryAt) = try await store.abandon(attempt, reason: reason)
+            let (jobFailed, retryAt) = try await store.abandon(attempt, reason: reason, spendsAttempt: spendsAttempt)
             logger.info("attempt handed back", [
                 "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt, "reason": reason,
             ])
             if let retryAt { await wake(at: retryAt) }
-            if jobFailed { await apply { $0.onJobEnded(attempt.job, reason: .jobFailed, now: .now) } }
+            if jobFailed {
+                logJobFailed(attempt.job)
+                await apply { $0.onJobEnded(attempt.job, reason: .jobFailed, now: .now) }
+            }
         } catch {
             logger.warning("attempt not handed back; its lease will expire", [
                 "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
@@ -282,10 +289,24 @@ actor CoordinatorShell {
                 "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
                 "code": fail.code, "retryable": fail.retryable, "job_failed": jobFailed, "reason": fail.reason,
             ])
+            if jobFailed { logJobFailed(attempt.job) }
+        case (.fail(let fail), .returned):
+            logger.warning("segment refused by the worker; returned without spending an attempt", [
+                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "code": fail.code, "reason": fail.reason,
+            ])
         case (_, .stale):
             logger.info("stale result refused", fields)
         default:
             logger.debug("duplicate result", fields)
+        }
+    }
+
+    /// "job failed" with the reason the store recorded (read back: the store composed it).
+    private nonisolated func logJobFailed(_ job: JobID) {
+        Task {
+            let reason = await store.jobError(job) ?? "unknown"
+            logger.error("job failed", ["job": job.rawValue, "error": reason])
         }
     }
 
@@ -326,6 +347,14 @@ actor CoordinatorShell {
             ])
         case .undeliverable(let worker, let type, let error):
             logger.warning("message undeliverable", ["worker": worker.description, "type": type, "error": error])
+        case .workerQuarantined(let worker, let length, let reason):
+            logger.warning("worker quarantined: no assignments", ["worker": worker.description, "for": length,
+                                                                   "reason": reason])
+        case .notAccepted(let worker, let attempt):
+            logger.warning("assignment not accepted in time: taken back", [
+                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "worker": worker.description,
+            ])
         }
     }
 }

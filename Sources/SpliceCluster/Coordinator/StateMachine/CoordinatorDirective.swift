@@ -20,9 +20,10 @@ public enum CoordinatorDirective: Hashable, Sendable {
     /// Lease segments to these workers, up to each one's free slots, in one store round trip;
     /// answer with `onClaimed` or `onClaimFailed`.
     case claim([ClaimDemand], generation: UInt64)
-    /// End an attempt that will never run (its ASSIGN could not be delivered, or its worker came
-    /// back without it) so the segment can be retried: a retryable failure, fenced on the token.
-    case abandonAttempt(SegmentAttempt, reason: String)
+    /// End an attempt that will never run so the segment can be retried, fenced on the token:
+    /// a retryable failure that `spendsAttempt` when the worker may have run it (it came back
+    /// without it, it never accepted it), or a plain hand-back when it never reached the worker.
+    case abandonAttempt(SegmentAttempt, reason: String, spendsAttempt: Bool)
     /// Take back every lease of a worker that said it is leaving.
     case releaseWorker(workerID: UUID, reason: String)
     /// Record that these workers were heard from (`online`) or are gone (`offline`).
@@ -66,11 +67,14 @@ public enum ResultOutcome: Hashable, Sendable {
     case failureRecorded(jobFailed: Bool)
     /// The lease token is not current: the attempt was taken back, re-leased or cancelled.
     case stale
+    /// A FAIL that was not the segment's fault (the worker's set-up, or it was leaving): the
+    /// segment went back to pending without spending the attempt.
+    case returned
 
     /// The ACK outcome for the first report of the attempt.
     var ackOutcome: Ack.Outcome {
         switch self {
-        case .completed, .failureRecorded: .accepted
+        case .completed, .failureRecorded, .returned: .accepted
         case .alreadyCompleted: .duplicate
         case .stale: .stale
         }
@@ -160,4 +164,8 @@ public enum CoordinatorObservation: Hashable, Sendable {
     case orphanedAttempt(WorkerIdentity, SegmentAttempt)
     /// An ASSIGN (or another message) could not be delivered.
     case undeliverable(WorkerIdentity, messageType: String, error: String)
+    /// A worker refused an assignment for a reason of its own: no assignments for `for`.
+    case workerQuarantined(WorkerIdentity, for: Duration, reason: String)
+    /// An ASSIGN was neither accepted nor answered in time: taken back.
+    case notAccepted(WorkerIdentity, SegmentAttempt)
 }

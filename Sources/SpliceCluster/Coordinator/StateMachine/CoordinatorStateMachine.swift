@@ -33,11 +33,25 @@ public struct CoordinatorStateMachine: Sendable {
         /// acknowledged from that claim's commit instead of a new extension (docs/protocol.md,
         /// Leases). Zero sends every ACCEPT to the store.
         public var acceptFromClaimWindow: Duration
+        /// An ASSIGN not answered by ACCEPT (or FAIL) within this long is taken back: the worker
+        /// dropped it, or it never arrived.
+        public var acceptDeadline: Duration
+        /// A lease that no session of this coordinator holds and nobody has extended for this long
+        /// is released (claimed by a coordinator that died before its ASSIGN went out, or held by
+        /// a worker that never came back after a restart). Also how long after starting the
+        /// coordinator waits before it judges any lease an orphan: the workers re-register first.
+        public var orphanGrace: Duration
+        /// The first quarantine of a worker that refused an assignment for a reason of its own
+        /// (its spool, its encoders): no ASSIGN for this long. Each refusal in a row doubles it,
+        /// up to `quarantineLimit`.
+        public var quarantineBase: Duration
+        public var quarantineLimit: Duration
 
         public init(
             heartbeatInterval: Duration = .seconds(2), heartbeatLiveness: Int = 3, leaseDuration: Duration = .seconds(60),
             progressInterval: Duration? = nil, forgetAfter: Duration? = nil, seenInterval: Duration = .seconds(15),
-            answeredCapacity: Int = 16_384, acceptFromClaimWindow: Duration? = nil
+            answeredCapacity: Int = 16_384, acceptFromClaimWindow: Duration? = nil, acceptDeadline: Duration? = nil,
+            orphanGrace: Duration? = nil, quarantineBase: Duration = .seconds(10), quarantineLimit: Duration = .seconds(300)
         ) {
             self.heartbeatInterval = heartbeatInterval
             self.heartbeatLiveness = max(1, heartbeatLiveness)
@@ -49,6 +63,11 @@ public struct CoordinatorStateMachine: Sendable {
             // Never more than the worker's smallest safety margin (a quarter of the lease, and
             // 5 s by default), which is what absorbs the overshoot (docs/protocol.md).
             self.acceptFromClaimWindow = max(.zero, min(acceptFromClaimWindow ?? .seconds(1), leaseDuration / 16))
+            let silence = heartbeatInterval * self.heartbeatLiveness
+            self.acceptDeadline = acceptDeadline ?? max(.seconds(5), silence)
+            self.orphanGrace = orphanGrace ?? silence + heartbeatInterval * 2
+            self.quarantineBase = max(.milliseconds(1), quarantineBase)
+            self.quarantineLimit = max(self.quarantineBase, quarantineLimit)
         }
 
         /// Silence after which a worker is considered silent.
@@ -84,6 +103,12 @@ public struct CoordinatorStateMachine: Sendable {
     private var incarnations: UInt64 = 0
     public private(set) var shuttingDown = false
     private var farewellSent = false
+    /// Workers that refused assignments for reasons of their own, by identity (they outlive a
+    /// session: a worker that re-registers unchanged is still misconfigured).
+    private var quarantines: [WorkerIdentity: Quarantine] = [:]
+    /// When the timer last ran: a gap far longer than its period means this process was not
+    /// running (stopped, starved), and that time is not the workers' silence.
+    private var lastTick: Instant?
 
     public init(policy: Policy = Policy(), sessionName: String = UUID().uuidString.lowercased()) {
         self.policy = policy
@@ -116,6 +141,7 @@ public struct CoordinatorStateMachine: Sendable {
         var directives = heard(identity, peer: peer, now: now)
         switch message {
         case .accept(let accept):
+            sessions[identity]?.held[accept.attempt.leaseToken]?.accepted = true
             if leaseIsFresh(accept.attempt, of: identity, now: now) {
                 let ack = Ack(attempt: accept.attempt, acknowledges: .accept, outcome: .accepted)
                 directives += send(.ack(ack), to: identity, now: now)
@@ -125,10 +151,12 @@ public struct CoordinatorStateMachine: Sendable {
         case .progress(let progress):
             let fraction = progress.fraction.isFinite ? min(1, max(0, progress.fraction)) : 0
             sessions[identity]?.held[progress.attempt.leaseToken]?.fraction = fraction
+            sessions[identity]?.held[progress.attempt.leaseToken]?.accepted = true
             directives.append(.extendLeases([progress.attempt], worker: identity, check: .progress))
         case .complete(let complete):
             directives += submit(.complete(complete), from: identity, fromHello: false, now: now).directives
         case .fail(let fail):
+            if fail.blame == .worker { directives += quarantine(identity, because: fail, now: now) }
             directives += submit(.fail(fail), from: identity, fromHello: false, now: now).directives
         case .heartbeat, .hello, .disconnect:
             break
@@ -170,7 +198,8 @@ public struct CoordinatorStateMachine: Sendable {
             for held in existing.held.values.sorted(by: { $0.attempt.description < $1.attempt.description })
             where !mentioned.contains(held.attempt.leaseToken) {
                 directives.append(.report(.orphanedAttempt(identity, held.attempt)))
-                directives.append(.abandonAttempt(held.attempt, reason: "the worker registered again without it"))
+                directives.append(.abandonAttempt(
+                    held.attempt, reason: "the worker registered again without it", spendsAttempt: true))
             }
         }
         incarnations += 1
@@ -315,7 +344,8 @@ public struct CoordinatorStateMachine: Sendable {
         let token = result.attempt.leaseToken
         answered.record(outcome, for: token)
         var directives: [CoordinatorDirective] = []
-        for (position, waiter) in (pendingResults.removeValue(forKey: token) ?? []).enumerated() {
+        let waiters = pendingResults.removeValue(forKey: token) ?? []
+        for (position, waiter) in waiters.enumerated() {
             sessions[waiter.identity]?.held[token] = nil
             let ackOutcome = position == 0 ? outcome.ackOutcome : Self.resendOutcome(outcome)
             let ack = Ack(attempt: result.attempt, acknowledges: waiter.acknowledged, outcome: ackOutcome)
@@ -324,6 +354,7 @@ public struct CoordinatorStateMachine: Sendable {
                 directives += helloWorkDone(waiter.identity, incarnation: waiter.incarnation, now: now)
             }
         }
+        if case .completed = outcome, let first = waiters.first { quarantines[first.identity] = nil }
         switch outcome {
         case .completed(readyToStitch: true):
             directives.append(.wakeStitcher)
@@ -475,7 +506,7 @@ public struct CoordinatorStateMachine: Sendable {
         var demands: [ClaimDemand] = []
         for (identity, session) in sessions {
             let free = session.freeSlots
-            guard free > 0, let workerID = session.workerID else { continue }
+            guard free > 0, let workerID = session.workerID, !isQuarantined(identity, now: now) else { continue }
             sessions[identity]?.reserved += free
             demands.append(ClaimDemand(worker: identity, workerID: workerID, limit: free))
         }
@@ -502,7 +533,7 @@ public struct CoordinatorStateMachine: Sendable {
             let claimed = assignments[identity] ?? []
             guard sessions[identity] != nil else {
                 directives += claimed.map {
-                    .abandonAttempt($0.attempt, reason: "the worker left before its assignment was sent")
+                    .abandonAttempt($0.attempt, reason: "the worker left before its assignment was sent", spendsAttempt: false)
                 }
                 continue
             }
@@ -536,10 +567,14 @@ public struct CoordinatorStateMachine: Sendable {
         sessions[identity] = session
     }
 
-    /// A send failed. An ASSIGN that did not go out is handed back at once (ROUTER_MANDATORY is
-    /// why we know); a worker whose route is gone is forgotten — its other leases run out.
+    /// A send failed. An ASSIGN that did not go out is handed back at once without spending an
+    /// attempt (ROUTER_MANDATORY is why we know). A worker whose current route is gone (its
+    /// process died: the connection closed) is forgotten and its leases are released at once, so
+    /// its segments run elsewhere within seconds, not at lease expiry. A failure to an older
+    /// address of a worker that has since reconnected ends nothing.
     public mutating func onSendFailed(
-        _ message: CoordinatorMessage, worker identity: WorkerIdentity, error: WireError, now: ContinuousClock.Instant
+        _ message: CoordinatorMessage, to peer: WirePeer, worker identity: WorkerIdentity, error: WireError,
+        now: ContinuousClock.Instant
     ) -> [CoordinatorDirective] {
         guard error.code != .closed else { return [] }  // shutting down: the next coordinator takes over
         var directives: [CoordinatorDirective] = [
@@ -547,23 +582,65 @@ public struct CoordinatorStateMachine: Sendable {
         ]
         if case .assign(let assign) = message {
             sessions[identity]?.held[assign.attempt.leaseToken] = nil
-            directives.append(.abandonAttempt(assign.attempt, reason: "the assignment could not be delivered: \(error.message)"))
+            directives.append(.abandonAttempt(
+                assign.attempt, reason: "the assignment could not be delivered: \(error.message)", spendsAttempt: false))
         }
         let gone: Set<WireError.Code> = [.unroutable, .unknownPeer, .peerMismatch, .peerRevoked]
-        if gone.contains(error.code), let session = sessions.removeValue(forKey: identity) {
+        if gone.contains(error.code), sessions[identity]?.peer == peer, let session = sessions.removeValue(forKey: identity) {
             directives.append(.report(.workerForgotten(identity)))
-            if let workerID = session.workerID { directives.append(.markWorkers([workerID], online: false)) }
+            if let workerID = session.workerID {
+                directives.append(.releaseWorker(
+                    workerID: workerID, reason: "the worker's connection is gone (\(error.code.rawValue))"))
+                directives.append(.markWorkers([workerID], online: false))
+            }
         }
         return directives
     }
 
+    // MARK: - Quarantine
+
+    /// A worker's refusal of an assignment for a reason of its own (not the segment's): no ASSIGN
+    /// to it for a while, doubling with every refusal in a row. Its segment goes back without
+    /// spending an attempt (the store's part).
+    struct Quarantine: Sendable, Hashable {
+        var until: Instant
+        var refusals: Int
+        var reason: String
+    }
+
+    private mutating func quarantine(_ identity: WorkerIdentity, because fail: Fail, now: Instant)
+        -> [CoordinatorDirective]
+    {
+        let refusals = (quarantines[identity]?.refusals ?? 0) + 1
+        let length = min(policy.quarantineLimit, policy.quarantineBase * (1 << min(refusals - 1, 20)))
+        let reason = "\(fail.code): \(fail.reason)"
+        quarantines[identity] = Quarantine(until: now + length, refusals: refusals, reason: reason)
+        return [.report(.workerQuarantined(identity, for: length, reason: reason))]
+    }
+
+    private func isQuarantined(_ identity: WorkerIdentity, now: Instant) -> Bool {
+        quarantines[identity].map { now < $0.until } ?? false
+    }
+
     // MARK: - Time and shutdown
 
-    /// The timer: HEARTBEAT to workers we have not written to for an interval, stop assigning to
-    /// workers silent for `heartbeatLiveness` intervals, forget those silent for `forgetAfter`,
-    /// and record live workers as seen now and then.
+    /// The timer: HEARTBEAT to workers we have not written to for an interval; a worker silent for
+    /// `heartbeatLiveness` intervals gets no new assignments and loses its leases at once (its
+    /// segments run elsewhere; a late COMPLETE is refused by the fence); one silent for
+    /// `forgetAfter` is forgotten. Assignments not accepted within `acceptDeadline` are taken
+    /// back. Live workers are recorded as seen now and then.
     public mutating func onTick(now: ContinuousClock.Instant) -> [CoordinatorDirective] {
         var directives: [CoordinatorDirective] = []
+        // Time this process did not run (SIGSTOP, a starved machine) is nobody's silence: credit
+        // it to every session before judging liveness, or one pause would release every lease.
+        if let last = lastTick, now - last > policy.heartbeatInterval {
+            let paused = now - last
+            for identity in Array(sessions.keys) {
+                guard let heard = sessions[identity]?.lastHeard else { continue }
+                sessions[identity]?.lastHeard = min(now, heard + paused)
+            }
+        }
+        lastTick = now
         var seen: [UUID] = []
         var gone: [UUID] = []
         for identity in Array(sessions.keys) {
@@ -578,6 +655,10 @@ public struct CoordinatorStateMachine: Sendable {
             if !session.silent && silence > policy.silenceLimit {
                 session.silent = true
                 directives.append(.report(.workerSilent(identity)))
+                if let workerID = session.workerID, session.held.values.contains(where: { !$0.reported }) {
+                    directives.append(.releaseWorker(
+                        workerID: workerID, reason: "the worker fell silent (nothing heard for \(silence))"))
+                }
             }
             if let workerID = session.workerID, !session.silent,
                 session.lastSeenRecorded.map({ now - $0 >= policy.seenInterval }) ?? true
@@ -589,9 +670,30 @@ public struct CoordinatorStateMachine: Sendable {
             if session.phase == .active && now - session.lastSent >= policy.heartbeatInterval {
                 directives += send(.heartbeat(Heartbeat()), to: identity, now: now)
             }
+            directives += takeBackUnaccepted(identity, now: now)
         }
         if !seen.isEmpty { directives.append(.markWorkers(seen, online: true)) }
         if !gone.isEmpty { directives.append(.markWorkers(gone, online: false)) }
+        return directives
+    }
+
+    /// Attempts ASSIGNed by this process and neither accepted nor answered within the accept
+    /// deadline: the worker dropped the ASSIGN (or it never arrived). Hand them back and tell the
+    /// worker to forget them, in case it is only late.
+    private mutating func takeBackUnaccepted(_ identity: WorkerIdentity, now: Instant) -> [CoordinatorDirective] {
+        guard let held = sessions[identity]?.held.values else { return [] }
+        var directives: [CoordinatorDirective] = []
+        for attempt in held.sorted(by: { $0.attempt.description < $1.attempt.description }) {
+            guard !attempt.accepted, !attempt.reported, let leasedAt = attempt.leasedAt,
+                  now - leasedAt > policy.acceptDeadline
+            else { continue }
+            sessions[identity]?.held[attempt.attempt.leaseToken] = nil
+            directives.append(.report(.notAccepted(identity, attempt.attempt)))
+            directives.append(.abandonAttempt(
+                attempt.attempt, reason: "the worker did not accept the assignment within \(policy.acceptDeadline)",
+                spendsAttempt: true))
+            directives += send(.cancel(Cancel(attempt: attempt.attempt, reason: .leaseLost)), to: identity, now: now)
+        }
         return directives
     }
 
@@ -631,13 +733,23 @@ public struct CoordinatorStateMachine: Sendable {
 
     // MARK: - Reading
 
-    /// The sessions, for `splice workers`.
-    public var sessionSnapshots: [WorkerSessionSnapshot] {
-        sessions.values.map {
-            WorkerSessionSnapshot(
-                identity: $0.identity, workerID: $0.workerID, name: $0.name, slots: $0.slots, running: $0.held.count,
-                active: $0.phase == .active, silent: $0.silent)
+    /// The sessions, for `splice workers`, with their quarantines as of `now`.
+    public func sessionSnapshots(now: ContinuousClock.Instant) -> [WorkerSessionSnapshot] {
+        sessions.values.map { session in
+            let quarantine = quarantines[session.identity].flatMap { now < $0.until ? $0 : nil }
+            return WorkerSessionSnapshot(
+                identity: session.identity, workerID: session.workerID, name: session.name, slots: session.slots,
+                running: session.held.count, active: session.phase == .active, silent: session.silent,
+                quarantineRemaining: quarantine.map { $0.until - now }, quarantineReason: quarantine?.reason)
         }
+    }
+
+    /// Every lease token a session of this process holds or whose result is being committed: the
+    /// leases the orphan sweep must leave alone.
+    public var heldLeaseTokens: Set<LeaseToken> {
+        var tokens = Set(pendingResults.keys)
+        for session in sessions.values { tokens.formUnion(session.held.keys) }
+        return tokens
     }
 
     /// The summed PROGRESS fractions of the job's running attempts (0 when none run).

@@ -21,6 +21,8 @@ struct WorkerSession: Sendable {
         var fraction: Double = 0
         /// Its COMPLETE or FAIL has arrived and is being committed: nothing left to cancel.
         var reported = false
+        /// An ACCEPT or PROGRESS has arrived for it.
+        var accepted = false
         /// When the claim that leased it to this worker was issued (nil when this process did
         /// not lease it, e.g. a HELLO's running attempt after a restart).
         var leasedAt: ContinuousClock.Instant?
@@ -93,4 +95,8 @@ public struct WorkerSessionSnapshot: Hashable, Sendable {
     public var active: Bool
     /// Not heard from for `heartbeatLiveness` intervals.
     public var silent: Bool
+    /// How much longer the worker gets no assignments, after refusing one for a reason of its own.
+    public var quarantineRemaining: Duration?
+    /// The refusal that put it in quarantine (`code: reason`).
+    public var quarantineReason: String?
 }

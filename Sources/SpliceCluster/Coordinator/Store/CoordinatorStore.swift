@@ -78,6 +78,13 @@ final class CoordinatorStore: Sendable {
             case .alreadyCompleted: return (.alreadyCompleted, nil)
             case .staleLease: return (.stale, nil)
             }
+        case .fail(let fail) where fail.blame != .segment:
+            // Not the segment's fault: back at once, no attempt spent (docs/coordinator.md, Refusals).
+            let reason = "refused by worker: \(fail.code): \(fail.reason)"
+            switch try await repository.returnSegment(reference, reason: reason) {
+            case .recorded(.willRetry(let at)): return (.returned, at)
+            case .recorded(.jobFailed), .staleLease: return (.stale, nil)
+            }
         case .fail(let fail):
             let failure = SegmentFailure(message: "\(fail.code): \(fail.reason)", isRetryable: fail.retryable)
             switch try await repository.failSegment(reference, failure: failure) {
@@ -107,11 +114,16 @@ final class CoordinatorStore: Sendable {
         }
     }
 
-    /// Ends an attempt that will never run, as a retryable failure. Returns whether that failed
-    /// its job, and when the segment may be claimed again.
-    func abandon(_ attempt: SegmentAttempt, reason: String) async throws -> (jobFailed: Bool, retryAt: Date?) {
+    /// Ends an attempt that will never run: a retryable failure when it `spendsAttempt`, else a
+    /// hand-back. Returns whether that failed its job, and when the segment may be claimed again.
+    func abandon(_ attempt: SegmentAttempt, reason: String, spendsAttempt: Bool) async throws
+        -> (jobFailed: Bool, retryAt: Date?)
+    {
         guard let reference = try await reference(for: attempt) else { return (false, nil) }
-        switch try await repository.failSegment(reference, failure: SegmentFailure(message: reason, isRetryable: true)) {
+        let outcome = spendsAttempt
+            ? try await repository.failSegment(reference, failure: SegmentFailure(message: reason, isRetryable: true))
+            : try await repository.returnSegment(reference, reason: reason)
+        switch outcome {
         case .recorded(.willRetry(let at)): return (false, at)
         case .recorded(.jobFailed): return (true, nil)
         case .staleLease: return (false, nil)
@@ -126,6 +138,17 @@ final class CoordinatorStore: Sendable {
     /// Takes back expired leases.
     func reapExpiredLeases() async throws -> TakenBack {
         TakenBack(try await repository.reapExpiredLeases())
+    }
+
+    /// Takes back leases no session holds (`held`) that nobody extended for `idle`.
+    func releaseOrphanedLeases(held: Set<LeaseToken>, idle: Duration) async throws -> TakenBack {
+        TakenBack(try await repository.releaseOrphanedLeases(held: Set(held.compactMap(\.uuid)), idle: idle))
+    }
+
+    /// The reason a failed job records.
+    func jobError(_ job: JobID) async -> String? {
+        guard let id = job.uuid else { return nil }
+        return try? await repository.job(id: id)?.error
     }
 
     /// Leases the store took back, in the state machine's terms.
