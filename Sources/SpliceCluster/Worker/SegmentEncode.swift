@@ -1,4 +1,5 @@
 internal import Foundation
+internal import Glibc
 internal import SpliceMedia
 internal import SpliceWire
 
@@ -15,6 +16,7 @@ struct SegmentEncode: Sendable {
         let order: SegmentWorkOrder
         do {
             order = try assign.spec.decode(SegmentWorkOrder.self)
+            try order.plan.validate()
         } catch {
             return .failed(code: "invalid-spec", reason: "the ASSIGN for \(assign.attempt) carries no valid segment "
                            + "work order: \(error)", retryable: false)
@@ -44,7 +46,7 @@ struct SegmentEncode: Sendable {
                               encodeMilliseconds: Self.milliseconds(clock.now - started))
         } catch let error as MediaError {
             if error.code == .cancelled { return .cancelled }
-            return .failed(code: Self.failCode(error.code), reason: error.message, retryable: error.isRetryable)
+            return .failed(code: Self.failCode(error), reason: error.message, retryable: error.isRetryable)
         } catch let error as SettingsError {
             return .failed(code: "invalid-settings", reason: error.description, retryable: false)
         } catch is CancellationError {
@@ -54,7 +56,15 @@ struct SegmentEncode: Sendable {
         }
     }
 
-    /// FAIL's stable `code` for a media error.
+    /// FAIL's stable `code` for a media error. A full spool is told apart from other write
+    /// failures: it is this worker's (or the spool's) trouble, not the segment's (`Fail.Blame`).
+    static func failCode(_ error: MediaError) -> String {
+        if error.code == .writeFailed, let raw = error.ffmpegCode, raw == -ENOSPC || raw == -EDQUOT {
+            return "spool-full"
+        }
+        return failCode(error.code)
+    }
+
     static func failCode(_ code: MediaError.Code) -> String {
         switch code {
         case .fileNotFound: "source-not-found"

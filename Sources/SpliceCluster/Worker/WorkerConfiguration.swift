@@ -33,6 +33,11 @@ public struct WorkerConfiguration: Sendable {
     public var software: String
     /// Encoder threads per segment; nil: 1 when several slots run at once, else the core count.
     public var codecThreads: Int?
+    /// Without CURVE, the routing id this worker presents, fresh for every configuration (each
+    /// process): it keeps one identity across reconnections (without it the ROUTER would name
+    /// every new connection anew, and the coordinator would see a new worker after each one, and
+    /// release the old one's leases), while a restarted process is a new worker.
+    public let connectionID = "w:" + UUID().uuidString.lowercased()
 
     /// A configuration with the defaults of `splice worker`.
     public init(coordinatorEndpoint: String = "tcp://127.0.0.1:7450",
@@ -62,10 +67,10 @@ public struct WorkerConfiguration: Sendable {
 
     /// The DEALER's options: `immediate` so sends fail visibly while cut off; with CURVE, a fixed
     /// routing id derived from the key so a restarted worker takes over its route at once
-    /// (ROUTER_HANDOVER). Without keys the ROUTER picks one: names are not unique.
+    /// (ROUTER_HANDOVER); without keys, `connectionID`.
     var wireOptions: WireOptions {
         var options = WireOptions.dealer(
-            routingID: curve.map { RoutingID("w:" + $0.keys.publicKey.z85) },
+            routingID: RoutingID(curve.map { "w:" + $0.keys.publicKey.z85 } ?? connectionID),
             curve: curve.map { .client(keys: $0.keys, serverKey: $0.serverKey) } ?? .none,
             immediate: true
         )

@@ -92,8 +92,9 @@ public actor WorkerDaemon: Service {
         await endpoint.close()  // lingers briefly so a last DISCONNECT still leaves
         await context.terminate()
         if case .stopped(.revoked) = machine.session {
-            throw WorkerError(.revoked, "the coordinator revoked this worker's key; enroll it again "
-                              + "(`splice workers enroll`) or generate a new key pair")
+            throw WorkerError(.revoked, "the coordinator revoked this worker's key, and a revoked key cannot be "
+                              + "enrolled again: generate a new key pair here (`splice keys generate`), enroll its "
+                              + ".pub on the coordinator (`splice workers enroll`) and start the worker with it")
         }
         logger.info("worker stopped", ["reason": machine.isStopped ? "drained" : "cancelled"])
     }
@@ -145,8 +146,11 @@ public actor WorkerDaemon: Service {
                 case .disconnected:
                     logger.warning("lost the connection to the coordinator; reconnecting", ["coordinator": coordinator])
                 case .authenticationFailed(let status):
-                    logger.error("the coordinator refused this worker's key; enroll it with `splice workers enroll`",
-                                 ["coordinator": coordinator, "zap_status": status])
+                    logger.error("the coordinator refused this worker's key", [
+                        "coordinator": coordinator, "zap_status": status,
+                        "hint": "if it is not enrolled, enroll its .pub with `splice workers enroll`; a revoked key "
+                            + "stays refused: generate a new one with `splice keys generate` and enroll that",
+                    ])
                 case .handshakeFailedProtocol:
                     logger.error("CURVE handshake with the coordinator failed; check --server-key",
                                  ["coordinator": coordinator])
