@@ -54,7 +54,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "splice",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog"],
+            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "CSpliceShims"],
             swiftSettings: strict
         ),
         .executableTarget(

@@ -28,6 +28,7 @@ struct SpliceCommand: Command {
             DBCommand.self,
             HelpCommand.self,
             ProgressDemoCommand.self,
+            MediaTaskCommand.self,
         ]
     )
 

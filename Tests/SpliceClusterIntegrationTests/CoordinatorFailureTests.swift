@@ -110,12 +110,32 @@ struct CoordinatorFailureTests {
         try await coordinator.stop()
     }
 
+    @Test("a coordinator that cannot bind its port stops the embedded PostgreSQL it started")
+    func bindFailureStopsEmbeddedPostgres() async throws {
+        let occupant = try await CoordinatorUnderTest.start()
+        let directory = "/tmp/splice-test-pg-\(getpid())-bind-failure"
+        try? FileManager.default.removeItem(atPath: directory)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = CoordinatorConfiguration(
+            database: .embedded(directory: directory + "/postgres"), spool: Fixtures.temporaryDirectory("spool"),
+            workersEndpoint: occupant.endpoints.workers, apiEndpoint: "tcp://127.0.0.1:*", logger: testLogger)
+        configuration.databaseConnections = 2
+        let coordinator = Coordinator(configuration: configuration)
+        await #expect(throws: (any Error).self) { try await coordinator.run() }
+        // The server it started is gone: no postmaster.pid, nothing answering on its socket.
+        #expect(!FileManager.default.fileExists(atPath: directory + "/postgres/data/postmaster.pid"))
+        #expect(FileManager.default.fileExists(atPath: directory + "/postgres/data/PG_VERSION"), "it did start one")
+        try await occupant.stop()
+    }
+
     @Test("garbage on both endpoints is counted and dropped while the coordinator keeps working")
     func garbage() async throws {
         let coordinator = try await CoordinatorUnderTest.start()
         let context = try WireContext()
         // The same kinds of junk for each endpoint, in its own protocol's terms.
-        func junk(_ name: String, replyType: String, invalidBody: String) -> [(frames: [Data], reason: WireRejection.Reason)] {
+        func junk(_ name: String, replyType: String, invalidBody: String, outOfRange: String)
+            -> [(frames: [Data], reason: WireRejection.Reason)]
+        {
             let text = { (text: String) in [Data(text.utf8)] }
             return [
                 (text("not json at all"), .garbled),
@@ -125,11 +145,18 @@ struct CoordinatorFailureTests {
                 (text("{\"protocol\":\"\(name)\",\"version\":99,\"type\":\"HELLO\",\"body\":{}}"), .unsupportedVersion),
                 (text("{\"protocol\":\"\(name)\",\"version\":1,\"type\":\"\(replyType)\",\"body\":{}}"), .unknownType),
                 (text("{\"protocol\":\"\(name)\",\"version\":1,\(invalidBody)}"), .invalidBody),
+                (text("{\"protocol\":\"\(name)\",\"version\":1,\(outOfRange)}"), .outOfRange),
                 ([Data("{}".utf8), Data("{}".utf8)], .tooManyFrames),
             ]
         }
-        let workerJunk = junk("splice-worker", replyType: "ASSIGN", invalidBody: #""type":"HELLO","body":{"slots":"many"}"#)
-        let apiJunk = junk("splice-api", replyType: "SUBMITTED", invalidBody: #""type":"STATUS","body":{"job":5}"#)
+        // A HELLO offering 2^63−1 slots used to reach Postgres ("integer out of range").
+        let workerJunk = junk(
+            "splice-worker", replyType: "ASSIGN", invalidBody: #""type":"HELLO","body":{"slots":"many"}"#,
+            outOfRange: #""type":"HELLO","body":{"workerName":"w","slots":9223372036854775807,"encoders":[],"#
+                + #""running":[],"finished":[],"failed":[],"software":""}"#)
+        let apiJunk = junk(
+            "splice-api", replyType: "SUBMITTED", invalidBody: #""type":"STATUS","body":{"job":5}"#,
+            outOfRange: #""type":"SUBMIT","body":{"input":"/a","output":"/b","export":{},"priority":4611686018427387904}"#)
         let raw = try await WireEndpoint.connect(
             coordinator.endpoints.workers, type: .dealer, context: context, options: .dealer(immediate: false))
         let rawAPI = try await WireEndpoint.connect(

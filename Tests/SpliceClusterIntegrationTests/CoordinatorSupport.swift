@@ -129,15 +129,25 @@ struct TestClient: Sendable {
 
     /// Submits `input` → `output`; returns the job id.
     func submit(
-        _ input: String, to output: String, segmentSeconds: Int64 = 1, key: String = UUID().uuidString
+        _ input: String, to output: String, segmentSeconds: Int64 = 1, key: String = UUID().uuidString,
+        overwrite: Bool = false
     ) async throws -> JobID {
-        let request = JobRequest(
-            video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: nil, fileType: .mp4,
-            segmentDuration: MediaTime(seconds: segmentSeconds))
-        let reply = try await self.request(.submit(SubmitJob(
-            input: input, output: output, export: try JSONValue(encoding: request), submissionKey: key)))
+        let reply = try await submitting(input, to: output, segmentSeconds: segmentSeconds, key: key,
+                                         overwrite: overwrite)
         guard case .submitted(let submitted) = reply else { throw TestFailure("SUBMIT answered \(reply)") }
         return submitted.job
+    }
+
+    /// The coordinator's answer to a SUBMIT, whatever it is.
+    func submitting(
+        _ input: String, to output: String, segmentSeconds: Int64 = 1, key: String = UUID().uuidString,
+        overwrite: Bool = false
+    ) async throws -> APIReply {
+        let request = JobRequest(
+            video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: nil, fileType: .mp4,
+            segmentDuration: MediaTime(seconds: segmentSeconds), overwrite: overwrite)
+        return try await self.request(.submit(SubmitJob(
+            input: input, output: output, export: try JSONValue(encoding: request), submissionKey: key)))
     }
 
     func status(_ job: JobID) async throws -> JobStatus {

@@ -9,4 +9,7 @@
 int splice_spawn_actions_closefrom(posix_spawn_file_actions_t *actions, int from);
 /// posix_spawn_file_actions_addchdir_np: start the child in `directory`.
 int splice_spawn_actions_chdir(posix_spawn_file_actions_t *actions, const char *directory);
+/// prctl(PR_SET_PDEATHSIG, SIGKILL) (variadic, so not callable from Swift): this process is killed
+/// when its parent dies (a coordinator's media-task child); exits at once if the parent is already gone.
+void splice_die_with_parent(void);
 #endif

@@ -52,6 +52,13 @@ public struct CoordinatorConfiguration: Sendable {
     public var drainTimeout: Duration
     /// Lines go here (`key=value` on stderr by default).
     public var logger: Logger
+    /// Where planning and stitching run: `splice coordinator` runs them in `splice media-task`
+    /// children, so a crash on a client's file fails that job, not the coordinator.
+    public var mediaTasks: MediaTaskIsolation = .inProcess
+    /// Folders SUBMIT may read inputs from (`--input-root`); empty admits any path.
+    public var inputRoots: [String] = []
+    /// Folders SUBMIT may write outputs into (`--output-root`); empty admits any path.
+    public var outputRoots: [String] = []
 
     /// A configuration with the contract's defaults (`--lease-seconds 60`, `--max-attempts 5`).
     public init(

@@ -42,6 +42,16 @@ struct CoordinatorCommand: Command {
         default: 60)
     static let maxAttempts = Option<Int>(
         "max-attempts", valueName: "count", help: "Attempts per segment before the job fails.", default: 5)
+    static let inputRoot = Option<String>(
+        "input-root", valueName: "dir",
+        help: "Only accept jobs whose input lies in this folder (links resolved; repeatable). Recommended for a "
+            + "shared cluster: a client cannot make the coordinator read its own files.",
+        isRepeatable: true)
+    static let outputRoot = Option<String>(
+        "output-root", valueName: "dir",
+        help: "Only accept jobs whose output lies in this folder (links resolved; repeatable). Recommended for a "
+            + "shared cluster: a client cannot make the coordinator overwrite its own files.",
+        isRepeatable: true)
 
     static let configuration = CommandConfiguration(
         name: "coordinator", abstract: "Run the coordinator: jobs, leases, workers and the client API.",
@@ -52,7 +62,7 @@ struct CoordinatorCommand: Command {
             `coordinator ready workers=… api=…` once both endpoints are bound; SIGTERM drains and exits 0.
             """,
         arguments: [database, stateDirectory, workersEndpoint, apiEndpoint, spool, secretKey, adminKeys, insecure,
-                    leaseSeconds, maxAttempts],
+                    leaseSeconds, maxAttempts, inputRoot, outputRoot],
         onShutdown: .notify)
 
     let database: String?
@@ -65,6 +75,8 @@ struct CoordinatorCommand: Command {
     let insecure: Bool
     let leaseSeconds: Int
     let maxAttempts: Int
+    let inputRoots: [String]
+    let outputRoots: [String]
 
     init(_ arguments: ParsedArguments) throws {
         database = arguments[Self.database].flatMap { $0.isEmpty ? nil : $0 }
@@ -77,6 +89,8 @@ struct CoordinatorCommand: Command {
         insecure = arguments[Self.insecure]
         leaseSeconds = try arguments.value(Self.leaseSeconds)
         maxAttempts = try arguments.value(Self.maxAttempts)
+        inputRoots = arguments.values(Self.inputRoot)
+        outputRoots = arguments.values(Self.outputRoot)
     }
 
     func validate() throws {
@@ -122,11 +136,18 @@ struct CoordinatorCommand: Command {
             store = .embedded(directory: state.appendingPathComponent("postgres").path)
         }
         let keys = try secretKey.map { try CurveKeyPair.load(secretKeyPath: $0) }
-        return CoordinatorConfiguration(
+        var configuration = CoordinatorConfiguration(
             database: store, spool: spool.map { URL(fileURLWithPath: $0) } ?? state.appendingPathComponent("spool"),
             workersEndpoint: workersEndpoint, apiEndpoint: apiEndpoint, keys: keys,
             adminKeys: try adminKeys.map(Self.loadAdminKeys) ?? [], insecure: insecure, maxAttempts: maxAttempts,
             sessions: CoordinatorStateMachine.Policy(leaseDuration: .seconds(leaseSeconds)), logger: context.logger)
+        // Planning and stitching in children of this very binary: a crash there fails the job only.
+        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            configuration.mediaTasks = .childProcess(executable: executable)
+        }
+        configuration.inputRoots = inputRoots.map(SubmitCommand.absolutePath)
+        configuration.outputRoots = outputRoots.map(SubmitCommand.absolutePath)
+        return configuration
     }
 
     /// The keys in an `--admin-keys` file: each line a Z85 public key or the path of a `.pub` file

@@ -29,10 +29,13 @@ struct SubmitCommand: ClientCommand {
             files at those paths (shared storage). Without --wait, prints the job id and exits. \
             With --wait, shows segments done and an ETA until the job ends, riding out a \
             coordinator restart; Ctrl-C stops waiting but leaves the job running (`splice cancel \
-            JOB` cancels it).
+            JOB` cancels it). The coordinator refuses a job at once (exit 1, with the reason) whose \
+            input it cannot read, whose output folder is missing or not writable, whose output is the \
+            input, or whose output exists (unless -y), and paths outside its --input-root and \
+            --output-root folders.
             """,
         arguments: [input, output, segmentSeconds, priority, wait, json] + ExportOptions.arguments
-            + ClientOptions.arguments)
+            + OutputOptions.arguments + ClientOptions.arguments)
 
     let input: String
     let output: String
@@ -41,6 +44,7 @@ struct SubmitCommand: ClientCommand {
     let wait: Bool
     let json: Bool
     let options: ExportOptions
+    let outputOptions: OutputOptions
     let client: ClientOptions
     /// Chosen once per invocation and sent with every resend of the SUBMIT, so the coordinator
     /// creates one job however many times the request travels.
@@ -58,6 +62,7 @@ struct SubmitCommand: ClientCommand {
         wait = arguments[Self.wait]
         json = arguments[Self.json]
         options = try ExportOptions(arguments)
+        outputOptions = try OutputOptions(arguments)
         client = try ClientOptions(arguments)
         submissionKey = UUID().uuidString
     }
@@ -95,7 +100,7 @@ struct SubmitCommand: ClientCommand {
         return JobRequest(
             video: try options.videoSettings(for: type), audio: try options.audioSettings(for: type), fileType: type,
             range: options.timeRange, optimizesForNetworkUse: options.faststart, metadata: options.metadata,
-            segmentDuration: segmentDuration)
+            segmentDuration: segmentDuration, overwrite: outputOptions.overwrite)
     }
 
     /// The SUBMIT request: absolute paths, the export settings, the invocation's submission key.
@@ -172,6 +177,8 @@ final class JobWaitDisplay: Sendable {
     private let bar: ProgressBar
     private let output: TextOutput
     private let unreachable = Mutex(false)
+    /// The waiting reason last shown, so it is written once per change.
+    private let waiting = Mutex<String?>(nil)
 
     init(label: String, output: TextOutput, clock: ProgressClock = .system) {
         bar = ProgressBar(label: label, output: output, clock: clock)
@@ -183,6 +190,11 @@ final class JobWaitDisplay: Sendable {
         case .status(let status):
             // Until the job is planned its segment count is unknown: the bar starts then.
             if let total = status.segmentsTotal { bar.update(completed: status.segmentsDone, total: total) }
+            let changed = waiting.withLock { shown in
+                defer { shown = status.waiting }
+                return shown != status.waiting ? status.waiting : nil
+            }
+            if let changed { writeLine("waiting: \(changed)") }
         case .unreachable(let error):
             let first = unreachable.withLock { wasUnreachable in
                 defer { wasUnreachable = true }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import SpliceLog
 import SpliceMedia
 import SpliceStore
@@ -16,11 +17,16 @@ final class ClientAPIHandler: Sendable {
     private let maxAttempts: Int
     private let plannerWake: WakeSignal
     private let logger: Logger
+    private let inputRoots: PathRoots
+    private let outputRoots: PathRoots
 
     init(
         repository: JobRepository, shell: CoordinatorShell, workerEndpoint: CoordinatorWorkerEndpoint,
-        enrolledKeys: EnrolledKeys?, maxAttempts: Int, plannerWake: WakeSignal, logger: Logger
+        enrolledKeys: EnrolledKeys?, maxAttempts: Int, plannerWake: WakeSignal, inputRoots: PathRoots,
+        outputRoots: PathRoots, logger: Logger
     ) {
+        self.inputRoots = inputRoots
+        self.outputRoots = outputRoots
         self.repository = repository
         self.shell = shell
         self.workerEndpoint = workerEndpoint
@@ -70,6 +76,12 @@ final class ClientAPIHandler: Sendable {
         }
         let key = submit.submissionKey ?? UUID().uuidString
         guard !key.isEmpty else { throw APIError(code: "invalid-request", message: "the submission key is empty") }
+        // A resend of a SUBMIT that created its job gets that job, whatever the files look like now
+        // (its output may exist by now: the job wrote it).
+        if let existing = try await repository.job(idempotencyKey: key) {
+            return .submitted(JobSubmitted(job: JobID(existing.id)))
+        }
+        try await checkPaths(input: submit.input, output: submit.output, overwrite: request.overwrite)
         let creation = try await repository.createJob(JobSubmission(
             idempotencyKey: key, sourceURL: submit.input, outputURL: submit.output,
             settings: try PostgresJSON(encoding: request), priority: submit.priority ?? 0, maxAttempts: maxAttempts))
@@ -80,9 +92,50 @@ final class ClientAPIHandler: Sendable {
         return .submitted(JobSubmitted(job: JobID(creation.job.id)))
     }
 
+    /// What the coordinator checks before it accepts a job, so a job that cannot succeed is refused
+    /// in well under a second instead of failing after every segment is encoded: both paths
+    /// inside the configured roots (links resolved), the input readable here, and the output
+    /// writable (`OutputDestination`: its folder exists and takes a file, it is not the input,
+    /// it does not exist unless `overwrite`).
+    private func checkPaths(input: String, output: String, overwrite: Bool) async throws {
+        let (inputRoots, outputRoots) = (self.inputRoots, self.outputRoots)
+        let refusal: String? = try await FileSystemQueue.run {
+            if !inputRoots.isEmpty {
+                guard let resolved = PathRoots.realPath(input), inputRoots.contains(resolved: resolved) else {
+                    return "input \(input) is not inside an input root of this coordinator ("
+                        + inputRoots.roots.joined(separator: ", ") + ")"
+                }
+            }
+            if !outputRoots.isEmpty {
+                guard let resolved = PathRoots.resolvedOutput(output), outputRoots.contains(resolved: resolved) else {
+                    return "output \(output) is not inside an output root of this coordinator ("
+                        + outputRoots.roots.joined(separator: ", ") + ")"
+                }
+            }
+            let fd = open(input, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                let reason = String(cString: strerror(errno))
+                return "input \(input) cannot be read by the coordinator (\(reason)); the coordinator and the workers "
+                    + "must see it at this path"
+            }
+            close(fd)
+            do {
+                try OutputDestination.check(output: output, inputs: [input], overwrite: overwrite)
+            } catch let error as MediaError {
+                return error.message
+            } catch {
+                return "\(error)"
+            }
+            return nil
+        }
+        if let refusal { throw APIError(code: "invalid-request", message: refusal) }
+    }
+
     private func status(of job: JobID) async throws -> JobStatus {
         guard let id = job.uuid, let stored = try await repository.job(id: id) else { throw notFound(job) }
-        return JobStatusMapping.status(of: stored, runningProgress: await shell.runningProgress(ofJob: id))
+        let waiting = stored.state == .running ? try await repository.waitingReason(ofJob: id) : nil
+        return JobStatusMapping.status(of: stored, runningProgress: await shell.runningProgress(ofJob: id),
+                                       waiting: waiting)
     }
 
     private func list(_ list: ListJobs) async throws -> APIReply {
@@ -149,7 +202,9 @@ final class ClientAPIHandler: Sendable {
                 publicKey: key, name: session?.name ?? worker.name, enrolled: worker.state != .revoked,
                 connected: session.map { !$0.silent } ?? false, slots: session?.slots ?? worker.slots,
                 running: session?.running ?? 0,
-                lastSeenAtMilliseconds: worker.lastSeenAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }))
+                lastSeenAtMilliseconds: worker.lastSeenAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) },
+                quarantineRemainingMilliseconds: session?.quarantineRemaining?.wholeMilliseconds,
+                quarantineReason: session?.quarantineReason))
         }
         return infos
     }

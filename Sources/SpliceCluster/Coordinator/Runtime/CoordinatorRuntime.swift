@@ -42,7 +42,7 @@ final class CoordinatorRuntime: Sendable {
         do {
             return try await start(configuration, resources: resources)
         } catch {
-            await resources.run(graceful: false)
+            await resources.run(.startFailed)
             throw error
         }
     }
@@ -65,11 +65,11 @@ final class CoordinatorRuntime: Sendable {
         let workerEndpoint = CoordinatorWorkerEndpoint(try await WireEndpoint.bind(
             [configuration.workersEndpoint], type: .router, context: context,
             options: .router(curve: security.curve(domain: workerDomain))))
-        resources.add { graceful in await workerEndpoint.close(linger: graceful ? nil : .zero) }
+        resources.add { ending in await workerEndpoint.close(linger: ending.lingers ? nil : .zero) }
         let apiEndpoint = APIServerEndpoint(try await WireEndpoint.bind(
             [configuration.apiEndpoint], type: .router, context: context,
             options: .router(curve: security.curve(domain: apiDomain))))
-        resources.add { graceful in await apiEndpoint.close(linger: graceful ? nil : .zero) }
+        resources.add { ending in await apiEndpoint.close(linger: ending.lingers ? nil : .zero) }
 
         let spool = SpoolLayout(root: configuration.spool)
         let store = CoordinatorStore(repository: repository, leaseDuration: configuration.sessions.leaseDuration,
@@ -81,13 +81,17 @@ final class CoordinatorRuntime: Sendable {
         let shell = CoordinatorShell(
             policy: configuration.sessions, store: store, outbox: outbox, spool: cleaner, stitcherWake: stitcherWake,
             logger: logger)
-        let planner = JobPlanner(repository: repository, logger: logger) { await shell.workAvailable() }
-        let stitcher = JobStitcher(repository: repository, store: store, cleaner: cleaner, logger: logger)
-        let reaper = LeaseReaper(store: store, shell: shell, logger: logger)
+        let media = MediaTaskRunner(isolation: configuration.mediaTasks)
+        let planner = JobPlanner(repository: repository, media: media, logger: logger) { await shell.workAvailable() }
+        let stitcher = JobStitcher(repository: repository, store: store, cleaner: cleaner, media: media, logger: logger)
+        let reaper = LeaseReaper(store: store, shell: shell, orphanGrace: configuration.sessions.orphanGrace,
+                                 startedAt: .now, logger: logger)
         let janitor = SpoolJanitor(store: store, cleaner: cleaner, logger: logger)
         let handler = ClientAPIHandler(
             repository: repository, shell: shell, workerEndpoint: workerEndpoint, enrolledKeys: security.workerKeys,
-            maxAttempts: configuration.maxAttempts, plannerWake: plannerWake, logger: logger)
+            maxAttempts: configuration.maxAttempts, plannerWake: plannerWake,
+            inputRoots: try PathRoots(configuration.inputRoots, flag: "--input-root"),
+            outputRoots: try PathRoots(configuration.outputRoots, flag: "--output-root"), logger: logger)
         let tick = max(.milliseconds(20), configuration.sessions.heartbeatInterval / 4)
 
         // Graceful shutdown stops these last to first: the API, the loops, the reader, then the
@@ -133,8 +137,9 @@ final class CoordinatorRuntime: Sendable {
             settings.log = { line in logger.info("embedded postgres", ["detail": line]) }
             let server = EmbeddedPostgres(settings)
             try await server.start()
-            // Stopped on graceful shutdown only: after a crash the next start reuses it.
-            resources.add { graceful in if graceful { try? await server.stop() } }
+            // Stopped on graceful shutdown and when starting fails (nothing is left running);
+            // after a crash (or cancellation) the next start reuses it.
+            resources.add { ending in if ending != .abrupt { try? await server.stop() } }
             database = try await server.createDatabase("splice")
         }
         let applied = try await Migrator(configuration: database).migrate()
@@ -201,10 +206,10 @@ final class CoordinatorRuntime: Sendable {
         do {
             try await group.run()
         } catch {
-            await resources.run(graceful: false)
+            await resources.run(.abrupt)
             throw error
         }
-        await resources.run(graceful: !Task.isCancelled)
+        await resources.run(Task.isCancelled ? .abrupt : .graceful)
     }
 
     /// Graceful shutdown: stop accepting, let commits in flight finish and be acknowledged, say

@@ -15,9 +15,12 @@ final class JobPlanner: Sendable {
     private let logger: Logger
     private let planned: @Sendable () async -> Void
     private let rounds: JobRounds
+    private let media: MediaTaskRunner
 
     /// `planned` is called after each recorded plan (to wake the dispatcher).
-    init(repository: JobRepository, logger: Logger, planned: @escaping @Sendable () async -> Void) {
+    init(repository: JobRepository, media: MediaTaskRunner, logger: Logger,
+         planned: @escaping @Sendable () async -> Void) {
+        self.media = media
         self.repository = repository
         self.logger = logger
         self.planned = planned
@@ -66,7 +69,8 @@ final class JobPlanner: Sendable {
         await planned()
     }
 
-    /// Probes the source and plans it. Throws `PlanningFailure` when no retry can help.
+    /// Probes the source and plans it (in a child process when so configured). Throws
+    /// `PlanningFailure` when no retry can help.
     private func makePlan(_ job: Job) async throws -> SegmentPlan {
         let request: JobRequest
         do {
@@ -77,20 +81,16 @@ final class JobPlanner: Sendable {
         } catch {
             throw PlanningFailure("the job's settings are not a valid export request: \(error)")
         }
+        let planned: Result<SegmentPlan, MediaError>
         do {
-            let asset = try await Asset.open(job.sourceURL)
-            // As `splice transcode` does: the source's tags, minus the container's own, then the job's.
-            var metadata = asset.metadata.filter {
-                !["major_brand", "minor_version", "compatible_brands", "encoder"].contains($0.key)
-            }
-            metadata.merge(request.metadata) { _, requested in requested }
-            return try await SegmentPlanner(targetDuration: request.segmentDuration).plan(
-                asset: asset, video: request.video, audio: request.audio, fileType: request.fileType,
-                range: request.range, fastStart: request.optimizesForNetworkUse, metadata: metadata)
-        } catch let error as MediaError where !error.isRetryable {
-            throw PlanningFailure(error.message)
-        } catch let error as SettingsError {
-            throw PlanningFailure("invalid settings: \(error)")
+            planned = .success(try await media.plan(source: job.sourceURL, request: request))
+        } catch {
+            planned = .failure(error)
+        }
+        switch planned {
+        case .success(let plan): return plan
+        case .failure(let error) where !error.isRetryable: throw PlanningFailure(error.message)
+        case .failure(let error): throw error
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import SpliceLog
 import SpliceMedia
 import SpliceStore
@@ -14,8 +15,11 @@ final class JobStitcher: Sendable {
     private let cleaner: SpoolCleaner
     private let logger: Logger
     private let rounds: JobRounds
+    private let media: MediaTaskRunner
 
-    init(repository: JobRepository, store: CoordinatorStore, cleaner: SpoolCleaner, logger: Logger) {
+    init(repository: JobRepository, store: CoordinatorStore, cleaner: SpoolCleaner, media: MediaTaskRunner,
+         logger: Logger) {
+        self.media = media
         self.repository = repository
         self.store = store
         self.cleaner = cleaner
@@ -43,9 +47,10 @@ final class JobStitcher: Sendable {
                 paths[segment.plan.index] = path
                 if let checksum = segment.checksum { checksums[segment.plan.index] = Self.hexDigest(checksum) }
             }
-            // Replacing: after a restart the job's own earlier stitch may already be there.
-            summary = try await Stitcher(plan: plan).stitch(segments: paths, checksums: checksums, to: output,
-                                                            overwrite: true)
+            // Replacing: after a restart the job's own earlier stitch may already be there. (A file
+            // someone else put there was refused at SUBMIT unless the client said -y.)
+            summary = try await media.stitch(plan: plan, segments: paths, checksums: checksums, output: output.path,
+                                             overwrite: true)
         } catch let error as MediaError where !error.isRetryable {
             await fail(job, reason: "stitching failed: \(error.message)")
             return
@@ -58,6 +63,14 @@ final class JobStitcher: Sendable {
         }
         do {
             try await repository.completeJob(jobID: job.id)
+        } catch let error as StoreError where error.code == .invalidTransition {
+            // Cancelled (or failed) while it was being stitched: the output must not outlive it.
+            let removed = await FileRemoval.remove(output.path)
+            logger.info("job ended while it was stitched; its output removed",
+                        ["job": job.id.wireText, "output": output.path, "removed": removed])
+            rounds.succeeded(job)
+            await cleanUp(job.id)
+            return
         } catch {
             logger.warning("job stitched but not recorded; it will be stitched again",
                            ["job": job.id.wireText, "error": "\(error)"])
@@ -87,5 +100,12 @@ final class JobStitcher: Sendable {
     /// The stitcher compares bare hex; COMPLETE carries `sha256:` + hex.
     static func hexDigest(_ checksum: String) -> String {
         checksum.hasPrefix("sha256:") ? String(checksum.dropFirst("sha256:".count)) : checksum
+    }
+}
+
+/// Removes a file off Swift's cooperative pool (the output folder may be on NFS).
+enum FileRemoval {
+    static func remove(_ path: String) async -> Bool {
+        (try? await FileSystemQueue.run { unlink(path) == 0 }) ?? false
     }
 }

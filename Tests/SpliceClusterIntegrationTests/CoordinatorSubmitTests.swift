@@ -1,0 +1,175 @@
+import Foundation
+import SpliceCluster
+import SpliceStore
+import SpliceTestSupport
+import SpliceWire
+import Testing
+
+// What the coordinator refuses at SUBMIT, and how a job whose media steps fail (or crash) fails
+// alone: real sockets, a real store, real files.
+
+@Suite("Submitting and failing jobs safely", .timeLimit(.minutes(4)))
+struct CoordinatorSubmitTests {
+    /// The ERROR a SUBMIT got, or a failure when it was accepted.
+    static func refusal(_ reply: APIReply) throws -> APIError {
+        guard case .error(let error) = reply else { throw TestFailure("SUBMIT was accepted: \(reply)") }
+        return error
+    }
+
+    @Test("a job that could never finish is refused at SUBMIT, in well under a second, with the path in the reason")
+    func refusedAtSubmit() async throws {
+        let source = try await TestMedia.clip(seconds: 1)
+        let coordinator = try await CoordinatorUnderTest.start()
+        let context = try WireContext()
+        let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)
+        let folder = Fixtures.temporaryDirectory("out")
+        let existing = folder.appendingPathComponent("existing.mp4").path
+        try Data("keep me".utf8).write(to: URL(fileURLWithPath: existing))
+        let link = folder.appendingPathComponent("link-to-source.mp4").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: source)
+        let cases: [(input: String, output: String, expected: String)] = [
+            (folder.appendingPathComponent("missing.mp4").path, folder.appendingPathComponent("a.mp4").path, "missing.mp4"),
+            (source, folder.appendingPathComponent("no-such-folder/a.mp4").path, "no-such-folder"),
+            (source, "/proc/splice-test.mp4", "/proc"),
+            (source, existing + "/a.mp4", "existing.mp4"),
+            (source, link, "link-to-source.mp4"),
+            (source, existing, "existing.mp4"),
+        ]
+        for (input, output, expected) in cases {
+            let started = ContinuousClock.now
+            let error = try Self.refusal(try await client.submitting(input, to: output))
+            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(error.code == "invalid-request")
+            #expect(error.message.contains(expected), "\(error.message)")
+        }
+        #expect(try String(contentsOfFile: existing, encoding: .utf8) == "keep me")
+        let jobs = try await coordinator.repository.jobs(in: JobState.allCases)
+        #expect(jobs.isEmpty, "no refused job was recorded")
+
+        // With -y an existing output is accepted (the stitch replaces it); the input never is.
+        let job = try await client.submit(source, to: existing, overwrite: true)
+        #expect(try await client.status(job).state != "failed")
+        #expect(try Self.refusal(try await client.submitting(source, to: link, overwrite: true)).message
+            .contains("link-to-source.mp4"))
+        await client.close()
+        try await coordinator.stop()
+    }
+
+    @Test("with --input-root and --output-root, paths outside them are refused, links resolved")
+    func roots() async throws {
+        let source = try await TestMedia.clip(seconds: 1)
+        let inputs = Fixtures.temporaryDirectory("in")
+        let outputs = Fixtures.temporaryDirectory("out")
+        let inside = inputs.appendingPathComponent("clip.mp4").path
+        try FileManager.default.copyItem(atPath: source, toPath: inside)
+        // A link inside the output root that points out of it.
+        let escape = outputs.appendingPathComponent("escape").path
+        try FileManager.default.createSymbolicLink(atPath: escape, withDestinationPath: Fixtures.temporaryDirectory("x").path)
+        let coordinator = try await CoordinatorUnderTest.start { configuration in
+            configuration.inputRoots = [inputs.path]
+            configuration.outputRoots = [outputs.path]
+        }
+        let context = try WireContext()
+        let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)
+        let outside = try Self.refusal(try await client.submitting(source, to: outputs.appendingPathComponent("a.mp4").path))
+        #expect(outside.message.contains("input root"))
+        let dotted = inputs.appendingPathComponent("../" + URL(fileURLWithPath: source).lastPathComponent).path
+        #expect(try Self.refusal(try await client.submitting(dotted, to: outputs.appendingPathComponent("a.mp4").path))
+            .message.contains("input root"))
+        #expect(try Self.refusal(try await client.submitting(inside, to: escape + "/a.mp4"))
+            .message.contains("output root"))
+        #expect(try Self.refusal(try await client.submitting(inside, to: "/tmp/a.mp4")).message.contains("output root"))
+        _ = try await client.submit(inside, to: outputs.appendingPathComponent("a.mp4").path)
+        await client.close()
+        try await coordinator.stop()
+    }
+
+    @Test("a planning step that crashes fails its job, not the coordinator; a restart does not replay it")
+    func crashingPlanner() async throws {
+        let source = try await TestMedia.clip(seconds: 1)
+        // A stand-in for a `splice media-task` that hits an FFmpeg bug: it dies of SIGSEGV.
+        let script = Fixtures.temporaryDirectory("bin").appendingPathComponent("crashing-media-task")
+        try "#!/bin/sh\ncat > /dev/null\nkill -SEGV $$\n".write(to: script, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        let database = try await TestPostgres.makeDatabase()
+        let coordinator = try await CoordinatorUnderTest.start(database: database) { configuration in
+            configuration.mediaTasks = .childProcess(executable: script.path)
+        }
+        let context = try WireContext()
+        let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)
+        let job = try await client.submit(source, to: Fixtures.temporaryDirectory("out").appendingPathComponent("o.mp4").path)
+        let status = try await client.wait(for: job, toBe: ["failed", "succeeded"], within: .seconds(30))
+        #expect(status.state == "failed")
+        #expect(status.error?.contains("crashed (signal 11)") == true, "\(status.error ?? "")")
+        // Still serving.
+        guard case .jobs(let list) = try await client.request(.list(ListJobs())) else {
+            Issue.record("LIST did not answer")
+            return
+        }
+        #expect(list.jobs.count == 1)
+        await client.close()
+        try await coordinator.stop()
+
+        // A new coordinator on the same database finds the job failed and leaves it so.
+        let again = try await CoordinatorUnderTest.start(database: database) { configuration in
+            configuration.mediaTasks = .childProcess(executable: script.path)
+        }
+        try await Task.sleep(for: .seconds(1))
+        #expect(try await again.repository.job(id: #require(job.uuid))?.state == .failed)
+        try await again.stop()
+    }
+
+    @Test("planning and stitching in real `splice media-task` children: the job plays like the source")
+    func realChild() async throws {
+        let source = try await TestMedia.clip(seconds: 2)
+        let splice = try Fixtures.spliceExecutable()
+        let coordinator = try await CoordinatorUnderTest.start { configuration in
+            configuration.mediaTasks = .childProcess(executable: splice.path)
+        }
+        let context = try WireContext()
+        let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)
+        let worker = try await ScriptedWorker.connect(to: coordinator.endpoints.workers, context: context)
+        let output = Fixtures.temporaryDirectory("out").appendingPathComponent("o.mp4").path
+        let job = try await client.submit(source, to: output)
+        #expect(try await worker.hello() != nil)
+        for _ in 0..<2 {
+            let assign = try #require(await worker.assignment())
+            #expect(try await worker.complete(try await worker.acceptAndEncode(assign)) == .accepted)
+        }
+        let status = try await client.wait(for: job, toBe: ["succeeded", "failed"])
+        #expect(status.state == "succeeded", "\(status.error ?? "")")
+        #expect(try await TestMedia.frames(output) == (try await TestMedia.frames(source)))
+        await worker.close()
+        await client.close()
+        try await coordinator.stop()
+    }
+
+    @Test("an output folder that vanishes before the stitch fails the job with the reason; the coordinator stays up")
+    func stitchFailure() async throws {
+        let source = try await TestMedia.clip(seconds: 1)
+        let coordinator = try await CoordinatorUnderTest.start()
+        let context = try WireContext()
+        let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)
+        let worker = try await ScriptedWorker.connect(to: coordinator.endpoints.workers, context: context)
+        let folder = Fixtures.temporaryDirectory("out")
+        let job = try await client.submit(source, to: folder.appendingPathComponent("o.mp4").path)
+        #expect(try await worker.hello() != nil)
+        let assign = try #require(await worker.assignment())
+        let result = try await worker.acceptAndEncode(assign)
+        try FileManager.default.removeItem(at: folder)
+        #expect(try await worker.complete(result) == .accepted)
+        let status = try await client.wait(for: job, toBe: ["succeeded", "failed"])
+        #expect(status.state == "failed")
+        #expect(status.error?.contains("stitching failed") == true, "\(status.error ?? "")")
+        #expect(status.error?.contains(folder.path) == true, "\(status.error ?? "")")
+
+        // Still working: the next job completes.
+        let next = try await client.submit(source, to: Fixtures.temporaryDirectory("out").appendingPathComponent("n.mp4").path)
+        let second = try #require(await worker.assignment())
+        #expect(try await worker.complete(try await worker.acceptAndEncode(second)) == .accepted)
+        #expect(try await client.wait(for: next, toBe: ["succeeded", "failed"]).state == "succeeded")
+        await worker.close()
+        await client.close()
+        try await coordinator.stop()
+    }
+}
