@@ -123,7 +123,7 @@ enum ClusterBenchmark {
         let client = APIClientEndpoint(try await WireEndpoint.connect(
             endpoints.api, type: .dealer, context: context, options: .dealer(immediate: false)))
         var submitted: [JobID] = []
-        let request = JobRequest(
+        let request = TranscodeRequest(
             video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: nil, fileType: .mp4,
             segmentDuration: MediaTime(seconds: 1))
         for index in 0..<jobs {

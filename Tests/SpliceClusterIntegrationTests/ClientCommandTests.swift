@@ -125,7 +125,7 @@ struct ClientCommandTests {
         #expect(submit.output == here + "/out/clip.mp4")
         #expect(submit.priority == 3)
         #expect(submit.submissionKey?.isEmpty == false)
-        let request = try submit.export.decode(JobRequest.self)
+        let request = try submit.export.decode(TranscodeRequest.self)
         #expect(request.video?.quality == 20)
         #expect(request.segmentDuration == MediaTime(seconds: 6))
         await server.stop()

@@ -143,7 +143,7 @@ struct TestClient: Sendable {
         _ input: String, to output: String, segmentSeconds: Int64 = 1, key: String = UUID().uuidString,
         overwrite: Bool = false
     ) async throws -> APIReply {
-        let request = JobRequest(
+        let request = TranscodeRequest(
             video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: nil, fileType: .mp4,
             segmentDuration: MediaTime(seconds: segmentSeconds), overwrite: overwrite)
         return try await self.request(.submit(SubmitJob(

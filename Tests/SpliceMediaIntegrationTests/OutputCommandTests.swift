@@ -22,9 +22,9 @@ struct OutputCommandTests {
         guard job == .stitch else { return source.path }
         let kept = dir.appendingPathComponent("kept")
         let transcoder = Transcoder(options: .init(
-            source: source.path, output: dir.appendingPathComponent("first.mp4"),
-            video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: AudioSettings(codec: .aac), fileType: .mp4,
-            segmentDuration: MediaTime(seconds: 1), jobs: 1, keepSegmentsIn: kept))
+            source: source.path, output: dir.appendingPathComponent("first.mp4"), request: TranscodeRequest(
+                video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: AudioSettings(codec: .aac), fileType: .mp4,
+                segmentDuration: MediaTime(seconds: 1)), jobs: 1, keepSegmentsIn: kept))
         _ = try await transcoder.run()
         try FileManager.default.removeItem(at: dir.appendingPathComponent("first.mp4"))
         try FileManager.default.removeItem(at: source)

@@ -35,8 +35,9 @@ struct TranscodeTests {
         let dir = Fixtures.temporaryDirectory("transcode")
         let output = dir.appendingPathComponent("stitched.\(container)")
         let type = try #require(OutputFileType(pathExtension: container))
-        let transcoder = Transcoder(options: .init(source: source, output: output, video: video, audio: audio, fileType: type,
-                                                   range: range, segmentDuration: MediaTime(seconds: segmentSeconds), jobs: jobs,
+        let request = TranscodeRequest(video: video, audio: audio, fileType: type, range: range,
+                                       segmentDuration: MediaTime(seconds: segmentSeconds))
+        let transcoder = Transcoder(options: .init(source: source, output: output, request: request, jobs: jobs,
                                                    keepSegmentsIn: keep))
         let summary = try await transcoder.run()
         let single = dir.appendingPathComponent("single.\(container)")
@@ -195,9 +196,9 @@ struct TranscodeTests {
         let damaged = dir.appendingPathComponent("damaged.mov")
         try Data(bytes).write(to: damaged)
         let output = dir.appendingPathComponent("out.mp4")
-        let transcoder = Transcoder(options: .init(source: damaged.path, output: output, video: VideoSettings(codec: .h264, preset: "ultrafast"),
-                                                   audio: AudioSettings(codec: .aac), fileType: .mp4,
-                                                   segmentDuration: MediaTime(seconds: 1), jobs: 2))
+        let request = TranscodeRequest(video: VideoSettings(codec: .h264, preset: "ultrafast"),
+                                       audio: AudioSettings(codec: .aac), fileType: .mp4, segmentDuration: MediaTime(seconds: 1))
+        let transcoder = Transcoder(options: .init(source: damaged.path, output: output, request: request, jobs: 2))
         await #expect {
             _ = try await transcoder.run()
         } throws: { error in
@@ -215,9 +216,9 @@ struct TranscodeTests {
         let precious = Data("someone's earlier work".utf8)
         try precious.write(to: output)
         func transcoder(overwrite: Bool) -> Transcoder {
-            Transcoder(options: .init(source: source, output: output, video: VideoSettings(codec: .h264, preset: "ultrafast"),
-                                      audio: AudioSettings(codec: .aac), fileType: .mp4, segmentDuration: MediaTime(seconds: 1),
-                                      jobs: 2, overwritesExistingFile: overwrite))
+            Transcoder(options: .init(source: source, output: output, request: TranscodeRequest(
+                video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: AudioSettings(codec: .aac), fileType: .mp4,
+                segmentDuration: MediaTime(seconds: 1), overwrite: overwrite), jobs: 2))
         }
         await #expect {
             _ = try await transcoder(overwrite: false).run()

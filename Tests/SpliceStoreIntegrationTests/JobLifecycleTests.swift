@@ -109,12 +109,13 @@ import Testing
         let store = try await StoreFixture()
         let worker = try await store.makeWorker()
         let job = try await store.makeRunningJob(segments: 3)
-        let leases = try await store.repository.claimSegments(for: worker.id, limit: 3, leaseDuration: .seconds(60))
-        try await Task.sleep(for: .milliseconds(300))
-        // Segment 1 is extended now: its worker is alive somewhere. Segment 0 is held by a session.
-        _ = try await store.repository.extendLease(leases[1].reference, by: .seconds(60))
+        let leases = try await store.repository.claimSegments(for: worker.id, limit: 3, leaseDuration: .seconds(600))
+        // All three were claimed an hour ago (as far as the store can tell) …
+        try await store.query("UPDATE segments SET heartbeat_at = now() - interval '1 hour' WHERE job_id = \(job.id)")
+        // … segment 1 was extended just now (its worker is alive somewhere); segment 0 is held by a session.
+        _ = try await store.repository.extendLease(leases[1].reference, by: .seconds(600))
         let released = try await store.repository.releaseOrphanedLeases(
-            held: [leases[0].reference.token], idle: .milliseconds(200))
+            held: [leases[0].reference.token], idle: .seconds(60))
         #expect(released.map(\.reference) == [leases[2].reference])
         let states = try await store.repository.segments(ofJob: job.id).map(\.state)
         #expect(states == [.leased, .leased, .pending])

@@ -31,7 +31,7 @@ struct ClientSubmitTests {
         #expect(other.submissionKey != first.submissionKey)
     }
 
-    @Test("the export flags become the JobRequest the coordinator decodes, in exact time")
+    @Test("the export flags become the TranscodeRequest the coordinator decodes, in exact time")
     func jobRequest() throws {
         let command = try parse([
             "/in.mov", "/out.mp4", "--crf", "20", "--width", "640", "--preset", "veryfast", "--no-audio",
@@ -40,7 +40,7 @@ struct ClientSubmitTests {
         ], as: SubmitCommand.self)
         let submission = try command.submission()
         #expect(submission.priority == 7)
-        let request = try submission.export.decode(JobRequest.self)
+        let request = try submission.export.decode(TranscodeRequest.self)
         #expect(request.fileType == .mp4)
         #expect(request.video?.codec == .h264)
         #expect(request.video?.quality == 20)
@@ -51,15 +51,15 @@ struct ClientSubmitTests {
         #expect(request.range == MediaTimeRange(start: MediaTime(seconds: 1), duration: MediaTime(parsing: "5.5")!))
         #expect(request.optimizesForNetworkUse)
         #expect(request.metadata == ["title": "Holiday"])
-        #expect(try parse(["/in.mov", "/out.webm"], as: SubmitCommand.self).jobRequest().video?.codec == .vp9)
+        #expect(try parse(["/in.mov", "/out.webm"], as: SubmitCommand.self).request.video?.codec == .vp9)
         #expect(try parse(["/in.mov", "/out.mp4"], as: SubmitCommand.self).submission().priority == nil)
     }
 
     @Test("bad flags are usage errors naming the flag, found before any connection", arguments: [
         (["--crf", "99"], "--crf: '99' is not valid"),
         (["--priority", "5000"], "--priority must be from -1000 to 1000"),
-        (["--segment-seconds", "0.5"], "--segment-seconds must be at least 1"),
-        (["--copy-video"], "--copy-video and --copy-audio are not for the cluster"),
+        (["--segment-seconds", "0.5"], "--segment-seconds: '0.5s' is not valid; it must be at least 1 second"),
+        (["--copy-video"], "--copy-video and --copy-audio are not for segment-parallel encodes"),
         (["--no-audio", "--no-video"], "--no-audio with --no-video leaves nothing to export"),
         (["--secret-key", "c.key"], "--secret-key (or SPLICE_CLIENT_SECRET_KEY) needs --server-key"),
         (["--coordinator", "127.0.0.1:7451"], "--coordinator: '127.0.0.1:7451' is not an endpoint"),

@@ -4,41 +4,25 @@ import Synchronization
 /// The embedded single-machine mode: plan, encode segments in parallel, stitch, clean up.
 /// Uses exactly the planner, segment exporter and stitcher the cluster uses.
 public final class Transcoder: Sendable {
-    /// What to make.
+    /// What to make, where, and how this machine runs it.
     public struct Options: Sendable {
         public var source: String
         public var output: URL
-        public var video: VideoSettings?
-        public var audio: AudioSettings?
-        public var fileType: OutputFileType
-        public var range: MediaTimeRange?
-        public var segmentDuration: MediaTime
+        /// What to make (the same request the cluster takes). With `request.overwrite` false an
+        /// existing output is refused before any work (``MediaError/Code/outputExists``).
+        public var request: TranscodeRequest
         /// Segments encoded at once; each encoder runs single-threaded when this is above 1.
         public var jobs: Int
-        public var optimizesForNetworkUse: Bool
-        public var metadata: [String: String]
         /// Keep the plan and segment files here instead of deleting them.
         public var keepSegmentsIn: URL?
-        /// Whether a file already at `output` may be replaced (never the source). When false the
-        /// transcode is refused before any work (``MediaError/Code/outputExists``).
-        public var overwritesExistingFile: Bool
 
-        public init(source: String, output: URL, video: VideoSettings?, audio: AudioSettings?, fileType: OutputFileType,
-                    range: MediaTimeRange? = nil, segmentDuration: MediaTime = MediaTime(seconds: 10),
-                    jobs: Int = ProcessInfo.processInfo.activeProcessorCount, optimizesForNetworkUse: Bool = false,
-                    metadata: [String: String] = [:], keepSegmentsIn: URL? = nil, overwritesExistingFile: Bool = false) {
+        public init(source: String, output: URL, request: TranscodeRequest,
+                    jobs: Int = ProcessInfo.processInfo.activeProcessorCount, keepSegmentsIn: URL? = nil) {
             self.source = source
             self.output = output
-            self.video = video
-            self.audio = audio
-            self.fileType = fileType
-            self.range = range
-            self.segmentDuration = segmentDuration
+            self.request = request
             self.jobs = max(1, jobs)
-            self.optimizesForNetworkUse = optimizesForNetworkUse
-            self.metadata = metadata
             self.keepSegmentsIn = keepSegmentsIn
-            self.overwritesExistingFile = overwritesExistingFile
         }
     }
 
@@ -95,14 +79,10 @@ public final class Transcoder: Sendable {
         let options = self.options
         try await BlockingThread.run("splice.transcode.check") {
             try OutputDestination.check(output: options.output.path, inputs: [options.source],
-                                        overwrite: options.overwritesExistingFile)
+                                        overwrite: options.request.overwrite)
         }
-        let asset = try await Asset.open(options.source)
-        let planner = SegmentPlanner(targetDuration: options.segmentDuration)
-        var metadata = asset.metadata.filter { !["major_brand", "minor_version", "compatible_brands", "encoder"].contains($0.key) }
-        metadata.merge(options.metadata) { _, mine in mine }
-        let plan = try await planner.plan(asset: asset, video: options.video, audio: options.audio, fileType: options.fileType,
-                                          range: options.range, fastStart: options.optimizesForNetworkUse, metadata: metadata)
+        try options.request.validate()
+        let plan = try await SegmentPlanner.plan(source: options.source, request: options.request)
         let t1 = clock.now
         state.withLock { s in
             s.total = plan.segments.count
@@ -139,7 +119,7 @@ public final class Transcoder: Sendable {
         let checksums = Dictionary(uniqueKeysWithValues: results.map { ($0.index, $0.checksum) })
         try Task.checkCancellation()
         let stitch = try await Stitcher(plan: plan).stitch(segments: paths, checksums: checksums, to: options.output,
-                                                           overwrite: options.overwritesExistingFile)
+                                                           overwrite: options.request.overwrite)
         let t3 = clock.now
         return Summary(plan: plan, segments: results.sorted { $0.index < $1.index }, stitch: stitch,
                        planNanoseconds: nanoseconds(t1 - t0), encodeNanoseconds: nanoseconds(t2 - t1),

@@ -84,7 +84,7 @@ public struct SubmitJob: MessageBody, Hashable {
     public var input: String
     public var output: String
     /// The export settings (codec, size, bitrate, range, segment length…) as the cluster module
-    /// encodes them (`JobRequest`); exact times inside, never floating-point seconds.
+    /// encodes them (`TranscodeRequest`); exact times inside, never floating-point seconds.
     public var export: JSONValue
     /// Higher runs first; nil is the default priority.
     public var priority: Int?

@@ -29,7 +29,7 @@ struct ExportCommand: Command {
     }
 
     func validate() throws {
-        try options.validate(output: output)
+        _ = try options.validChoices(output: output)
         try destination.check(output: output, inputs: [input])
     }
 

@@ -43,8 +43,9 @@ struct SubmitCommand: ClientCommand {
     let priority: Int?
     let wait: Bool
     let json: Bool
-    let options: ExportOptions
-    let outputOptions: OutputOptions
+    /// What the cluster is asked to make, checked once here (the coordinator checks it again on
+    /// its side of the wire, and the files against its own view).
+    let request: TranscodeRequest
     let client: ClientOptions
     /// Chosen once per invocation and sent with every resend of the SUBMIT, so the coordinator
     /// creates one job however many times the request travels.
@@ -61,8 +62,8 @@ struct SubmitCommand: ClientCommand {
         priority = arguments[Self.priority]
         wait = arguments[Self.wait]
         json = arguments[Self.json]
-        options = try ExportOptions(arguments)
-        outputOptions = try OutputOptions(arguments)
+        request = try ExportOptions(arguments).request(output: output, segmentDuration: segmentDuration,
+                                                       overwrite: try OutputOptions(arguments).overwrite)
         client = try ClientOptions(arguments)
         submissionKey = UUID().uuidString
     }
@@ -76,37 +77,15 @@ struct SubmitCommand: ClientCommand {
         guard Self.absolutePath(input) != Self.absolutePath(output) else {
             throw UsageError("<output> is the same file as <input>; write the result somewhere else")
         }
-        try options.validate(output: output)
-        if options.copyVideo || options.copyAudio {
-            throw UsageError("--copy-video and --copy-audio are not for the cluster, which re-encodes every segment; "
-                             + "use `splice export` to copy tracks unchanged")
-        }
-        guard segmentDuration >= MediaTime(seconds: 1) else {
-            throw UsageError("--segment-seconds must be at least 1; got \(segmentDuration)")
-        }
         if let priority, !(-1000...1000).contains(priority) {
             throw UsageError("--priority must be from -1000 to 1000; got \(priority)")
         }
-        do {
-            try jobRequest().validate()
-        } catch let error as SettingsError {
-            throw UsageError("--\(error.field): '\(error.value)' is not valid; it must be \(error.allowed)")
-        }
-    }
-
-    /// What the cluster is asked to make.
-    func jobRequest() throws -> JobRequest {
-        let type = try options.fileType(for: output)
-        return JobRequest(
-            video: try options.videoSettings(for: type), audio: try options.audioSettings(for: type), fileType: type,
-            range: options.timeRange, optimizesForNetworkUse: options.faststart, metadata: options.metadata,
-            segmentDuration: segmentDuration, overwrite: outputOptions.overwrite)
     }
 
     /// The SUBMIT request: absolute paths, the export settings, the invocation's submission key.
     func submission() throws -> SubmitJob {
         SubmitJob(input: Self.absolutePath(input), output: Self.absolutePath(output),
-                  export: try JSONValue(encoding: jobRequest()), priority: priority, submissionKey: submissionKey)
+                  export: try JSONValue(encoding: request), priority: priority, submissionKey: submissionKey)
     }
 
     /// `path` made absolute against the working directory, with `.` and `..` resolved.

@@ -32,8 +32,9 @@ struct TranscodeCommand: Command {
     let jobs: Int
     let keepSegments: String?
     let json: Bool
-    let options: ExportOptions
     let destination: OutputOptions
+    /// What to make, checked once here.
+    let request: TranscodeRequest
 
     init(_ arguments: ParsedArguments) throws {
         input = try arguments.value(Self.input)
@@ -42,31 +43,21 @@ struct TranscodeCommand: Command {
         jobs = try arguments.value(Self.jobs)
         keepSegments = arguments[Self.keepSegments]
         json = arguments[Self.json]
-        options = try ExportOptions(arguments)
         destination = try OutputOptions(arguments)
+        request = try ExportOptions(arguments).request(output: output, segmentDuration: segmentSeconds,
+                                                       overwrite: destination.overwrite)
     }
 
     func validate() throws {
-        try options.validate(output: output)
-        if options.copyVideo || options.copyAudio {
-            throw UsageError("transcode re-encodes in segments; to copy tracks unchanged use `splice export --copy-video/--copy-audio`")
-        }
         guard jobs >= 1 && jobs <= 256 else { throw UsageError("--jobs must be from 1 to 256; got \(jobs)") }
-        guard segmentSeconds >= MediaTime(seconds: 1) else {
-            throw UsageError("--segment-seconds must be at least 1; got \(segmentSeconds)")
-        }
         try destination.check(output: output, inputs: [input])
     }
 
     func run(_ context: CommandContext) async throws -> ExitCode {
-        let type = try options.fileType(for: output)
         let outputURL = URL(fileURLWithPath: output)
         let transcoder = Transcoder(options: Transcoder.Options(
-            source: input, output: outputURL, video: try options.videoSettings(for: type),
-            audio: try options.audioSettings(for: type), fileType: type, range: options.timeRange,
-            segmentDuration: segmentSeconds, jobs: jobs, optimizesForNetworkUse: options.faststart,
-            metadata: options.metadata, keepSegmentsIn: keepSegments.map { URL(fileURLWithPath: $0) },
-            overwritesExistingFile: destination.overwrite))
+            source: input, output: outputURL, request: request, jobs: jobs,
+            keepSegmentsIn: keepSegments.map { URL(fileURLWithPath: $0) }))
         let bar = ProgressBar(label: outputURL.lastPathComponent, output: context.errorOutput)
         let progress = Task {
             for await p in transcoder.progressUpdates {

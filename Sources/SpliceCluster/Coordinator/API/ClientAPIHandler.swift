@@ -65,14 +65,14 @@ final class ClientAPIHandler: Sendable {
         for (name, path) in [("input", submit.input), ("output", submit.output)] where !path.hasPrefix("/") {
             throw APIError(code: "invalid-request", message: "\(name) must be an absolute path, not '\(path)'")
         }
-        let request: JobRequest
+        let request: TranscodeRequest
         do {
-            request = try submit.export.decode(JobRequest.self)
+            request = try submit.export.decode(TranscodeRequest.self)
             try request.validate()
         } catch let error as SettingsError {
             throw APIError(code: "invalid-request", message: "invalid settings: \(error)")
         } catch {
-            throw APIError(code: "invalid-request", message: "the export settings are not a valid JobRequest: \(error)")
+            throw APIError(code: "invalid-request", message: "the export settings are not a valid TranscodeRequest: \(error)")
         }
         let key = submit.submissionKey ?? UUID().uuidString
         guard !key.isEmpty else { throw APIError(code: "invalid-request", message: "the submission key is empty") }

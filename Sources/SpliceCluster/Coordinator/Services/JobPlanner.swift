@@ -4,7 +4,7 @@ import SpliceMedia
 import SpliceStore
 
 /// Plans queued jobs: `queued → planning`, probe the source, cut it with `SegmentPlanner` using
-/// the job's `JobRequest`, record the plan and its segments (`planning → running`). A job found
+/// the job's `TranscodeRequest`, record the plan and its segments (`planning → running`). A job found
 /// in `planning` (the coordinator died mid-way) is simply planned again.
 ///
 /// An unreadable input or settings that cannot work fail the job at once with the reason; a
@@ -72,9 +72,9 @@ final class JobPlanner: Sendable {
     /// Probes the source and plans it (in a child process when so configured). Throws
     /// `PlanningFailure` when no retry can help.
     private func makePlan(_ job: Job) async throws -> SegmentPlan {
-        let request: JobRequest
+        let request: TranscodeRequest
         do {
-            request = try job.settings.decode(JobRequest.self)
+            request = try job.settings.decode(TranscodeRequest.self)
             try request.validate()
         } catch let error as SettingsError {
             throw PlanningFailure("invalid settings: \(error)")

@@ -18,7 +18,7 @@ public enum MediaTaskIsolation: Sendable, Hashable {
 /// output (docs/coordinator.md, Media tasks).
 public enum MediaTask: Sendable, Codable, Hashable {
     /// Probe `source` and plan it as `request` asks.
-    case plan(source: String, request: JobRequest)
+    case plan(source: String, request: TranscodeRequest)
     /// Join `segments` (index → file, with their SHA-256 `checksums`) into `output`.
     case stitch(plan: SegmentPlan, segments: [Int: String], checksums: [Int: String], output: String, overwrite: Bool)
 
@@ -52,18 +52,10 @@ public enum MediaTask: Sendable, Codable, Hashable {
         }
     }
 
-    /// Probes the source and plans it as `splice transcode` does, with the job's metadata.
-    static func makePlan(source: String, request: JobRequest) async throws -> SegmentPlan {
+    /// Probes the source and plans it exactly as `splice transcode` does.
+    static func makePlan(source: String, request: TranscodeRequest) async throws -> SegmentPlan {
         try request.validate()
-        let asset = try await Asset.open(source)
-        // As `splice transcode` does: the source's tags, minus the container's own, then the job's.
-        var metadata = asset.metadata.filter {
-            !["major_brand", "minor_version", "compatible_brands", "encoder"].contains($0.key)
-        }
-        metadata.merge(request.metadata) { _, requested in requested }
-        return try await SegmentPlanner(targetDuration: request.segmentDuration).plan(
-            asset: asset, video: request.video, audio: request.audio, fileType: request.fileType,
-            range: request.range, fastStart: request.optimizesForNetworkUse, metadata: metadata)
+        return try await SegmentPlanner.plan(source: source, request: request)
     }
 }
 
@@ -98,7 +90,7 @@ struct MediaTaskRunner: Sendable {
         }
     }
 
-    func plan(source: String, request: JobRequest) async throws(MediaError) -> SegmentPlan {
+    func plan(source: String, request: TranscodeRequest) async throws(MediaError) -> SegmentPlan {
         guard case .plan(let plan) = try await run(.plan(source: source, request: request)) else {
             throw MediaError(.internalError, "the planning step answered with something else than a plan")
         }

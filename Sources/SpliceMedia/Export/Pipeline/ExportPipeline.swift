@@ -128,11 +128,8 @@ final class ExportPipeline {
     }
 
     private func outputMetadata(_ demuxer: Demuxer) -> [String: String] {
-        var tags = Dictionary(fromAVDictionary: demuxer.context.pointee.metadata)
-        for key in ["major_brand", "minor_version", "compatible_brands", "encoder", "ENCODER"] {
-            tags.removeValue(forKey: key)
-        }
-        return tags.merging(plan.metadata) { _, mine in mine }
+        OutputMetadata.merging(source: Dictionary(fromAVDictionary: demuxer.context.pointee.metadata),
+                               requested: plan.metadata)
     }
 
     private func muxerOptions(_ muxer: Muxer) -> [String: String] {
