@@ -62,9 +62,10 @@ struct RunFigures: Sendable {
 ///     fault scenario=garbage runs=1 outcome=completed committed_twice=0 lost=0 unexpected=0 exact=yes
 ///         wall_s=1.9 frames=720/720 samples=1152000/1152000 garbage_rounds=4 … (one line)
 ///
-/// With several runs, counts are summed, outcomes listed once each, the wall time given as
-/// `min..max`, and a scenario figure that differs between runs as `a,b,c`. Every line is also
-/// appended to `$SPLICE_FAULT_FIGURES` when that names a file.
+/// With several runs, each run prints its line (`run=2/5` in place of `runs=`) and a summary
+/// follows: counts summed, outcomes listed once each, the wall time as `min..max`, and a
+/// scenario figure that differs between runs as `a;b;c`. Every line is also appended to
+/// `$SPLICE_FAULT_FIGURES` when that names a file.
 struct ScenarioFigures: Sendable {
     let scenario: String
     private(set) var runs: [RunFigures] = []
@@ -102,12 +103,12 @@ struct ScenarioFigures: Sendable {
             ("exact", unique(runs.map(\.exact)).joined(separator: ",")),
             ("wall_s", wall),
         ]
-        if let label { fields.insert(("run", label), at: 1) }
+        if let label { fields[1] = ("run", label) }
         var keys: [String] = []
         for run in runs { for (key, _) in run.extra where !keys.contains(key) { keys.append(key) } }
         for key in keys {
             let values = runs.map { run in run.extra.first { $0.0 == key }?.1 ?? "-" }
-            fields.append((key, unique(values).count == 1 ? values[0] : values.joined(separator: ",")))
+            fields.append((key, unique(values).count == 1 ? values[0] : values.joined(separator: ";")))
         }
         let text = "fault " + fields.map { "\($0.0)=\(quoted($0.1))" }.joined(separator: " ")
         Self.append(text)
