@@ -23,6 +23,57 @@ import Glibc
 @Suite("Fault suite: the real processes under faults, counted", .serialized,
        .timeLimit(FaultRuns.isSoak ? .minutes(120) : .minutes(12)))
 struct FaultScenarioTests {
+    // MARK: - 0. The checkers
+
+    @Test("the checkers fail when they should: forged commits in the store, a cut and a re-encoded output")
+    func checkersCatchForgeries() async throws {
+        let cluster = try await LocalCluster.start(workers: 2, leaseSeconds: nil)
+        let job = try await FaultJob.submit(to: cluster, output: cluster.outputPath("checked.mp4"))
+        let (result, _) = await job.finish(within: .seconds(300))
+        #expect(result.status == 0, "submit: \(result.stderr)\n\(cluster.logs)")
+        let id = try #require(SpliceProcess.submittedJob(in: result.stderr))
+        let clean = try await SegmentLedger.read(job: id, in: cluster)
+        #expect(clean.committedTwice == 0 && clean.lost == 0 && clean.unexpected == 0, "\(clean)")
+
+        // Forge the three kinds of history the ledger must catch. Segment 0: its commit recorded
+        // twice. Segment 1: the committed attempt no longer the segment's. Segment 2: a commit for a
+        // lease token nobody issued (which also makes it committed twice, and its first result lost).
+        let jobID = try #require(UUID(uuidString: id))
+        let store = cluster.repository.client
+        try await store.query("""
+            INSERT INTO job_events (job_id, segment_id, kind, attempt, worker_id, lease_token)
+            SELECT e.job_id, e.segment_id, 'segment_done', e.attempt, e.worker_id, e.lease_token
+            FROM job_events e JOIN segments s ON s.id = e.segment_id
+            WHERE e.job_id = \(jobID) AND e.kind = 'segment_done' AND s.index = 0
+            """)
+        try await store.query("""
+            UPDATE segments SET lease_token = gen_random_uuid() WHERE job_id = \(jobID) AND index = 1
+            """)
+        try await store.query("""
+            INSERT INTO job_events (job_id, segment_id, kind, attempt, lease_token)
+            SELECT job_id, id, 'segment_done', attempt, gen_random_uuid() FROM segments
+            WHERE job_id = \(jobID) AND index = 2
+            """)
+        let forged = try await SegmentLedger.read(job: id, in: cluster)
+        #expect(forged.committedTwice == 2, "segments 0 and 2: \(forged)")
+        #expect(forged.lost == 2, "segments 1 and 2: \(forged)")
+        #expect(forged.unexpected == 1, "segment 2: \(forged)")
+
+        // The oracle: the output is exact; a copy missing its last second is not, and neither is
+        // a re-encode with every picture and sample still there.
+        let real = try await OutputCheck.of(job.output)
+        #expect(real.exact, "\(real)")
+        let cut = cluster.outputPath("cut.mp4"), reencoded = cluster.outputPath("reencoded.mp4")
+        try await ExternalTool.check("ffmpeg", ["-v", "error", "-i", job.output, "-t", "23", "-c", "copy", cut])
+        try await ExternalTool.check("ffmpeg", ["-v", "error", "-i", job.output, "-c:v", "libx264", "-preset",
+                                                "ultrafast", "-crf", "40", "-c:a", "copy", reencoded])
+        let cutCheck = try await OutputCheck.of(cut), reencodedCheck = try await OutputCheck.of(reencoded)
+        #expect(!cutCheck.exact && cutCheck.frames < cutCheck.referenceFrames, "\(cutCheck)")
+        #expect(!reencodedCheck.exact && reencodedCheck.frames == reencodedCheck.referenceFrames
+                    && reencodedCheck.firstDifferentPicture != nil, "\(reencodedCheck)")
+        try await cluster.stop()
+    }
+
     // MARK: - 1. Workers killed
 
     @Test("worker SIGKILL storm: 10 kills inside encodes during one job (default lease), each worker restarted")

@@ -53,11 +53,13 @@ public final class ChildProcess: Sendable {
         return ChildProcess(handle: process, log: log)
     }
 
+    /// Whether it has not exited yet (a stopped process is running).
     public var isRunning: Bool { handle.isRunning }
 
     /// The process id (for messages; signal it with ``signal(_:)``).
     public var pid: Int32 { handle.processIdentifier }
 
+    /// Sends it `number` (SIGKILL, SIGSTOP, SIGCONT, SIGTERM…).
     public func signal(_ number: Int32) { kill(handle.processIdentifier, number) }
 
     /// What it has logged so far.
@@ -115,6 +117,7 @@ public final class ChildCoordinator: Sendable {
         line.split(separator: " ").first { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)) }
     }
 
+    /// Sends it `number`.
     public func signal(_ number: Int32) { process.signal(number) }
 
     /// Waits (polling) for the process to end; its exit status, or nil after `timeout`.
@@ -122,6 +125,7 @@ public final class ChildCoordinator: Sendable {
         await process.exitStatus(within: timeout)
     }
 
+    /// What it has logged so far.
     public var output: String { process.output }
 }
 
@@ -131,6 +135,7 @@ public final class ChildWorker: Sendable {
     /// The name it registers with (unique within a cluster, so the store's worker row can be found).
     public let name: String
 
+    /// Starts `splice worker` against the worker endpoint `coordinator`, sharing `spool`.
     public init(coordinator: String, spool: URL, name: String) throws {
         self.name = name
         // One slot, one encoder thread: every encoder single-threaded, as in `splice transcode --jobs 2`.

@@ -10,6 +10,7 @@ public struct Digests: Sendable, Equatable {
     /// Decoded audio samples (per channel), summed over the frames.
     public var audioSamples: Int
 
+    /// Decodes `path` with ffmpeg (off the cooperative pool).
     public init(of path: String) async throws {
         func frames(_ stream: String) async throws -> [Substring] {
             let output = try await ExternalTool.check(

@@ -70,6 +70,7 @@ public struct LocalCluster: Sendable {
         self.repository = repository
     }
 
+    /// `name` in ``outputs``.
     public func outputPath(_ name: String) -> String { outputs.appendingPathComponent(name).path }
 
     // MARK: - Replacing processes

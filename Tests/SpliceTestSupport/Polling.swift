@@ -14,6 +14,7 @@ public func eventually(
 /// A failure inside a test helper, with what was expected.
 public struct TestFailure: Error, CustomStringConvertible {
     public let description: String
+    /// A failure saying `description`.
     public init(_ description: String) { self.description = description }
 }
 

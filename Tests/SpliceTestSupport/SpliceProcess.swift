@@ -52,6 +52,7 @@ public final class SpliceProcess: @unchecked Sendable {
         try await SpliceProcess(arguments, environment: environment).finish(within: timeout)
     }
 
+    /// Its standard error so far.
     public var stderrText: String { err.text }
 
     /// Whether it is still running.
@@ -62,6 +63,7 @@ public final class SpliceProcess: @unchecked Sendable {
         await eventually(within: timeout) { self.stderrText.contains(text) }
     }
 
+    /// Sends it `signal`.
     public func send(_ signal: Int32) {
         kill(process.processIdentifier, signal)
     }
@@ -95,10 +97,12 @@ public final class OutputBuffer: Sendable {
 
     public init() {}
 
+    /// Appends what the pipe delivered.
     public func append(_ more: Data) {
         data.withLock { $0.append(more) }
     }
 
+    /// Everything so far, as UTF-8 text.
     public var text: String { data.withLock { String(decoding: $0, as: UTF8.self) } }
 }
 
