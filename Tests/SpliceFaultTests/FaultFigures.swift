@@ -10,7 +10,11 @@ enum FaultRuns {
     }
     static var isSoak: Bool { soakSetting != nil }
     /// Runs per scenario.
-    static var count: Int { soakSetting.map { max(Int($0) ?? 5, 2) } ?? 1 }
+    static var count: Int {
+        guard let soakSetting else { return 1 }
+        if let runs = Int(soakSetting), runs >= 2 { return runs }
+        return 5
+    }
     static var workerKills: Int { isSoak ? 20 : 10 }
     static var coordinatorKills: Int { isSoak ? 10 : 5 }
 }
