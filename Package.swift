@@ -109,6 +109,13 @@ let package = Package(
             dependencies: ["SpliceCluster", "SpliceWire", "SpliceTestSupport"],
             swiftSettings: strict
         ),
+        // The real `splice` processes under faults (kill -9, SIGSTOP, database restarts, a full spool,
+        // garbage on the ports, bad jobs), counted Jepsen-style from the store; docs/reliability.md.
+        .testTarget(
+            name: "SpliceFaultTests",
+            dependencies: ["SpliceCluster", "SpliceStore", "SpliceWire", "SpliceTestSupport"],
+            swiftSettings: strict
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,7 @@
 import Foundation
 import SpliceCluster
 import SpliceStore
+import SpliceTestSupport
 import SpliceWire
 import Testing
 

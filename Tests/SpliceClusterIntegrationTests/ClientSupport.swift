@@ -4,7 +4,8 @@ import Synchronization
 import Testing
 
 // What the client tests play against: a coordinator's API endpoint scripted by the test (a real
-// ZeroMQ ROUTER, SpliceWire's APIServerEndpoint), and the real `splice` binary run as a process.
+// ZeroMQ ROUTER, SpliceWire's APIServerEndpoint). The real `splice` binary runs as a process
+// through SpliceTestSupport's `SpliceProcess`.
 
 /// A coordinator API endpoint whose answers the test writes. Every request is recorded with its
 /// request id; `script` says, for the n-th request (0-based) it receives, what to send back.
@@ -150,101 +151,4 @@ func unusedPort() throws -> Int {
     }
     guard bound else { throw POSIXError(.EADDRINUSE) }
     return Int(UInt16(bigEndian: address.sin_port))
-}
-
-// MARK: - The real binary
-
-/// `splice` run as a child process, its output collected as it comes, never waited on forever.
-/// `@unchecked`: `process` is only asked thread-safe questions (running? pid) after `run()`.
-final class SpliceProcess: @unchecked Sendable {
-    /// How a run ended.
-    struct Result: Sendable {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
-    static var binary: String { WorkerProcessTests.spliceBinary.path }
-
-    private let process: Process
-    private let out = OutputBuffer()
-    private let err = OutputBuffer()
-
-    /// Starts `splice arguments…` with this process's environment minus any `SPLICE_*`
-    /// variable, plus `environment`.
-    init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
-            throw ToolMissing(path: Self.binary)
-        }
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
-        var inherited = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SPLICE_") }
-        inherited.merge(environment) { _, new in new }
-        process.environment = inherited
-        let stdout = Pipe(), stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
-        stdout.fileHandleForReading.readabilityHandler = { [out] handle in Self.collect(handle, into: out) }
-        stderr.fileHandleForReading.readabilityHandler = { [err] handle in Self.collect(handle, into: err) }
-        try process.run()
-    }
-
-    /// Appends what `handle` has; at end of file (empty read) stops reading it.
-    private static func collect(_ handle: FileHandle, into buffer: OutputBuffer) {
-        let data = handle.availableData
-        if data.isEmpty { handle.readabilityHandler = nil }
-        buffer.append(data)
-    }
-
-    /// Runs `splice arguments…` to the end (killed after `timeout`, which the test reports).
-    static func run(_ arguments: [String], environment: [String: String] = [:],
-                    timeout: Duration = .seconds(60)) async throws -> Result {
-        try await SpliceProcess(arguments, environment: environment).finish(within: timeout)
-    }
-
-    var stderrText: String { err.text }
-
-    /// Waits until standard error contains `text`; false after `timeout`.
-    func waitForStderr(containing text: String, within timeout: Duration = .seconds(10)) async -> Bool {
-        await eventually(within: timeout) { self.stderrText.contains(text) }
-    }
-
-    func send(_ signal: Int32) {
-        kill(process.processIdentifier, signal)
-    }
-
-    /// Waits for the process to exit; after `timeout` it is killed and an issue is recorded.
-    func finish(within timeout: Duration) async -> Result {
-        if !(await eventually(within: timeout) { !self.process.isRunning }) {
-            Issue.record("splice \(process.arguments ?? []) did not finish within \(timeout); killed")
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        process.waitUntilExit()
-        // Let the readability handlers take what is left in the pipes.
-        try? await Task.sleep(for: .milliseconds(50))
-        for pipe in [process.standardOutput, process.standardError].compactMap({ $0 as? Pipe }) {
-            pipe.fileHandleForReading.readabilityHandler = nil
-        }
-        return Result(status: process.terminationStatus, stdout: out.text, stderr: err.text)
-    }
-}
-
-/// Bytes a child process wrote, collected from a pipe's reader thread.
-final class OutputBuffer: Sendable {
-    private let data = Mutex(Data())
-
-    func append(_ more: Data) {
-        data.withLock { $0.append(more) }
-    }
-
-    var text: String { data.withLock { String(decoding: $0, as: UTF8.self) } }
-}
-
-/// The `splice` binary is not where the tests expect it.
-struct ToolMissing: Error, CustomStringConvertible {
-    var path: String
-    var description: String { "no splice binary at \(path); build it with `swift build --build-tests`" }
 }

@@ -3,7 +3,6 @@ import SpliceCluster
 import SpliceStore
 import SpliceTestSupport
 import SpliceWire
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -15,7 +14,8 @@ import Glibc
 // submitted with `splice submit --wait`. The oracle is `splice transcode` of the same input with
 // the same flags (itself checked against ffmpeg in the media tests): with every encoder
 // single-threaded both cut the same segments and encode them identically, so the decoded
-// pictures and audio must match frame for frame and sample for sample.
+// pictures and audio must match frame for frame and sample for sample. The processes are
+// SpliceTestSupport's `LocalCluster`, which the fault suite (Tests/SpliceFaultTests) shares.
 
 @Suite("Cluster end to end: splice coordinator, three splice workers, splice submit", .timeLimit(.minutes(8)))
 struct ClusterEndToEndTests {
@@ -157,8 +157,7 @@ enum EndToEndMedia {
 
     /// The job id `splice submit` names on standard error.
     static func job(in stderr: String) -> String? {
-        let line = stderr.split(separator: "\n").first { $0.hasPrefix("job ") && $0.contains(" submitted") }
-        return line?.split(separator: " ").dropFirst().first.map(String.init)
+        SpliceProcess.submittedJob(in: stderr)
     }
 
     /// The highest "segments done" a `submit --wait` progress line has shown (`progress 50% 3/6`).
@@ -186,205 +185,12 @@ enum EndToEndMedia {
     }
 }
 
-/// What ffmpeg decodes from a file: one MD5 per picture and per audio frame (timestamps
-/// included), and the number of audio samples.
-struct Digests: Sendable, Equatable {
-    var video: [String]
-    var audio: [String]
-    var audioSamples: Int
-
-    init(of path: String) async throws {
-        func frames(_ stream: String) async throws -> [Substring] {
-            let output = try await ExternalTool.check(
-                "ffmpeg", ["-v", "error", "-i", path, "-map", "0:\(stream):0", "-f", "framemd5", "-"])
-            return output.text.split(separator: "\n").filter { !$0.hasPrefix("#") }
-        }
-        // framemd5 lines: stream, dts, pts, duration, size, md5.
-        let pictures = try await frames("v"), sounds = try await frames("a")
-        video = pictures.map { $0.split(separator: ",").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
-            .joined(separator: ",") }
-        audio = sounds.map { $0.split(separator: ",").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
-            .joined(separator: ",") }
-        audioSamples = sounds.reduce(0) { total, line in
-            let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            return total + (fields.count > 3 ? Int(fields[3]) ?? 0 : 0)
-        }
-    }
-}
-
 // MARK: - The cluster
 
-/// `splice worker` as a child process, logging to a file; killed when the test lets go of it.
-final class ChildWorker: Sendable {
-    let process: ChildProcess
-    let name: String
-
-    init(coordinator: String, spool: URL, name: String) throws {
-        self.name = name
-        // One slot, one encoder thread: every encoder single-threaded, as in `splice transcode --jobs 2`.
-        process = try ChildProcess.start(
-            ["worker", "--coordinator", coordinator, "--spool", spool.path, "--slots", "1", "--codec-threads", "1",
-             "--name", name, "--drain-timeout", "30"], logName: name)
-    }
-}
-
-/// A child `splice` process whose standard error goes to a file. It outlives nothing: it is
-/// killed when the test lets go of it (a failed expectation included) or, failing that, when the
-/// test process exits.
-final class ChildProcess: Sendable {
-    private let handle: Process
-    let log: URL
-
-    private init(handle: Process, log: URL) {
-        self.handle = handle
-        self.log = log
-    }
-
-    deinit {
-        if handle.isRunning { kill(handle.processIdentifier, SIGKILL) }
-    }
-
-    private static let running = Mutex<[Int32]>([])
-    private static let killAtExit: Void = {
-        atexit {
-            for pid in ChildProcess.running.withLock({ $0 }) { kill(pid, SIGKILL) }
-        }
-    }()
-
-    /// Starts `splice arguments…` with only PATH, a scratch HOME and `environment`.
-    static func start(_ arguments: [String], logName: String, environment: [String: String] = [:]) throws -> ChildProcess {
-        let log = Fixtures.temporaryDirectory("child").appendingPathComponent(logName + ".log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let process = Process()
-        process.executableURL = try ChildCoordinator.executable()
-        process.arguments = arguments
-        process.environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
-                               "HOME": Fixtures.scratch.path].merging(environment) { _, new in new }
-        process.standardError = try FileHandle(forWritingTo: log)
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        _ = killAtExit
-        try process.run()
-        running.withLock { $0.append(process.processIdentifier) }
-        return ChildProcess(handle: process, log: log)
-    }
-
-    var isRunning: Bool { handle.isRunning }
-
-    func signal(_ number: Int32) { kill(handle.processIdentifier, number) }
-
-    var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-
-    /// Waits (polling) for the process to end; its exit status, or nil after `timeout`.
-    func exitStatus(within timeout: Duration = .seconds(30)) async -> (status: Int32, signalled: Bool)? {
-        let deadline = ContinuousClock.now + timeout
-        while handle.isRunning {
-            guard ContinuousClock.now < deadline else { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return (handle.terminationStatus, handle.terminationReason == .uncaughtSignal)
-    }
-}
-
-/// One coordinator and its workers on a private database and spool.
-struct LocalCluster {
-    let database: ConnectionConfiguration
-    let spool: URL
-    let outputs: URL
-    let leaseSeconds: Int
-    private(set) var coordinator: ChildCoordinator
-    let workers: [ChildWorker]
-
-    static func start(workers count: Int, leaseSeconds: Int = 30) async throws -> LocalCluster {
-        let database = try await TestPostgres.makeDatabase()
-        let spool = Fixtures.temporaryDirectory("cluster-spool")
-        let coordinator = try await ChildCoordinator.start(
-            database: database, spool: spool, extra: ["--lease-seconds", String(leaseSeconds)])
-        let workers = try (0..<count).map { index in
-            try ChildWorker(coordinator: coordinator.workers, spool: spool, name: "w\(index)")
-        }
-        let cluster = LocalCluster(database: database, spool: spool,
-                                   outputs: Fixtures.temporaryDirectory("cluster-out"), leaseSeconds: leaseSeconds,
-                                   coordinator: coordinator, workers: workers)
-        guard await eventually(within: .seconds(60), { workers.allSatisfy { $0.process.output.contains("registered") } })
-        else { throw TestFailure("the workers did not register\n\(cluster.logs)") }
-        return cluster
-    }
-
-    func outputPath(_ name: String) -> String { outputs.appendingPathComponent(name).path }
-
+extension LocalCluster {
     /// `splice submit --wait` of the end-to-end clip to `output`, running.
     func submitWaiting(_ output: String, preset: String = "slow") async throws -> SpliceProcess {
         try SpliceProcess(["submit", try await EndToEndMedia.source(), output, "--wait",
                            "--coordinator", coordinator.api] + EndToEndMedia.flags(preset: preset))
-    }
-
-    /// A coordinator on the same database, spool and endpoints, after the last one died.
-    mutating func restartCoordinator() async throws {
-        coordinator = try await ChildCoordinator.start(
-            database: database, spool: spool, workers: coordinator.workers, api: coordinator.api,
-            extra: ["--lease-seconds", String(leaseSeconds)])
-    }
-
-    /// The first worker to log that it started a segment (polled every 20 ms).
-    func firstWorkerEncoding(within timeout: Duration = .seconds(120)) async -> ChildWorker? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let worker = workers.first(where: { $0.process.output.contains("segment started") }) {
-                return worker
-            }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return nil
-    }
-
-    var repository: JobRepository { JobRepository(client: PostgresClient(configuration: database, maxConnections: 1)) }
-
-    /// The store id of the worker registered under `name` (names are unique within one cluster).
-    func workerID(named name: String) async throws -> UUID? {
-        try await repository.workers().first { $0.name == name }?.id
-    }
-
-    func events(of job: String) async throws -> [JobEvent] {
-        try await repository.events(ofJob: try #require(JobID(rawValue: job).uuid))
-    }
-
-    /// For each segment done, the worker (store id) whose result was committed.
-    func segmentsDone(job: String) async throws -> [Int64: UUID] {
-        var done: [Int64: UUID] = [:]
-        for event in try await events(of: job) where event.kind == "segment_done" {
-            if let segment = event.segmentID {
-                #expect(done[segment] == nil, "segment \(segment) committed twice")
-                done[segment] = event.workerID
-            }
-        }
-        return done
-    }
-
-    /// Regular files left in the spool.
-    func spoolFiles() -> [String] {
-        let walker = FileManager.default.enumerator(at: spool, includingPropertiesForKeys: [.isRegularFileKey])
-        return (walker?.allObjects as? [URL] ?? []).filter {
-            (try? $0.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true
-        }.map(\.path)
-    }
-
-    /// Everything the processes logged, for failure messages.
-    var logs: String {
-        (["coordinator:\n" + coordinator.output]
-            + workers.map { "\($0.name):\n" + $0.process.output }).joined(separator: "\n")
-    }
-
-    /// SIGTERM to everyone; each exits 0 (a worker the test killed stays dead of its SIGKILL).
-    func stop() async throws {
-        for worker in workers { worker.process.signal(SIGTERM) }
-        for worker in workers {
-            let status = await worker.process.exitStatus()
-            #expect(status.map { $0.signalled ? $0.status == SIGKILL : $0.status == 0 } == true,
-                    "\(worker.name) did not stop cleanly\n\(worker.process.output)")
-        }
-        coordinator.signal(SIGTERM)
-        let status = await coordinator.exitStatus()
-        #expect(status?.signalled == false && status?.status == 0, "\(coordinator.output)")
     }
 }

@@ -9,67 +9,6 @@ import Testing
 import Glibc
 #endif
 
-/// `splice coordinator` as a child process, to kill -9 for real (killed when the test lets go of it).
-final class ChildCoordinator: Sendable {
-    let process: ChildProcess
-    let workers: String
-    let api: String
-
-    private init(process: ChildProcess, workers: String, api: String) {
-        self.process = process
-        self.workers = workers
-        self.api = api
-    }
-
-    /// The `splice` executable built beside this test bundle.
-    static func executable() throws -> URL {
-        let candidates = [
-            URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent(),
-            Fixtures.packageRoot.appendingPathComponent(".build/debug"),
-        ].map { $0.appendingPathComponent("splice") }
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw TestFailure("no splice executable in \(candidates.map(\.path)); run `swift build --product splice`")
-        }
-        return found
-    }
-
-    /// Starts `splice coordinator` and waits (up to 30 s) for its `coordinator ready` line.
-    static func start(
-        database: ConnectionConfiguration, spool: URL, workers: String = loopback, api: String = loopback,
-        extra: [String] = []
-    ) async throws -> ChildCoordinator {
-        let process = try ChildProcess.start(
-            ["coordinator", "--database", database.description, "--spool", spool.path,
-             "--workers-endpoint", workers, "--api-endpoint", api] + extra,
-            logName: "coordinator", environment: ["SPLICE_LOG_LEVEL": "info"])
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            let text = process.output
-            if let line = text.split(separator: "\n").first(where: { $0.contains("coordinator ready") }),
-               let workers = field("workers", in: line), let api = field("api", in: line) {
-                return ChildCoordinator(process: process, workers: workers, api: api)
-            }
-            guard process.isRunning else { throw TestFailure("splice coordinator exited early:\n\(text)") }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        process.signal(SIGTERM)
-        throw TestFailure("splice coordinator did not log `coordinator ready` within 30 s")
-    }
-
-    private static func field(_ name: String, in line: Substring) -> String? {
-        line.split(separator: " ").first { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)) }
-    }
-
-    func signal(_ number: Int32) { process.signal(number) }
-
-    /// Waits (polling) for the process to end; its exit status, or nil after `timeout`.
-    func exitStatus(within timeout: Duration = .seconds(20)) async -> (status: Int32, signalled: Bool)? {
-        await process.exitStatus(within: timeout)
-    }
-
-    var output: String { process.output }
-}
-
 @Suite("Coordinator: kill -9 and restart", .timeLimit(.minutes(5)))
 struct CoordinatorRestartTests {
     @Test("kill -9 mid-job, start a new coordinator on the same database: the job completes, nothing lost or doubled")

@@ -11,32 +11,11 @@ import Testing
 // short timings, scripted workers that speak the worker protocol through SpliceWire's
 // `WorkerEndpoint` (real sockets), an API client, and real segment encodes.
 
-/// Loopback with a port the kernel picks.
-let loopback = "tcp://127.0.0.1:*"
-
 // Log lines of the coordinators under test go through `testLogger` (WorkerTestSupport.swift).
 
 /// The value `operation` produces, or nil after `timeout`.
 func within<T: Sendable>(_ timeout: Duration, _ operation: @escaping @Sendable () async -> T?) async -> T? {
     await withDeadline(timeout, operation)
-}
-
-/// Polls `condition` every 20 ms; false after `timeout`.
-func eventually(within timeout: Duration = .seconds(10), _ condition: @Sendable () async throws -> Bool) async rethrows
-    -> Bool
-{
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return try await condition()
-}
-
-/// A failure inside a test helper, with what was expected.
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 // MARK: - The coordinator under test

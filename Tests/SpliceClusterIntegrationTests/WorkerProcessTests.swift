@@ -7,17 +7,9 @@ import Testing
 /// `splice worker` as a real child process: SIGTERM drains it and it exits 0.
 @Suite("splice worker process", .timeLimit(.minutes(2)))
 struct WorkerProcessTests {
-    /// The `splice` binary built beside this test bundle (`swift build --build-tests` builds both).
-    static var spliceBinary: URL {
-        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-            .appendingPathComponent("splice")
-        if FileManager.default.isExecutableFile(atPath: beside.path) { return beside }
-        return Fixtures.packageRoot.appendingPathComponent(".build/debug/splice")
-    }
-
     @Test("SIGTERM: no new segments, the running one finishes and is acknowledged, exit 0")
     func sigtermDrains() async throws {
-        let binary = Self.spliceBinary
+        let binary = SpliceBinary.url
         try #require(FileManager.default.isExecutableFile(atPath: binary.path),
                      "\(binary.path) is missing: build it with `swift build --build-tests`")
         let coordinator = try await ScriptedCoordinator.bind()

@@ -195,16 +195,6 @@ func files(under directory: URL) -> [String] {
     return found
 }
 
-/// Waits until `condition` holds, checking every 20 ms; false after `timeout`.
-func eventually(within timeout: Duration = .seconds(30), _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return await condition()
-}
-
 /// The SHA-256 of a file as `sha256sum` (the independent oracle) computes it.
 func sha256(_ path: String) async throws -> String {
     String(try await ExternalTool.check("sha256sum", [path]).text.prefix(64))

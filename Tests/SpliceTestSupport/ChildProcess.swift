@@ -1,0 +1,149 @@
+public import Foundation
+public import SpliceStore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The cluster's processes as operators run them: `splice coordinator` and `splice worker` as
+// child processes whose standard error goes to a log file, so tests can kill -9, SIGSTOP and
+// restart them for real.
+
+/// A child `splice` process whose standard error goes to a file. It outlives nothing: it is
+/// killed when the test lets go of it (a failed expectation included) or, failing that, when the
+/// test process exits.
+public final class ChildProcess: Sendable {
+    private let handle: Process
+    /// Where its standard error goes.
+    public let log: URL
+
+    private init(handle: Process, log: URL) {
+        self.handle = handle
+        self.log = log
+    }
+
+    deinit {
+        if handle.isRunning { kill(handle.processIdentifier, SIGKILL) }  // SIGKILL ends a stopped one too
+    }
+
+    private static let running = Mutex<[Int32]>([])
+    private static let killAtExit: Void = {
+        atexit {
+            for pid in ChildProcess.running.withLock({ $0 }) { kill(pid, SIGKILL) }
+        }
+    }()
+
+    /// Starts `splice arguments…` with only PATH, a scratch HOME and `environment`.
+    public static func start(_ arguments: [String], logName: String, environment: [String: String] = [:]) throws
+        -> ChildProcess
+    {
+        let log = Fixtures.temporaryDirectory("child").appendingPathComponent(logName + ".log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let process = Process()
+        process.executableURL = try SpliceBinary.executable()
+        process.arguments = arguments
+        process.environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+                               "HOME": Fixtures.scratch.path].merging(environment) { _, new in new }
+        process.standardError = try FileHandle(forWritingTo: log)
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        _ = killAtExit
+        try process.run()
+        running.withLock { $0.append(process.processIdentifier) }
+        return ChildProcess(handle: process, log: log)
+    }
+
+    /// Whether it has not exited yet (a stopped process is running).
+    public var isRunning: Bool { handle.isRunning }
+
+    /// The process id (for messages; signal it with ``signal(_:)``).
+    public var pid: Int32 { handle.processIdentifier }
+
+    /// Sends it `number` (SIGKILL, SIGSTOP, SIGCONT, SIGTERM…).
+    public func signal(_ number: Int32) { kill(handle.processIdentifier, number) }
+
+    /// What it has logged so far.
+    public var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    /// Waits (polling) for the process to end; its exit status, or nil after `timeout`.
+    public func exitStatus(within timeout: Duration = .seconds(30)) async -> (status: Int32, signalled: Bool)? {
+        let deadline = ContinuousClock.now + timeout
+        while handle.isRunning {
+            guard ContinuousClock.now < deadline else { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return (handle.terminationStatus, handle.terminationReason == .uncaughtSignal)
+    }
+}
+
+/// `splice coordinator` as a child process, to kill -9 for real (killed when the test lets go of it).
+public final class ChildCoordinator: Sendable {
+    public let process: ChildProcess
+    /// The resolved worker endpoint (`tcp://127.0.0.1:PORT`).
+    public let workers: String
+    /// The resolved API endpoint.
+    public let api: String
+
+    private init(process: ChildProcess, workers: String, api: String) {
+        self.process = process
+        self.workers = workers
+        self.api = api
+    }
+
+    /// Starts `splice coordinator` and waits (up to 30 s) for its `coordinator ready` line.
+    public static func start(
+        database: ConnectionConfiguration, spool: URL, workers: String = loopback, api: String = loopback,
+        extra: [String] = []
+    ) async throws -> ChildCoordinator {
+        let process = try ChildProcess.start(
+            ["coordinator", "--database", database.description, "--spool", spool.path,
+             "--workers-endpoint", workers, "--api-endpoint", api] + extra,
+            logName: "coordinator", environment: ["SPLICE_LOG_LEVEL": "info"])
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            let text = process.output
+            if let line = text.split(separator: "\n").first(where: { $0.contains("coordinator ready") }),
+               let workers = field("workers", in: line), let api = field("api", in: line) {
+                return ChildCoordinator(process: process, workers: workers, api: api)
+            }
+            guard process.isRunning else { throw TestFailure("splice coordinator exited early:\n\(text)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        process.signal(SIGTERM)
+        throw TestFailure("splice coordinator did not log `coordinator ready` within 30 s")
+    }
+
+    private static func field(_ name: String, in line: Substring) -> String? {
+        line.split(separator: " ").first { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)) }
+    }
+
+    /// Sends it `number`.
+    public func signal(_ number: Int32) { process.signal(number) }
+
+    /// Waits (polling) for the process to end; its exit status, or nil after `timeout`.
+    public func exitStatus(within timeout: Duration = .seconds(20)) async -> (status: Int32, signalled: Bool)? {
+        await process.exitStatus(within: timeout)
+    }
+
+    /// What it has logged so far.
+    public var output: String { process.output }
+}
+
+/// `splice worker` as a child process, logging to a file; killed when the test lets go of it.
+public final class ChildWorker: Sendable {
+    public let process: ChildProcess
+    /// The name it registers with (unique within a cluster, so the store's worker row can be found).
+    public let name: String
+
+    /// Starts `splice worker` against the worker endpoint `coordinator`, sharing `spool`.
+    public init(coordinator: String, spool: URL, name: String) throws {
+        self.name = name
+        // One slot, one encoder thread: every encoder single-threaded, as in `splice transcode --jobs 2`.
+        process = try ChildProcess.start(
+            ["worker", "--coordinator", coordinator, "--spool", spool.path, "--slots", "1", "--codec-threads", "1",
+             "--name", name, "--drain-timeout", "30"], logName: name)
+    }
+
+    /// Whether it has said it is registered with a coordinator.
+    public var isRegistered: Bool { process.output.contains("registered with the coordinator") }
+}
