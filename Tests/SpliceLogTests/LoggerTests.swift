@@ -136,3 +136,18 @@ struct RedactionTests {
         #expect(sink.lines.first?.contains("hunter2") == false)
     }
 }
+
+@Suite("LogThrottle")
+struct LogThrottleTests {
+    @Test("one line per key per interval, saying how many were held back")
+    func throttles() {
+        let throttle = LogThrottle(interval: .seconds(1))
+        let start = ContinuousClock.now
+        #expect(throttle.admit("garbled", now: start) == 0)
+        #expect(throttle.admit("garbled", now: start + .milliseconds(10)) == nil)
+        #expect(throttle.admit("garbled", now: start + .milliseconds(900)) == nil)
+        #expect(throttle.admit("wrong-protocol", now: start + .milliseconds(900)) == 0, "keys are apart")
+        #expect(throttle.admit("garbled", now: start + .milliseconds(1000)) == 2)
+        #expect(throttle.admit("garbled", now: start + .milliseconds(3000)) == 0)
+    }
+}

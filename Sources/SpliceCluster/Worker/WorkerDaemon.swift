@@ -114,15 +114,18 @@ public actor WorkerDaemon: Service {
 
     private nonisolated func receive(from endpoint: WorkerEndpoint) -> Task<Void, Never> {
         Task.detached { [eventSink, logger] in
+            let dropLog = LogThrottle()
             while let received = await endpoint.receive() {
                 switch received {
                 case .message(let envelope, _):
                     eventSink.yield(.received(envelope.message))
                 case .rejected(let rejection, _):
-                    // Already counted by the endpoint; the session goes on.
-                    logger.warning("dropped a message from the coordinator", [
-                        "reason": rejection.reason.rawValue, "detail": rejection.detail,
-                    ])
+                    // Already counted by the endpoint; the session goes on. A line a second per reason.
+                    if let suppressed = dropLog.admit(rejection.reason.rawValue) {
+                        logger.warning("dropped a message from the coordinator", [
+                            "reason": rejection.reason.rawValue, "detail": rejection.detail, "suppressed": suppressed,
+                        ])
+                    }
                 }
             }
         }

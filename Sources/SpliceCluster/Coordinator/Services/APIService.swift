@@ -9,6 +9,7 @@ final class APIService: Service {
     private let endpoint: APIServerEndpoint
     private let handler: ClientAPIHandler
     private let logger: Logger
+    private let dropLog = LogThrottle()
     private let requests = InFlightWork()
     private let reading = StoppableTask()
 
@@ -23,6 +24,7 @@ final class APIService: Service {
         let handler = self.handler
         let requests = self.requests
         let logger = self.logger
+        let dropLog = self.dropLog
         await reading.run {
             while let received = await endpoint.receive() {
                 switch received {
@@ -36,8 +38,12 @@ final class APIService: Service {
                         }
                     }
                 case .rejected(let rejection, let peer):
-                    logger.warning("API request dropped", ["reason": rejection.reason.rawValue,
-                                                           "detail": rejection.detail, "client": "\(peer)"])
+                    // A line a second per reason at most: anyone who reaches the port can flood it.
+                    if let suppressed = dropLog.admit(rejection.reason.rawValue) {
+                        logger.warning("API request dropped", ["reason": rejection.reason.rawValue,
+                                                               "detail": rejection.detail, "client": "\(peer)",
+                                                               "suppressed": suppressed])
+                    }
                 }
             }
         }

@@ -14,6 +14,7 @@ actor CoordinatorShell {
     private let spool: SpoolCleaner
     private let stitcherWake: WakeSignal
     nonisolated let logger: Logger
+    private nonisolated let dropLog = LogThrottle()
     /// Store tasks started and not yet answered (a graceful shutdown waits for them).
     private let inFlight = InFlightWork()
 
@@ -331,8 +332,11 @@ actor CoordinatorShell {
             logger.info("message from unknown session: asked to register", ["worker": worker.description,
                                                                               "type": type])
         case .dropped(let rejection, let worker):
-            logger.warning("message dropped", ["reason": rejection.reason.rawValue, "detail": rejection.detail,
-                                               "worker": worker?.description ?? "unknown"])
+            // A peer can send garbage at will: a line a second per reason, the counters count all.
+            if let suppressed = dropLog.admit(rejection.reason.rawValue) {
+                logger.warning("message dropped", ["reason": rejection.reason.rawValue, "detail": rejection.detail,
+                                                   "worker": worker?.description ?? "unknown", "suppressed": suppressed])
+            }
         case .invalidHello(let worker, let detail):
             logger.warning("invalid HELLO", ["worker": worker.description, "detail": detail])
         case .leaseLost(let worker, let attempt):
