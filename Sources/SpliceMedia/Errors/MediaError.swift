@@ -33,7 +33,8 @@ public struct MediaError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// The category.
     public var code: Code
-    /// The FFmpeg (negative AVERROR) code, when FFmpeg reported the failure.
+    /// The FFmpeg (negative AVERROR) code, when FFmpeg reported the failure, or AVERROR(errno) of
+    /// a system call that failed (so ENOSPC reads the same from a muxer and from a segment file).
     public var ffmpegCode: Int32?
     /// One line for people: what failed, on which file, and what to do next.
     public var message: String

@@ -59,8 +59,7 @@ final class SegmentFileWriter: PacketWriter {
             .appendingPathComponent(".\(url.lastPathComponent).\(UInt32.random(in: 0...UInt32.max)).tmp").path
         header = SegmentFile.Header(planID: planID, index: index, streams: [])
         guard let f = fopen(temporaryPath, "wb") else {
-            throw MediaError(.writeFailed, "cannot write segment '\(destination)': \(String(cString: strerror(errno)))",
-                             isRetryable: true)
+            throw SegmentFileWriter.systemError("cannot write segment '\(destination)': ")
         }
         file = f
         setvbuf(f, nil, _IOFBF, 1 << 20)
@@ -128,11 +127,10 @@ final class SegmentFileWriter: PacketWriter {
         let closed = fclose(file)
         file = nil
         if closed != 0 {
-            throw MediaError(.writeFailed, "cannot finish segment '\(destination)': \(String(cString: strerror(errno)))", isRetryable: true)
+            throw SegmentFileWriter.systemError("cannot finish segment '\(destination)': ")
         }
         if rename(temporaryPath, destination) != 0 {
-            throw MediaError(.writeFailed, "cannot move segment into place at '\(destination)': \(String(cString: strerror(errno)))",
-                             isRetryable: true)
+            throw SegmentFileWriter.systemError("cannot move segment into place at '\(destination)': ")
         }
         finished = true
         checksum = hash.finalHex()
@@ -142,8 +140,7 @@ final class SegmentFileWriter: PacketWriter {
 
     private func put(_ bytes: UnsafeRawBufferPointer) throws(MediaError) {
         guard written(bytes) else {
-            throw MediaError(.writeFailed, "cannot write segment '\(destination)': \(String(cString: strerror(errno)))",
-                             isRetryable: true)
+            throw SegmentFileWriter.systemError("cannot write segment '\(destination)': ")
         }
     }
 
@@ -165,7 +162,14 @@ final class SegmentFileWriter: PacketWriter {
     }
 
     private func writeError() -> MediaError {
-        MediaError(.writeFailed, "cannot write segment '\(destination)': \(String(cString: strerror(errno)))", isRetryable: true)
+        SegmentFileWriter.systemError("cannot write segment '\(destination)': ")
+    }
+
+    /// A failed system call as a retryable write failure: `what` and the reason, with the error
+    /// as FFmpeg spells it (AVERROR(errno)), so a full disk is told apart from other failures.
+    static func systemError(_ what: String) -> MediaError {
+        let code = errno
+        return MediaError(.writeFailed, what + String(cString: strerror(code)), ffmpegCode: -code, isRetryable: true)
     }
 }
 

@@ -264,9 +264,11 @@ extension Fail {
         case nobody
     }
 
-    /// Codes a worker uses for refusals caused by its own set-up.
+    /// Codes a worker uses for refusals caused by its own set-up. (`spool-full` is not one: the
+    /// spool is shared, so every worker would refuse alike and the jobs would wait on quarantines;
+    /// it spends attempts and fails the job with a reason that says so.)
     public static let workerSetupCodes: Set<String> = [
-        "output-outside-spool", "spool-unwritable", "spool-full", "encoder-missing", "source-not-found",
+        "output-outside-spool", "spool-unwritable", "encoder-missing", "source-not-found",
     ]
     /// Codes for refusals that are nobody's fault.
     public static let nobodysCodes: Set<String> = ["drained", "not-registered", "no-free-slot"]
