@@ -2,9 +2,11 @@
 // Splice: a segment-parallel video transcoding cluster.
 //
 // Layout (see README.md / ../shared/STYLE.md):
-//   C system libraries (FFmpeg, libzmq, libpq) are wrapped by thin system-library targets;
-//   CSpliceShims turns the macros Swift cannot import into functions; each Splice* module owns
-//   one concern; `splice` is the command-line tool and `splice-bench` prints benchmark figures.
+//   C system libraries (FFmpeg, libzmq, libpq) are wrapped by thin system-library targets; one
+//   C…Shims target per library turns the macros Swift cannot import into functions, and
+//   CSpliceSystem holds the Linux calls tied to no library. Each Splice* module owns one concern
+//   and links only its own C library: SpliceMedia FFmpeg, SpliceWire libzmq, SpliceStore libpq.
+//   `splice` is the command-line tool and `splice-bench` prints benchmark figures.
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -34,16 +36,24 @@ let package = Package(
         // libzmq's and libpq's pkg-config files add flags SwiftPM rejects (-isystem for Kerberos); their
         // headers sit at fixed Debian paths (/usr/include/zmq.h, /usr/include/postgresql/libpq-fe.h).
         .systemLibrary(name: "CLibPQ", providers: [.apt(["libpq-dev"])]),
-        .target(name: "CSpliceShims", dependencies: ["CFFmpeg", "CZeroMQ", "CLibPQ"]),
+
+        // MARK: - C shims: one per library, each depending on that library only
+        .target(name: "CFFmpegShims", dependencies: ["CFFmpeg"]),
+        .target(name: "CZeroMQShims", dependencies: ["CZeroMQ"]),
+        .target(name: "CLibPQShims", dependencies: ["CLibPQ"]),
+        // Linux calls glibc hides behind _GNU_SOURCE (posix_spawn actions, renameat2, prctl); no library.
+        .target(name: "CSpliceSystem"),
 
         // MARK: - Splice modules
         // Key=value logging on stderr, shared by the `splice` tool and the cluster services.
         .target(name: "SpliceLog", swiftSettings: strict),
-        .target(name: "SpliceMedia", dependencies: ["CFFmpeg", "CSpliceShims"], swiftSettings: strict),
-        .target(name: "SpliceWire", dependencies: ["CZeroMQ", "CSpliceShims"], swiftSettings: strict),
+        .target(
+            name: "SpliceMedia", dependencies: ["CFFmpeg", "CFFmpegShims", "CSpliceSystem"], swiftSettings: strict
+        ),
+        .target(name: "SpliceWire", dependencies: ["CZeroMQ", "CZeroMQShims"], swiftSettings: strict),
         .target(
             name: "SpliceStore",
-            dependencies: ["CLibPQ", "CSpliceShims"],
+            dependencies: ["CLibPQ", "CLibPQShims", "CSpliceSystem"],
             swiftSettings: strict,
             plugins: ["EmbedMigrations"]
         ),
@@ -54,7 +64,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "splice",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "CSpliceShims"],
+            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "CSpliceSystem"],
             swiftSettings: strict
         ),
         .executableTarget(

@@ -1,5 +1,5 @@
 internal import CZeroMQ
-internal import CSpliceShims
+internal import CZeroMQShims
 internal import Foundation
 
 /// What an endpoint's socket thread needs to open its socket.
