@@ -6,6 +6,7 @@
 //   C…Shims target per library turns the macros Swift cannot import into functions, and
 //   CSpliceSystem holds the Linux calls tied to no library. Each Splice* module owns one concern
 //   and links only its own C library: SpliceMedia FFmpeg, SpliceWire libzmq, SpliceStore libpq.
+//   SpliceConcurrency holds the primitives they share (wake signals, latches, deadlines…).
 //   `splice` is the command-line tool and `splice-bench` prints benchmark figures.
 import PackageDescription
 
@@ -45,31 +46,42 @@ let package = Package(
         .target(name: "CSpliceSystem"),
 
         // MARK: - Splice modules
+        // Wake signals, latches, in-flight counts, teardown, deadlines and Duration → milliseconds:
+        // one copy each, for every module below. Needs nothing but the standard library.
+        .target(name: "SpliceConcurrency", swiftSettings: strict),
         // Key=value logging on stderr, shared by the `splice` tool and the cluster services.
-        .target(name: "SpliceLog", swiftSettings: strict),
+        .target(name: "SpliceLog", dependencies: ["SpliceConcurrency"], swiftSettings: strict),
         .target(
             name: "SpliceMedia", dependencies: ["CFFmpeg", "CFFmpegShims", "CSpliceSystem"], swiftSettings: strict
         ),
-        .target(name: "SpliceWire", dependencies: ["CZeroMQ", "CZeroMQShims"], swiftSettings: strict),
+        .target(
+            name: "SpliceWire", dependencies: ["CZeroMQ", "CZeroMQShims", "SpliceConcurrency"], swiftSettings: strict
+        ),
         .target(
             name: "SpliceStore",
-            dependencies: ["CLibPQ", "CLibPQShims", "CSpliceSystem"],
+            dependencies: ["CLibPQ", "CLibPQShims", "CSpliceSystem", "SpliceConcurrency"],
             swiftSettings: strict,
             plugins: ["EmbedMigrations"]
         ),
         .target(
             name: "SpliceCluster",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog"],
+            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog", "SpliceConcurrency"],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "splice",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "CSpliceSystem"],
+            dependencies: [
+                "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "SpliceConcurrency",
+                "CSpliceSystem",
+            ],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "splice-bench",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "CZeroMQ"],
+            dependencies: [
+                "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "SpliceConcurrency",
+                "CZeroMQ",
+            ],
             swiftSettings: strict
         ),
 
@@ -98,6 +110,7 @@ let package = Package(
         .testTarget(name: "SpliceStoreTests", dependencies: ["SpliceStore"], swiftSettings: strict),
         .testTarget(name: "SpliceClusterTests", dependencies: ["SpliceCluster", "SpliceStore"], swiftSettings: strict),
         .testTarget(name: "SpliceLogTests", dependencies: ["SpliceLog"], swiftSettings: strict),
+        .testTarget(name: "SpliceConcurrencyTests", dependencies: ["SpliceConcurrency"], swiftSettings: strict),
         .testTarget(
             name: "spliceTests",
             dependencies: ["splice", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster"],
@@ -108,7 +121,9 @@ let package = Package(
             dependencies: ["SpliceMedia", "SpliceTestSupport"],
             swiftSettings: strict
         ),
-        .testTarget(name: "SpliceWireIntegrationTests", dependencies: ["SpliceWire"], swiftSettings: strict),
+        .testTarget(
+            name: "SpliceWireIntegrationTests", dependencies: ["SpliceWire", "SpliceConcurrency"], swiftSettings: strict
+        ),
         .testTarget(
             name: "SpliceStoreIntegrationTests",
             dependencies: ["SpliceStore", "SpliceTestSupport"],
@@ -116,7 +131,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SpliceClusterIntegrationTests",
-            dependencies: ["SpliceCluster", "SpliceWire", "SpliceTestSupport"],
+            dependencies: ["SpliceCluster", "SpliceWire", "SpliceConcurrency", "SpliceTestSupport"],
             swiftSettings: strict
         ),
     ],

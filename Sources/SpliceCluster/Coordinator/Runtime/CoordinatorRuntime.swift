@@ -1,4 +1,5 @@
 import Foundation
+import SpliceConcurrency
 import SpliceLog
 import SpliceStore
 import SpliceWire
@@ -13,17 +14,31 @@ final class CoordinatorRuntime: Sendable {
     static let workerDomain = "splice"
     static let apiDomain = "splice-api"
 
+    /// How the coordinator is ending, for the steps of its ``Teardown``.
+    enum Ending: Sendable, Hashable {
+        /// A graceful shutdown: drain, linger, stop what was started.
+        case graceful
+        /// Cancellation (as close to a crash as a process gets): close without linger and leave
+        /// what a restart reuses (the embedded PostgreSQL).
+        case abrupt
+        /// Starting failed part-way: close without linger and stop everything that was started,
+        /// so a failed start leaves nothing running.
+        case startFailed
+
+        var lingers: Bool { self == .graceful }
+    }
+
     let endpoints: CoordinatorEndpoints
     let workerEndpoint: CoordinatorWorkerEndpoint
     let apiEndpoint: APIServerEndpoint
     let shell: CoordinatorShell
     private let group: ServiceGroup
-    private let resources: Teardown
+    private let resources: Teardown<Ending>
     private let logger: Logger
 
     private init(
         endpoints: CoordinatorEndpoints, workerEndpoint: CoordinatorWorkerEndpoint, apiEndpoint: APIServerEndpoint,
-        shell: CoordinatorShell, group: ServiceGroup, resources: Teardown, logger: Logger
+        shell: CoordinatorShell, group: ServiceGroup, resources: Teardown<Ending>, logger: Logger
     ) {
         self.endpoints = endpoints
         self.workerEndpoint = workerEndpoint
@@ -38,7 +53,7 @@ final class CoordinatorRuntime: Sendable {
 
     static func start(_ configuration: CoordinatorConfiguration) async throws -> CoordinatorRuntime {
         try configuration.validate()
-        let resources = Teardown()
+        let resources = Teardown<Ending>()
         do {
             return try await start(configuration, resources: resources)
         } catch {
@@ -47,7 +62,7 @@ final class CoordinatorRuntime: Sendable {
         }
     }
 
-    private static func start(_ configuration: CoordinatorConfiguration, resources: Teardown) async throws
+    private static func start(_ configuration: CoordinatorConfiguration, resources: Teardown<Ending>) async throws
         -> CoordinatorRuntime
     {
         let logger = configuration.logger
@@ -119,9 +134,9 @@ final class CoordinatorRuntime: Sendable {
     }
 
     /// The store: the given server, or the embedded one in its directory; migrated either way.
-    private static func openDatabase(_ configuration: CoordinatorConfiguration, resources: Teardown) async throws
-        -> ConnectionConfiguration
-    {
+    private static func openDatabase(
+        _ configuration: CoordinatorConfiguration, resources: Teardown<Ending>
+    ) async throws -> ConnectionConfiguration {
         let logger = configuration.logger
         let database: ConnectionConfiguration
         switch configuration.database {
@@ -164,7 +179,8 @@ final class CoordinatorRuntime: Sendable {
     /// CURVE on both endpoints when the coordinator has keys: a ZAP handler admitting enrolled,
     /// unrevoked worker keys on the worker endpoint and the admin keys on the API endpoint.
     private static func startSecurity(
-        _ configuration: CoordinatorConfiguration, context: WireContext, repository: JobRepository, resources: Teardown
+        _ configuration: CoordinatorConfiguration, context: WireContext, repository: JobRepository,
+        resources: Teardown<Ending>
     ) async throws -> Security {
         guard let keys = configuration.keys else { return Security(keys: nil, workerKeys: nil) }
         let logger = configuration.logger
