@@ -108,12 +108,15 @@ let package = Package(
         .testTarget(name: "SpliceMediaTests", dependencies: ["SpliceMedia"], swiftSettings: strict),
         .testTarget(name: "SpliceWireTests", dependencies: ["SpliceWire"], swiftSettings: strict),
         .testTarget(name: "SpliceStoreTests", dependencies: ["SpliceStore"], swiftSettings: strict),
-        .testTarget(name: "SpliceClusterTests", dependencies: ["SpliceCluster", "SpliceStore"], swiftSettings: strict),
+        .testTarget(
+            name: "SpliceClusterTests", dependencies: ["SpliceCluster", "SpliceStore", "SpliceConcurrency"],
+            swiftSettings: strict
+        ),
         .testTarget(name: "SpliceLogTests", dependencies: ["SpliceLog"], swiftSettings: strict),
         .testTarget(name: "SpliceConcurrencyTests", dependencies: ["SpliceConcurrency"], swiftSettings: strict),
         .testTarget(
             name: "spliceTests",
-            dependencies: ["splice", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster"],
+            dependencies: ["splice", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster", "SpliceConcurrency"],
             swiftSettings: strict
         ),
         .testTarget(

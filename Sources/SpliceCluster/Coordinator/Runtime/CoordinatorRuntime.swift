@@ -16,7 +16,8 @@ final class CoordinatorRuntime: Sendable {
 
     /// How the coordinator is ending, for the steps of its ``Teardown``.
     enum Ending: Sendable, Hashable {
-        /// A graceful shutdown: drain, linger, stop what was started.
+        /// A graceful shutdown (asked for, or after a service failed and the group stopped the
+        /// others): drain, linger, stop what was started.
         case graceful
         /// Cancellation (as close to a crash as a process gets): close without linger and leave
         /// what a restart reuses (the embedded PostgreSQL).
@@ -214,18 +215,19 @@ final class CoordinatorRuntime: Sendable {
 
     // MARK: - Running
 
-    /// Runs the services; returns after a graceful shutdown, or throws when a service fails.
-    /// Everything is closed before it returns, with linger after a graceful shutdown and without
-    /// after cancellation.
+    /// Runs the services; returns after a graceful shutdown, or throws the ``ServiceGroupError``
+    /// of a service that failed (the group has then stopped the others gracefully). Everything is
+    /// closed before it returns, with linger unless the task was cancelled.
     func run() async throws {
         logger.info("coordinator ready", ["workers": endpoints.workers, "api": endpoints.api])
+        var failure: ServiceGroupError?
         do {
             try await group.run()
         } catch {
-            await resources.run(.abrupt)
-            throw error
+            failure = error
         }
         await resources.run(Task.isCancelled ? .abrupt : .graceful)
+        if let failure { throw failure }
     }
 
     /// Graceful shutdown: stop accepting, let commits in flight finish and be acknowledged, say
