@@ -2,9 +2,12 @@
 // Splice: a segment-parallel video transcoding cluster.
 //
 // Layout (see README.md / ../shared/STYLE.md):
-//   C system libraries (FFmpeg, libzmq, libpq) are wrapped by thin system-library targets;
-//   CSpliceShims turns the macros Swift cannot import into functions; each Splice* module owns
-//   one concern; `splice` is the command-line tool and `splice-bench` prints benchmark figures.
+//   C system libraries (FFmpeg, libzmq, libpq) are wrapped by thin system-library targets; one
+//   C…Shims target per library turns the macros Swift cannot import into functions, and
+//   CSpliceSystem holds the Linux calls tied to no library. Each Splice* module owns one concern
+//   and links only its own C library: SpliceMedia FFmpeg, SpliceWire libzmq, SpliceStore libpq.
+//   SpliceConcurrency holds the primitives they share (wake signals, latches, deadlines…).
+//   `splice` is the command-line tool and `splice-bench` prints benchmark figures.
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -34,32 +37,51 @@ let package = Package(
         // libzmq's and libpq's pkg-config files add flags SwiftPM rejects (-isystem for Kerberos); their
         // headers sit at fixed Debian paths (/usr/include/zmq.h, /usr/include/postgresql/libpq-fe.h).
         .systemLibrary(name: "CLibPQ", providers: [.apt(["libpq-dev"])]),
-        .target(name: "CSpliceShims", dependencies: ["CFFmpeg", "CZeroMQ", "CLibPQ"]),
+
+        // MARK: - C shims: one per library, each depending on that library only
+        .target(name: "CFFmpegShims", dependencies: ["CFFmpeg"]),
+        .target(name: "CZeroMQShims", dependencies: ["CZeroMQ"]),
+        .target(name: "CLibPQShims", dependencies: ["CLibPQ"]),
+        // Linux calls glibc hides behind _GNU_SOURCE (posix_spawn actions, renameat2, prctl); no library.
+        .target(name: "CSpliceSystem"),
 
         // MARK: - Splice modules
+        // Wake signals, latches, in-flight counts, teardown, deadlines and Duration → milliseconds:
+        // one copy each, for every module below. Needs nothing but the standard library.
+        .target(name: "SpliceConcurrency", swiftSettings: strict),
         // Key=value logging on stderr, shared by the `splice` tool and the cluster services.
-        .target(name: "SpliceLog", swiftSettings: strict),
-        .target(name: "SpliceMedia", dependencies: ["CFFmpeg", "CSpliceShims"], swiftSettings: strict),
-        .target(name: "SpliceWire", dependencies: ["CZeroMQ", "CSpliceShims"], swiftSettings: strict),
+        .target(name: "SpliceLog", dependencies: ["SpliceConcurrency"], swiftSettings: strict),
+        .target(
+            name: "SpliceMedia", dependencies: ["CFFmpeg", "CFFmpegShims", "CSpliceSystem"], swiftSettings: strict
+        ),
+        .target(
+            name: "SpliceWire", dependencies: ["CZeroMQ", "CZeroMQShims", "SpliceConcurrency"], swiftSettings: strict
+        ),
         .target(
             name: "SpliceStore",
-            dependencies: ["CLibPQ", "CSpliceShims"],
+            dependencies: ["CLibPQ", "CLibPQShims", "CSpliceSystem", "SpliceConcurrency"],
             swiftSettings: strict,
             plugins: ["EmbedMigrations"]
         ),
         .target(
             name: "SpliceCluster",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog"],
+            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog", "SpliceConcurrency"],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "splice",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "CSpliceShims"],
+            dependencies: [
+                "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "SpliceConcurrency",
+                "CSpliceSystem",
+            ],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "splice-bench",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "CZeroMQ"],
+            dependencies: [
+                "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "SpliceConcurrency",
+                "CZeroMQ",
+            ],
             swiftSettings: strict
         ),
 
@@ -86,11 +108,15 @@ let package = Package(
         .testTarget(name: "SpliceMediaTests", dependencies: ["SpliceMedia"], swiftSettings: strict),
         .testTarget(name: "SpliceWireTests", dependencies: ["SpliceWire"], swiftSettings: strict),
         .testTarget(name: "SpliceStoreTests", dependencies: ["SpliceStore"], swiftSettings: strict),
-        .testTarget(name: "SpliceClusterTests", dependencies: ["SpliceCluster", "SpliceStore"], swiftSettings: strict),
+        .testTarget(
+            name: "SpliceClusterTests", dependencies: ["SpliceCluster", "SpliceStore", "SpliceConcurrency"],
+            swiftSettings: strict
+        ),
         .testTarget(name: "SpliceLogTests", dependencies: ["SpliceLog"], swiftSettings: strict),
+        .testTarget(name: "SpliceConcurrencyTests", dependencies: ["SpliceConcurrency"], swiftSettings: strict),
         .testTarget(
             name: "spliceTests",
-            dependencies: ["splice", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster"],
+            dependencies: ["splice", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster", "SpliceConcurrency"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -98,7 +124,9 @@ let package = Package(
             dependencies: ["SpliceMedia", "SpliceTestSupport"],
             swiftSettings: strict
         ),
-        .testTarget(name: "SpliceWireIntegrationTests", dependencies: ["SpliceWire"], swiftSettings: strict),
+        .testTarget(
+            name: "SpliceWireIntegrationTests", dependencies: ["SpliceWire", "SpliceConcurrency"], swiftSettings: strict
+        ),
         .testTarget(
             name: "SpliceStoreIntegrationTests",
             dependencies: ["SpliceStore", "SpliceTestSupport"],
@@ -106,7 +134,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SpliceClusterIntegrationTests",
-            dependencies: ["SpliceCluster", "SpliceWire", "SpliceTestSupport"],
+            dependencies: ["SpliceCluster", "SpliceWire", "SpliceConcurrency", "SpliceTestSupport"],
             swiftSettings: strict
         ),
         // The real `splice` processes under faults (kill -9, SIGSTOP, database restarts, a full spool,

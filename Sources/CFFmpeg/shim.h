@@ -1,4 +1,4 @@
-// The FFmpeg headers Splice uses. Only includes: macros Swift cannot import live in CSpliceShims.
+// The FFmpeg headers Splice uses. Only includes: macros Swift cannot import live in CFFmpegShims.
 #ifndef SPLICE_CFFMPEG_SHIM_H
 #define SPLICE_CFFMPEG_SHIM_H
 #include <libavformat/avformat.h>

@@ -1,3 +1,5 @@
+import SpliceConcurrency
+
 /// A value that can stand on the right of `key=` in a log line.
 ///
 /// Fields are typed so call sites pass the value itself (`["segment": index]`), never a string
@@ -41,10 +43,7 @@ extension UInt64: LogValue {
 
 extension Duration: LogValue {
     /// Whole milliseconds with an `ms` suffix (`1520ms`): integer, so lines stay comparable.
-    public var logText: String {
-        let (seconds, attoseconds) = components
-        return String(seconds * 1000 + attoseconds / 1_000_000_000_000_000) + "ms"
-    }
+    public var logText: String { String(wholeMilliseconds) + "ms" }
 }
 
 /// One rendered `key=value` pair, kept by loggers that carry context fields.

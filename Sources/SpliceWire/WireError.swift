@@ -1,5 +1,5 @@
 internal import CZeroMQ
-internal import CSpliceShims
+internal import CZeroMQShims
 internal import Glibc
 
 /// An error from SpliceWire: a stable `code` to branch on, the raw errno (0 when the error did not

@@ -302,10 +302,10 @@ final class Tally: Sendable {
             let sorted = state.latencies.sorted()
             guard let first = state.first, let last = state.last, !sorted.isEmpty else { return "  no segments completed" }
             let elapsed = last - first
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let seconds = elapsed / .seconds(1)
             func milliseconds(_ fraction: Double) -> String {
                 let value = sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
-                let ms = Double(value.components.seconds) * 1000 + Double(value.components.attoseconds) / 1e15
+                let ms = value / .milliseconds(1)
                 return String(format: "%.2f", ms)
             }
             let rate = String(format: "%.0f", Double(sorted.count) / seconds)

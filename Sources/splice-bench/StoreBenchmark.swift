@@ -1,4 +1,5 @@
 import Foundation
+import SpliceConcurrency
 import SpliceStore
 
 /// `splice-bench store`: segment lifecycles (claim + complete) per second against a private
@@ -41,9 +42,9 @@ enum StoreBenchmark {
 
     /// Latencies of one worker loop, in microseconds.
     struct Samples: Sendable {
-        var claims: [Int64] = []
-        var completes: [Int64] = []
-        var lifecycles: [Int64] = []
+        var claims: [Int] = []
+        var completes: [Int] = []
+        var lifecycles: [Int] = []
     }
 
     static func run(_ arguments: [String]) async throws {
@@ -99,7 +100,7 @@ enum StoreBenchmark {
             }
         }
         let elapsed = clock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed / .seconds(1)
         let count = samples.completes.count
         let stitching = try await repository.jobs(in: [.stitching]).count
         print("""
@@ -120,7 +121,7 @@ enum StoreBenchmark {
         while true {
             let claimStart = clock.now
             let leases = try await repository.claimSegments(for: worker, limit: batch, leaseDuration: .seconds(60))
-            samples.claims.append(microseconds(clock.now - claimStart))
+            samples.claims.append((clock.now - claimStart).wholeMicroseconds)
             if leases.isEmpty { return samples }
             for lease in leases {
                 let completeStart = clock.now
@@ -128,17 +129,13 @@ enum StoreBenchmark {
                                                                    checksum: "0")
                 guard case .completed = outcome else { throw BenchmarkError("complete was refused: \(outcome)") }
                 let end = clock.now
-                samples.completes.append(microseconds(end - completeStart))
-                samples.lifecycles.append(microseconds(end - claimStart))
+                samples.completes.append((end - completeStart).wholeMicroseconds)
+                samples.lifecycles.append((end - claimStart).wholeMicroseconds)
             }
         }
     }
 
-    private static func microseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
-    }
-
-    private static func percentiles(_ values: [Int64]) -> String {
+    private static func percentiles(_ values: [Int]) -> String {
         guard !values.isEmpty else { return "no samples" }
         let sorted = values.sorted()
         func at(_ fraction: Double) -> String {

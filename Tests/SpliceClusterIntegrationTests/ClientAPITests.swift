@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCluster
+import SpliceConcurrency
 import SpliceStore
 import SpliceTestSupport
 import SpliceWire

@@ -100,8 +100,7 @@ struct CoordinatorFailureTests {
         #expect(leases.count == 3 && failures.count == 3)
         for (index, failure) in failures.dropLast().enumerated() {
             let waited = leases[index + 1].at.timeIntervalSince(failure.at)
-            let nominal = Double(backoff.nominalDelay(attempt: index + 1).components.seconds)
-                + Double(backoff.nominalDelay(attempt: index + 1).components.attoseconds) / 1e18
+            let nominal = backoff.nominalDelay(attempt: index + 1) / .seconds(1)
             #expect(waited >= nominal * 0.8 - 0.01, "retry \(index + 1) came after \(waited) s, before its backoff")
         }
 

@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCluster
+import SpliceConcurrency
 import SpliceLog
 import SpliceMedia
 import SpliceStore

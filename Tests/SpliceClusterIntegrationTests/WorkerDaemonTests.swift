@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCluster
+import SpliceConcurrency
 import SpliceMedia
 import SpliceTestSupport
 import SpliceWire

@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCluster
+import SpliceConcurrency
 import SpliceLog
 import SpliceMedia
 import SpliceTestSupport
@@ -83,8 +84,7 @@ final class ScriptedCoordinator: Sendable {
     @discardableResult
     func welcome(heartbeat: Duration = .seconds(1), liveness: Int = 30) async throws -> Hello {
         let hello = try #require(await next { if case .hello(let hello) = $0 { hello } else { nil } }, "no HELLO")
-        let milliseconds = Int(heartbeat.components.seconds * 1000 + heartbeat.components.attoseconds / 1_000_000_000_000_000)
-        try await send(.welcome(Welcome(session: "scripted", heartbeatIntervalMilliseconds: milliseconds,
+        try await send(.welcome(Welcome(session: "scripted", heartbeatIntervalMilliseconds: heartbeat.wholeMilliseconds,
                                         heartbeatLiveness: liveness)))
         startHeartbeats(every: heartbeat)
         return hello

@@ -29,10 +29,4 @@ private struct SplitMix: RandomNumberGenerator {
         #expect(delays.min()! < .seconds(17) && delays.max()! > .seconds(23), "jitter should cover the range")
         #expect(Set(delays).count > 1_900, "delays must not repeat in lockstep")
     }
-
-    @Test func durationConversions() {
-        #expect(Duration.milliseconds(1_500).milliseconds == 1_500)
-        #expect(Duration.seconds(-2).nanoseconds == -2_000_000_000)
-        #expect(Duration.seconds(Int64.max).nanoseconds == .max)
-    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SpliceConcurrency
 import SpliceWire
 import Testing
 

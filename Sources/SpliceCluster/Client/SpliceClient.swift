@@ -1,4 +1,5 @@
 import Foundation
+import SpliceConcurrency
 public import SpliceWire
 
 /// A client of the coordinator's API (`splice-api` 1, see docs/protocol.md): what `splice submit`,
@@ -188,8 +189,7 @@ public actor SpliceClient {
 
     /// `10s`, `1.5s`, `250ms`: a duration as the messages show it.
     nonisolated static func text(_ duration: Duration) -> String {
-        let (seconds, attoseconds) = duration.components
-        let milliseconds = Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+        let milliseconds = duration.wholeMilliseconds
         if milliseconds < 1000 { return "\(milliseconds)ms" }
         var fraction = String(milliseconds % 1000)
         fraction = String(repeating: "0", count: 3 - fraction.count) + fraction

@@ -40,7 +40,8 @@ public final class Coordinator: Service {
 
     /// Starts the database, binds both endpoints and runs until `shutdown()` has drained
     /// everything (or the task is cancelled). Throws when starting fails: an endpoint in use, a
-    /// non-loopback bind without keys, an unreachable or newer database.
+    /// non-loopback bind without keys, an unreachable or newer database; and throws the
+    /// ``ServiceGroupError`` of one of its services that fails, once the others have drained.
     public func run() async throws {
         let mayStart = state.withLock { state -> Bool in
             guard case .idle = state.phase else { return false }

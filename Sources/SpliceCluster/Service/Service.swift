@@ -5,14 +5,20 @@
 public protocol Service: Sendable {
     /// A name for logs.
     var name: String { get }
-    /// Runs until the work is done, ``shutdown()`` is called, or the task is cancelled.
+    /// Runs until ``shutdown()`` is called or the task is cancelled. Returning before either is a
+    /// failure to a ``ServiceGroup``, like throwing.
     func run() async throws
     /// Asks the service to finish gracefully; `run()` returns when it has.
     func shutdown() async
 }
 
-/// Runs services together: all start at once; when one fails the others are cancelled and the
-/// error is rethrown; ``shutdown()`` asks them to stop in reverse order of the list.
+/// Runs services together: all start at once and run until ``shutdown()`` asks them to stop, last
+/// first (a dispatcher stops before the store it uses).
+///
+/// A service that fails — throws, or returns while the group is neither shutting down nor
+/// cancelled — makes the group shut the others down the same graceful way and wait for them;
+/// `run()` then throws a ``ServiceGroupError`` naming that service and what it did. Cancelling
+/// the task running the group cancels every service instead.
 public actor ServiceGroup {
     private let services: [any Service]
     private var shuttingDown = false
@@ -21,27 +27,79 @@ public actor ServiceGroup {
         self.services = services
     }
 
-    /// Runs every service until all have returned (or one throws).
-    public func run() async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for service in services {
-                group.addTask { try await service.run() }
+    /// Runs every service until all have returned: after ``shutdown()`` or cancellation it
+    /// returns; when a service failed first it throws, once the others have stopped.
+    public func run() async throws(ServiceGroupError) {
+        let firstFailure = await withTaskGroup(of: (index: Int, error: (any Error)?).self) { group in
+            for (index, service) in services.enumerated() {
+                group.addTask {
+                    do {
+                        try await service.run()
+                        return (index, nil)
+                    } catch {
+                        return (index, error)
+                    }
+                }
             }
-            do {
-                for try await _ in group {}
-            } catch {
-                group.cancelAll()
-                throw error
+            var first: ServiceGroupError?
+            var finished: Set<Int> = []
+            while let ended = await group.next() {
+                finished.insert(ended.index)
+                guard first == nil else { continue }
+                first = failure(of: services[ended.index], endingWith: ended.error)
+                if first != nil && !Task.isCancelled { await stop(skipping: finished) }
+            }
+            return first
+        }
+        if let firstFailure { throw firstFailure }
+    }
+
+    /// Graceful shutdown, last service first; returns once each has been asked and has answered.
+    /// Once the group is shutting down (asked, or after a failure) a second call does nothing.
+    public func shutdown() async {
+        await stop(skipping: [])
+    }
+
+    /// What it means that `service` ended with `error` (nil: it returned) at this moment.
+    private func failure(of service: any Service, endingWith error: (any Error)?) -> ServiceGroupError? {
+        if let error {
+            // A group run as a service has already named the service that failed inside it.
+            return error as? ServiceGroupError ?? ServiceGroupError(service: service.name, reason: .threw(error))
+        }
+        return shuttingDown || Task.isCancelled ? nil : ServiceGroupError(service: service.name, reason: .returnedEarly)
+    }
+
+    /// Shuts down, last first, every service but the `finished` ones (by index).
+    private func stop(skipping finished: Set<Int>) async {
+        guard !shuttingDown else { return }
+        shuttingDown = true
+        for (index, service) in services.enumerated().reversed() where !finished.contains(index) {
+            await service.shutdown()
+        }
+    }
+}
+
+/// Why a ``ServiceGroup`` stopped without being asked to: which service, and what it did.
+public struct ServiceGroupError: Error, CustomStringConvertible {
+    /// What the service did.
+    public enum Reason: Sendable, CustomStringConvertible {
+        /// `run()` returned while the group was running (neither shutting down nor cancelled).
+        case returnedEarly
+        /// `run()` threw this error.
+        case threw(any Error)
+
+        public var description: String {
+            switch self {
+            case .returnedEarly: "it stopped before it was asked to"
+            case .threw(let error): String(describing: error)
             }
         }
     }
 
-    /// Graceful shutdown, last service first (a dispatcher stops before the store it uses).
-    public func shutdown() async {
-        guard !shuttingDown else { return }
-        shuttingDown = true
-        for service in services.reversed() {
-            await service.shutdown()
-        }
-    }
+    /// The ``Service/name`` of the service that failed.
+    public let service: String
+    /// What it did.
+    public let reason: Reason
+
+    public var description: String { "service \(service) failed: \(reason)" }
 }

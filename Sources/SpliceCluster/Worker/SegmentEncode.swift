@@ -1,5 +1,6 @@
 internal import Foundation
 internal import Glibc
+internal import SpliceConcurrency
 internal import SpliceMedia
 internal import SpliceWire
 
@@ -43,7 +44,7 @@ struct SegmentEncode: Sendable {
                                retryable: true)
             }
             return .completed(checksum: "sha256:" + result.checksum, sizeBytes: result.bytes,
-                              encodeMilliseconds: Self.milliseconds(clock.now - started))
+                              encodeMilliseconds: (clock.now - started).wholeMilliseconds)
         } catch let error as MediaError {
             if error.code == .cancelled { return .cancelled }
             return .failed(code: Self.failCode(error), reason: error.message, retryable: error.isRetryable)
@@ -80,10 +81,5 @@ struct SegmentEncode: Sendable {
         case .cancelled: "cancelled"
         case .internalError: "internal-error"
         }
-    }
-
-    static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return Int(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
     }
 }

@@ -1,4 +1,4 @@
-internal import CSpliceShims
+internal import CSpliceSystem
 import Foundation
 
 #if canImport(Glibc)

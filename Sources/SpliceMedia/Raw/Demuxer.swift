@@ -1,5 +1,5 @@
 internal import CFFmpeg
-internal import CSpliceShims
+internal import CFFmpegShims
 import Foundation
 
 /// Owns an input `AVFormatContext` (opened in init, closed in deinit). Confined to one thread.

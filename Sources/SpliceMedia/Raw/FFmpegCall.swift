@@ -1,5 +1,5 @@
 internal import CFFmpeg
-internal import CSpliceShims
+internal import CFFmpegShims
 
 /// Helpers for calling FFmpeg: error text, the EAGAIN/EOF control-flow codes, and one-time setup.
 enum FFmpeg {

@@ -1,5 +1,5 @@
 internal import CFFmpeg
-internal import CSpliceShims
+internal import CFFmpegShims
 import Foundation
 
 /// Owns an output `AVFormatContext` and its file. Writes to a temporary file beside the

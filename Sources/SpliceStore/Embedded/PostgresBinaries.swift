@@ -1,4 +1,4 @@
-import CSpliceShims
+import CSpliceSystem
 import Foundation
 #if canImport(Glibc)
 import Glibc

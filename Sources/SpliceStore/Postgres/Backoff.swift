@@ -1,3 +1,5 @@
+import SpliceConcurrency
+
 /// Exponential backoff with jitter: attempt `n` (1-based) waits `min(cap, base · 2^(n−1))`,
 /// spread uniformly by ±`jitter` so that many clients failing together do not retry together.
 public struct Backoff: Sendable, Equatable {
@@ -23,8 +25,8 @@ public struct Backoff: Sendable, Equatable {
     /// The delay before jitter for `attempt` (1-based; values below 1 count as 1).
     public func nominalDelay(attempt: Int) -> Duration {
         let doublings = max(0, min(attempt - 1, 62))
-        let baseNanos = base.nanoseconds
-        let capNanos = cap.nanoseconds
+        let baseNanos = base.wholeNanoseconds
+        let capNanos = cap.wholeNanoseconds
         // Stop doubling before overflow: once past the cap, the cap wins.
         if doublings >= baseNanos.leadingZeroBitCount - 1 { return cap }
         return .nanoseconds(min(capNanos, baseNanos << doublings))
@@ -32,9 +34,9 @@ public struct Backoff: Sendable, Equatable {
 
     /// The delay for `attempt` with jitter drawn from `generator`.
     public func delay(attempt: Int, using generator: inout some RandomNumberGenerator) -> Duration {
-        let nominal = Double(nominalDelay(attempt: attempt).nanoseconds)
+        let nominal = Double(nominalDelay(attempt: attempt).wholeNanoseconds)
         let factor = jitter == 0 ? 1 : Double.random(in: (1 - jitter)...(1 + jitter), using: &generator)
-        return .nanoseconds(Int64((nominal * factor).rounded()))
+        return .nanoseconds(Int((nominal * factor).rounded()))
     }
 
     /// The delay for `attempt` with system randomness.
@@ -42,16 +44,4 @@ public struct Backoff: Sendable, Equatable {
         var generator = SystemRandomNumberGenerator()
         return delay(attempt: attempt, using: &generator)
     }
-}
-
-extension Duration {
-    /// The whole duration in nanoseconds (saturating).
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? (seconds < 0 ? .min : .max) : scaled &+ attoseconds / 1_000_000_000
-    }
-
-    /// The whole duration in milliseconds, as the store sends intervals to the server.
-    var milliseconds: Int64 { nanoseconds / 1_000_000 }
 }

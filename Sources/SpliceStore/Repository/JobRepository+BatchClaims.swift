@@ -1,4 +1,5 @@
 public import Foundation
+import SpliceConcurrency
 
 extension JobRepository {
     /// What one worker asks a batched claim for.
@@ -47,7 +48,7 @@ extension JobRepository {
                 UPDATE segments s
                 SET state = 'leased', attempt = s.attempt + 1, lease_token = gen_random_uuid(),
                     leased_by = paired.worker_id, heartbeat_at = now(), updated_at = now(),
-                    lease_expires_at = now() + \(leaseDuration.milliseconds) * interval '1 millisecond'
+                    lease_expires_at = now() + \(Int64(leaseDuration.wholeMilliseconds)) * interval '1 millisecond'
                 FROM paired WHERE s.id = paired.id AND s.state = 'pending'
                 RETURNING s.*
             ), event AS (

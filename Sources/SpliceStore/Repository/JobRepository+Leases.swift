@@ -1,4 +1,5 @@
 public import Foundation
+import SpliceConcurrency
 
 extension JobRepository {
     // MARK: - Claiming
@@ -41,7 +42,7 @@ extension JobRepository {
                 FOR UPDATE OF s
             )
             UPDATE segments s
-            SET lease_expires_at = now() + \(duration.milliseconds) * interval '1 millisecond',
+            SET lease_expires_at = now() + \(Int64(duration.wholeMilliseconds)) * interval '1 millisecond',
                 heartbeat_at = now(), updated_at = now()
             FROM target
             WHERE s.id = target.id AND s.lease_token = target.token AND s.state = 'leased'
@@ -215,7 +216,7 @@ extension JobRepository {
     public func releaseOrphanedLeases(held: Set<UUID>, idle: Duration) async throws -> [ReleasedLease] {
         try await releaseLeases(
             where: """
-                state = 'leased' AND heartbeat_at < now() - \(idle.milliseconds) * interval '1 millisecond'
+                state = 'leased' AND heartbeat_at < now() - \(Int64(idle.wholeMilliseconds)) * interval '1 millisecond'
                 AND lease_token <> ALL(\(Array(held)))
                 """,
             failure: SegmentFailure(message: "lease orphaned: no worker holds it", isRetryable: true),
@@ -287,7 +288,7 @@ extension JobRepository {
                 UPDATE segments
                 SET state = \(endState), leased_by = NULL, lease_expires_at = NULL, updated_at = now(),
                     last_error = \(failure.message), failed_workers = array_append(failed_workers, \(workerID)),
-                    next_attempt_at = now() + \(delay.milliseconds) * interval '1 millisecond',
+                    next_attempt_at = now() + \(Int64(delay.wholeMilliseconds)) * interval '1 millisecond',
                     finished_at = CASE WHEN \(retry) THEN NULL ELSE now() END
                 WHERE id = \(segment.id) AND lease_token = \(token) AND state = 'leased' AND \(also)
                 RETURNING id, job_id, attempt, lease_token, next_attempt_at

@@ -1,4 +1,5 @@
 internal import Foundation
+internal import SpliceConcurrency
 internal import Synchronization
 
 /// Where a send goes.
@@ -34,14 +35,19 @@ enum EndpointCommand: Sendable {
 /// The thread-safe meeting point between an endpoint's async API and its socket thread:
 /// a command queue plus a wake-up signal one way, the inbound queue and events the other way.
 final class EndpointChannel: Sendable {
-    let wake: WakeSignal
+    let wake: WakePipe
     let inbound: InboundQueue<WireDelivery>
     let events: AsyncStream<WireEvent>.Continuation
     let counters: WireCounters
     private let commands = Mutex<(queue: [EndpointCommand], closed: Bool)>(([], false))
 
     init(inboundCapacity: Int, events: AsyncStream<WireEvent>.Continuation, counters: WireCounters) throws(WireError) {
-        let wake = try WakeSignal()
+        let wake: WakePipe
+        do {
+            wake = try WakePipe()
+        } catch {
+            throw WireError(code: .system, errno: error.errno, message: error.description)
+        }
         self.wake = wake
         self.inbound = InboundQueue(capacity: inboundCapacity) { wake.signal() }
         self.events = events

@@ -1,5 +1,5 @@
 internal import CZeroMQ
-internal import CSpliceShims
+internal import CZeroMQShims
 internal import Foundation
 
 /// What an endpoint's socket thread needs to open its socket.
@@ -17,7 +17,7 @@ struct EndpointPlan: Sendable {
 /// libzmq socket, its monitor and the routing tables are confined to it. The async side talks to
 /// it only through the `EndpointChannel`.
 ///
-/// The loop blocks in `zmq_poll` on the socket, the monitor and the channel's wake-up eventfd;
+/// The loop blocks in `zmq_poll` on the socket, the monitor and the channel's wake-up pipe;
 /// each turn it runs queued commands (sends, disconnects, close), then reads up to a batch of
 /// messages while the inbound queue has room.
 final class EndpointLoop {

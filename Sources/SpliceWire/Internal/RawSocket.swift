@@ -1,5 +1,5 @@
 internal import CZeroMQ
-internal import CSpliceShims
+internal import CZeroMQShims
 internal import Foundation
 
 /// One libzmq socket. Not thread safe, like the socket it owns: it is created, used and closed by

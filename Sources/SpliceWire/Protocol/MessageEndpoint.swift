@@ -1,4 +1,5 @@
 internal import Foundation
+internal import SpliceConcurrency
 
 /// What a `MessageEndpoint` received: a decoded message, or a rejection (already counted) that
 /// the caller may log or answer (e.g. DISCONNECT `protocol-error`) before dropping it.

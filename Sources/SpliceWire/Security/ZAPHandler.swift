@@ -1,4 +1,5 @@
 internal import Foundation
+internal import SpliceConcurrency
 
 /// The ZAP handler (ZeroMQ RFC 27) of a context: libzmq asks it, during every CURVE handshake
 /// on a server socket of the same context, whether to admit the client's public key.

@@ -1,3 +1,5 @@
+import SpliceConcurrency
+
 /// The kinds of socket SpliceWire opens for callers.
 public enum WireSocketType: Sendable, Hashable {
     /// Many peers, each addressed by routing id (the coordinator side).
@@ -104,10 +106,5 @@ public struct WireOptions: Sendable, Hashable {
 
 extension Duration {
     /// Whole milliseconds for a libzmq int option, clamped to Int32.
-    var zmqMilliseconds: Int32 {
-        let (seconds, attoseconds) = components
-        let milliseconds = seconds.multipliedReportingOverflow(by: 1000)
-        guard !milliseconds.overflow else { return Int32.max }
-        return Int32(clamping: milliseconds.partialValue + attoseconds / 1_000_000_000_000_000)
-    }
+    var zmqMilliseconds: Int32 { Int32(clamping: wholeMilliseconds) }
 }

@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import SpliceConcurrency
 
 #if canImport(Glibc)
 import Glibc
@@ -23,12 +23,12 @@ import Glibc
 final class ShutdownSignal: Sendable {
     private struct State {
         var received: [Int32] = []
-        var waiters: [UInt64: CheckedContinuation<Int32?, Never>] = [:]
         var handlers: [UInt64: @Sendable (_ signal: Int32, _ count: Int) -> Void] = [:]
-        var nextID: UInt64 = 0
+        var nextToken: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    /// What has been received; ``wait()``ers are woken with the first signal.
+    private let state = AsyncCondition<State, Int32?>(State())
 
     /// A signal that only ``trigger(_:)`` fires (tests, or a command stopping its own helpers).
     init() {}
@@ -68,37 +68,23 @@ final class ShutdownSignal: Sendable {
 
     /// Records `signal`, wakes every ``wait()`` on the first one and calls every handler.
     func trigger(_ signal: Int32) {
-        let (waiters, handlers, count) = state.withLock { state in
+        var handlers: [@Sendable (_ signal: Int32, _ count: Int) -> Void] = []
+        var count = 0
+        state.resumeAll { state, _ in
             state.received.append(signal)
-            let waiters = state.received.count == 1 ? Array(state.waiters.values) : []
-            if state.received.count == 1 { state.waiters.removeAll() }
-            return (waiters, Array(state.handlers.values), state.received.count)
+            handlers = Array(state.handlers.values)
+            count = state.received.count
+            // The first signal is the answer to every wait; later ones wake nobody.
+            guard count == 1 else { return .none }
+            return .some(signal)
         }
-        let first = self.signal ?? signal
-        for waiter in waiters { waiter.resume(returning: first) }
         for handler in handlers { handler(signal, count) }
     }
 
     /// Suspends until the first signal and returns it (at once if one came already). Returns `nil`
     /// if the waiting task is cancelled first, so a waiter in a task group never blocks the group.
     func wait() async -> Int32? {
-        let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let answer: Int32?? = state.withLock { state in
-                    if let first = state.received.first { return .some(first) }
-                    if Task.isCancelled { return .some(nil) }
-                    state.waiters[id] = continuation
-                    return .none
-                }
-                if let answer { continuation.resume(returning: answer) }
-            }
-        } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: nil)
-        }
+        await state.wait(orIfCancelled: nil) { state in state.received.first.map { .some($0) } }
     }
 
     /// Calls `handler` on every signal from now on, with the signal and how many have arrived.
@@ -106,9 +92,9 @@ final class ShutdownSignal: Sendable {
     @discardableResult
     func onSignal(_ handler: @escaping @Sendable (_ signal: Int32, _ count: Int) -> Void) -> UInt64 {
         state.withLock { state in
-            state.nextID += 1
-            state.handlers[state.nextID] = handler
-            return state.nextID
+            state.nextToken += 1
+            state.handlers[state.nextToken] = handler
+            return state.nextToken
         }
     }
 

@@ -108,22 +108,7 @@ struct CoordinatorCommand: Command {
                                    ["admin_keys": adminKeys ?? ""])
         }
         let coordinator = Coordinator(configuration: try makeConfiguration(context))
-        try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                try await coordinator.run()
-                return true
-            }
-            group.addTask {
-                if await context.shutdown.wait() != nil { await coordinator.shutdown() }
-                return false
-            }
-            // Wait for run() itself: after a signal it returns once the drain and close are done.
-            while let coordinatorReturned = try await group.next() {
-                if coordinatorReturned { break }
-            }
-            group.cancelAll()
-        }
-        return .success
+        return await ServiceRunner.run(coordinator, until: context.shutdown, logger: context.logger)
     }
 
     private func makeConfiguration(_ context: CommandContext) throws -> CoordinatorConfiguration {

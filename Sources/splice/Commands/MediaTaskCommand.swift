@@ -1,7 +1,7 @@
 import Foundation
 import SpliceCluster
 import SpliceMedia
-import CSpliceShims
+import CSpliceSystem
 
 #if canImport(Glibc)
 import Glibc

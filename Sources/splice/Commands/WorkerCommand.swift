@@ -91,11 +91,6 @@ struct WorkerCommand: Command {
                                    serverKey: try CurvePublicKey.load(path: serverKey))
         }
         let daemon = try WorkerDaemon(configuration: configuration, logger: context.logger)
-        let drainOnSignal = Task {
-            if await context.shutdown.wait() != nil { await daemon.shutdown() }
-        }
-        defer { drainOnSignal.cancel() }
-        try await daemon.run()
-        return .success
+        return await ServiceRunner.run(daemon, until: context.shutdown, logger: context.logger)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SpliceConcurrency
 import SpliceLog
 import SpliceStore
 import SpliceWire
@@ -13,17 +14,32 @@ final class CoordinatorRuntime: Sendable {
     static let workerDomain = "splice"
     static let apiDomain = "splice-api"
 
+    /// How the coordinator is ending, for the steps of its ``Teardown``.
+    enum Ending: Sendable, Hashable {
+        /// A graceful shutdown (asked for, or after a service failed and the group stopped the
+        /// others): drain, linger, stop what was started.
+        case graceful
+        /// Cancellation (as close to a crash as a process gets): close without linger and leave
+        /// what a restart reuses (the embedded PostgreSQL).
+        case abrupt
+        /// Starting failed part-way: close without linger and stop everything that was started,
+        /// so a failed start leaves nothing running.
+        case startFailed
+
+        var lingers: Bool { self == .graceful }
+    }
+
     let endpoints: CoordinatorEndpoints
     let workerEndpoint: CoordinatorWorkerEndpoint
     let apiEndpoint: APIServerEndpoint
     let shell: CoordinatorShell
     private let group: ServiceGroup
-    private let resources: Teardown
+    private let resources: Teardown<Ending>
     private let logger: Logger
 
     private init(
         endpoints: CoordinatorEndpoints, workerEndpoint: CoordinatorWorkerEndpoint, apiEndpoint: APIServerEndpoint,
-        shell: CoordinatorShell, group: ServiceGroup, resources: Teardown, logger: Logger
+        shell: CoordinatorShell, group: ServiceGroup, resources: Teardown<Ending>, logger: Logger
     ) {
         self.endpoints = endpoints
         self.workerEndpoint = workerEndpoint
@@ -38,7 +54,7 @@ final class CoordinatorRuntime: Sendable {
 
     static func start(_ configuration: CoordinatorConfiguration) async throws -> CoordinatorRuntime {
         try configuration.validate()
-        let resources = Teardown()
+        let resources = Teardown<Ending>()
         do {
             return try await start(configuration, resources: resources)
         } catch {
@@ -47,7 +63,7 @@ final class CoordinatorRuntime: Sendable {
         }
     }
 
-    private static func start(_ configuration: CoordinatorConfiguration, resources: Teardown) async throws
+    private static func start(_ configuration: CoordinatorConfiguration, resources: Teardown<Ending>) async throws
         -> CoordinatorRuntime
     {
         let logger = configuration.logger
@@ -119,9 +135,9 @@ final class CoordinatorRuntime: Sendable {
     }
 
     /// The store: the given server, or the embedded one in its directory; migrated either way.
-    private static func openDatabase(_ configuration: CoordinatorConfiguration, resources: Teardown) async throws
-        -> ConnectionConfiguration
-    {
+    private static func openDatabase(
+        _ configuration: CoordinatorConfiguration, resources: Teardown<Ending>
+    ) async throws -> ConnectionConfiguration {
         let logger = configuration.logger
         let database: ConnectionConfiguration
         switch configuration.database {
@@ -164,7 +180,8 @@ final class CoordinatorRuntime: Sendable {
     /// CURVE on both endpoints when the coordinator has keys: a ZAP handler admitting enrolled,
     /// unrevoked worker keys on the worker endpoint and the admin keys on the API endpoint.
     private static func startSecurity(
-        _ configuration: CoordinatorConfiguration, context: WireContext, repository: JobRepository, resources: Teardown
+        _ configuration: CoordinatorConfiguration, context: WireContext, repository: JobRepository,
+        resources: Teardown<Ending>
     ) async throws -> Security {
         guard let keys = configuration.keys else { return Security(keys: nil, workerKeys: nil) }
         let logger = configuration.logger
@@ -198,18 +215,19 @@ final class CoordinatorRuntime: Sendable {
 
     // MARK: - Running
 
-    /// Runs the services; returns after a graceful shutdown, or throws when a service fails.
-    /// Everything is closed before it returns, with linger after a graceful shutdown and without
-    /// after cancellation.
+    /// Runs the services; returns after a graceful shutdown, or throws the ``ServiceGroupError``
+    /// of a service that failed (the group has then stopped the others gracefully). Everything is
+    /// closed before it returns, with linger unless the task was cancelled.
     func run() async throws {
         logger.info("coordinator ready", ["workers": endpoints.workers, "api": endpoints.api])
+        var failure: ServiceGroupError?
         do {
             try await group.run()
         } catch {
-            await resources.run(.abrupt)
-            throw error
+            failure = error
         }
         await resources.run(Task.isCancelled ? .abrupt : .graceful)
+        if let failure { throw failure }
     }
 
     /// Graceful shutdown: stop accepting, let commits in flight finish and be acknowledged, say

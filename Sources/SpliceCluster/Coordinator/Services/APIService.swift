@@ -1,3 +1,4 @@
+import SpliceConcurrency
 import SpliceLog
 import SpliceWire
 

@@ -1,3 +1,5 @@
+import SpliceConcurrency
+
 /// A loop that does one round of work, then waits for a wake-up or its interval: the planner,
 /// the stitcher, the reaper, the janitor and the timers. A graceful shutdown cancels the current
 /// round — its store calls stop retrying; a probe or a stitch already running on its thread

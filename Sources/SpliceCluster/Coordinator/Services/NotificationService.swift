@@ -1,3 +1,4 @@
+import SpliceConcurrency
 import Synchronization
 import SpliceStore
 

@@ -1,3 +1,4 @@
+import SpliceConcurrency
 import SpliceWire
 
 /// Sends what the shell queues on the worker endpoint, and on graceful shutdown drains the

@@ -1,3 +1,4 @@
+import SpliceConcurrency
 import SpliceWire
 
 /// Reads the worker endpoint and hands every message to the shell, in order. Stopping it (the

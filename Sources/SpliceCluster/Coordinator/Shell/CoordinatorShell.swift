@@ -1,4 +1,5 @@
 import Foundation
+import SpliceConcurrency
 import SpliceLog
 import SpliceStore
 import SpliceWire

@@ -1,4 +1,5 @@
 public import Foundation
+import SpliceConcurrency
 public import SpliceWire
 
 /// The coordinator's side of the worker protocol as a plain state machine: every event goes in
@@ -757,13 +758,5 @@ public struct CoordinatorStateMachine: Sendable {
         sessions.values.reduce(0) { sum, session in
             sum + session.held.values.filter { $0.attempt.job == job }.reduce(0) { $0 + $1.fraction }
         }
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds, as the protocol carries durations.
-    var wholeMilliseconds: Int {
-        let (seconds, attoseconds) = components
-        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
     }
 }

@@ -1,5 +1,5 @@
 internal import CLibPQ
-internal import CSpliceShims
+internal import CLibPQShims
 import Foundation
 
 /// Owns one libpq `PGconn` and frees it in `deinit`.

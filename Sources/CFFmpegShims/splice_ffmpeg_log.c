@@ -1,5 +1,5 @@
-// The av_log capture described in splice_ffmpeg.h.
-#include "splice_ffmpeg.h"
+// The av_log capture described in CFFmpegShims.h.
+#include "CFFmpegShims.h"
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,7 +1,8 @@
-// libpq helpers. libpq's API is plain functions that Swift imports directly; this header exists
-// for the few things that are not.
-#ifndef SPLICE_PQ_H
-#define SPLICE_PQ_H
+// CLibPQShims: the libpq values Swift cannot import. libpq's API is plain functions that Swift
+// imports directly; this header exists for the few things that are not. Depends on CLibPQ only.
+// Every symbol is prefixed `splice_` and carries a comment saying why it exists.
+#ifndef SPLICE_CLIBPQSHIMS_H
+#define SPLICE_CLIBPQSHIMS_H
 #include <postgresql/libpq-fe.h>
 
 /// The PG_DIAG_* error-field codes are character-literal macros ('C', 'M', …), which Swift does

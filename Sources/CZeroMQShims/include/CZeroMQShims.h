@@ -1,7 +1,8 @@
-// libzmq helpers. libzmq's constants are plain integer macros that Swift imports directly;
-// this header exists for the few things that are not.
-#ifndef SPLICE_ZMQ_H
-#define SPLICE_ZMQ_H
+// CZeroMQShims: the libzmq values Swift cannot import. libzmq's constants are plain integer macros
+// that Swift imports directly; this header exists for the few that are not. Depends on CZeroMQ
+// only. Every symbol is prefixed `splice_` and carries a comment saying why it exists.
+#ifndef SPLICE_CZEROMQSHIMS_H
+#define SPLICE_CZEROMQSHIMS_H
 #include <zmq.h>
 
 /// ZMQ_ZAP_ENFORCE_DOMAIN is declared in zmq.h only under ZMQ_BUILD_DRAFT_API, so Swift cannot

@@ -1,6 +1,8 @@
-// FFmpeg macros that Swift cannot import (function-like macros, FFERRTAG tags, compound literals).
-#ifndef SPLICE_FFMPEG_H
-#define SPLICE_FFMPEG_H
+// CFFmpegShims: the FFmpeg macros Swift cannot import (function-like macros, FFERRTAG tags, cast
+// expressions) and the av_log capture, which needs a variadic callback. Depends on CFFmpeg only.
+// Every symbol is prefixed `splice_` and carries a comment saying why it exists.
+#ifndef SPLICE_CFFMPEGSHIMS_H
+#define SPLICE_CFFMPEGSHIMS_H
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,13 +16,6 @@ static inline int splice_AVERROR_EAGAIN(void) { return AVERROR(EAGAIN); }
 /// The FFERRTAG-based error codes are built from a macro Swift cannot evaluate.
 static inline int splice_AVERROR_EOF(void) { return AVERROR_EOF; }
 static inline int splice_AVERROR_INVALIDDATA(void) { return AVERROR_INVALIDDATA; }
-static inline int splice_AVERROR_DECODER_NOT_FOUND(void) { return AVERROR_DECODER_NOT_FOUND; }
-static inline int splice_AVERROR_ENCODER_NOT_FOUND(void) { return AVERROR_ENCODER_NOT_FOUND; }
-static inline int splice_AVERROR_DEMUXER_NOT_FOUND(void) { return AVERROR_DEMUXER_NOT_FOUND; }
-static inline int splice_AVERROR_MUXER_NOT_FOUND(void) { return AVERROR_MUXER_NOT_FOUND; }
-static inline int splice_AVERROR_OPTION_NOT_FOUND(void) { return AVERROR_OPTION_NOT_FOUND; }
-static inline int splice_AVERROR_PATCHWELCOME(void) { return AVERROR_PATCHWELCOME; }
-static inline int splice_AVERROR_EXIT(void) { return AVERROR_EXIT; }
 /// AV_NOPTS_VALUE is a cast expression Swift does not import.
 static inline int64_t splice_AV_NOPTS_VALUE(void) { return AV_NOPTS_VALUE; }
 

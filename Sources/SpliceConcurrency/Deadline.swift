@@ -1,5 +1,6 @@
-/// The value `operation` produces, or nil when `timeout` passes first; the loser is cancelled.
-/// Used for the ZAP decision deadline, API request timeouts and the tests' bounded receives.
+/// The value `operation` produces, or nil when `timeout` passes first; the loser is cancelled (and
+/// waited for: `operation` must return once cancelled). Used for the ZAP decision deadline, API
+/// request timeouts, bounded drains and the tests' bounded receives.
 package func withDeadline<Value: Sendable>(
     _ timeout: Duration, _ operation: @escaping @Sendable () async -> Value?
 ) async -> Value? {
