@@ -141,7 +141,7 @@ let package = Package(
         // garbage on the ports, bad jobs), counted Jepsen-style from the store; docs/reliability.md.
         .testTarget(
             name: "SpliceFaultTests",
-            dependencies: ["SpliceCluster", "SpliceStore", "SpliceWire", "SpliceTestSupport"],
+            dependencies: ["SpliceCluster", "SpliceStore", "SpliceWire", "SpliceConcurrency", "SpliceTestSupport"],
             swiftSettings: strict
         ),
     ],

@@ -1,6 +1,7 @@
 import Foundation
 import SpliceTestSupport
 import SpliceWire
+import SpliceConcurrency
 
 /// Delivers an attempt's COMPLETE late, the way a worker that was paused past its lease would
 /// after it resumed: it says HELLO listing the finished result (what a worker does when it finds
