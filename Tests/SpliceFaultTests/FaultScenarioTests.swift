@@ -216,7 +216,12 @@ struct FaultScenarioTests {
                         "the fault must land mid-job: \(progress)")
                 try await server.stop(mode: .fast)
                 if fault.outage > .zero {
-                    try await Task.sleep(for: fault.outage)
+                    let outageStart = ContinuousClock.now
+                    // Asked meanwhile, the coordinator says its store is down, not nothing at all.
+                    let asked = try await SpliceProcess.run(["status", id, "--coordinator", cluster.coordinator.api])
+                    #expect(asked.status == 1 && asked.stderr.contains("job store is not answering"),
+                            "splice status during the outage: \(asked.stderr)")
+                    try await Task.sleep(for: max(.zero, fault.outage - (ContinuousClock.now - outageStart)))
                     #expect(cluster.coordinator.process.isRunning, "the coordinator gave up without its database")
                     #expect(cluster.workers.allSatisfy { $0.process.isRunning }, "a worker gave up")
                 }

@@ -158,6 +158,9 @@ public actor SpliceClient {
         var ids: [String] = []
         defer { router.forget(ids) }
         var retryableErrors = 0
+        // The coordinator's own word on why it could not serve the request (its job store is
+        // down), which says more at the deadline than "it did not answer".
+        var lastRetryable: APIReply?
         while true {
             if Task.isCancelled { throw SpliceClientError.cancelledError }
             let connection = try await currentConnection()
@@ -177,13 +180,17 @@ public actor SpliceClient {
                 let reply = try result.get()
                 guard case .error(let error) = reply, error.retryable else { return reply }
                 retryableErrors += 1
+                lastRetryable = reply
                 let pause = configuration.retryBackoff.delay(attempt: retryableErrors)
                 guard clock.now + pause < deadline else { return reply }
                 do { try await Task.sleep(for: pause) } catch { throw SpliceClientError.cancelledError }
                 continue
             }
             if Task.isCancelled { throw SpliceClientError.cancelledError }
-            if clock.now >= deadline { throw connection.unreachableError(after: configuration.timeout) }
+            if clock.now >= deadline {
+                if let lastRetryable { return lastRetryable }
+                throw connection.unreachableError(after: configuration.timeout)
+            }
         }
     }
 

@@ -179,7 +179,12 @@ final class JobWaitDisplay: Sendable {
                 defer { wasUnreachable = true }
                 return !wasUnreachable
             }
-            if first { writeLine("coordinator unreachable, retrying (\(error.message))") }
+            // The coordinator answering that it cannot serve (its store is down) is not the
+            // coordinator being gone: say which.
+            let line = error.code == .rejected
+                ? "coordinator cannot answer yet, retrying (\(error.message))"
+                : "coordinator unreachable, retrying (\(error.message))"
+            if first { writeLine(line) }
         case .reachable:
             unreachable.withLock { $0 = false }
             writeLine("coordinator reachable again")

@@ -37,8 +37,25 @@ final class ClientAPIHandler: Sendable {
         self.logger = logger
     }
 
+    /// How long a read waits on the store before it answers `unavailable`: less than a client's
+    /// attempt timeout, so during a database outage `splice status` and `submit --wait` hear that
+    /// the store is down instead of concluding that the coordinator is.
+    static let readStoreWait: Duration = .seconds(4)
+
     /// The reply to `request`; never throws — failures become `ERROR`.
     func reply(to request: APIRequest) async -> APIReply {
+        switch request {
+        case .status, .list, .workers:
+            let answer = await withDeadline(Self.readStoreWait) { await self.answer(request) }
+            return answer ?? .error(APIError(
+                code: "unavailable", message: "the job store is not answering (is PostgreSQL up?); try again",
+                retryable: true))
+        case .submit, .cancel, .enroll, .revoke:
+            return await answer(request)
+        }
+    }
+
+    private func answer(_ request: APIRequest) async -> APIReply {
         do {
             switch request {
             case .submit(let submit): return try await self.submit(submit)
