@@ -180,6 +180,29 @@ struct WorkerDaemonTests {
         }
     }
 
+    @Test("DISCONNECT revoked stops the worker with an error that says to make a new key, not to enroll this one")
+    func revoked() async throws {
+        try await session { coordinator, worker, _ in
+            try await coordinator.send(.disconnect(Disconnect(reason: .revoked, detail: "key revoked")))
+            let outcome = await withDeadline(.seconds(20)) { () -> Result<Void, any Error>? in
+                do {
+                    try await worker.task.value
+                    return .success(())
+                } catch {
+                    return .failure(error)
+                }
+            }
+            guard case .failure(let error as WorkerError)? = outcome else {
+                Issue.record("run() did not stop with a WorkerError: \(String(describing: outcome))")
+                return
+            }
+            #expect(error.code == .revoked)
+            // A revoked key cannot be enrolled again: the advice must be a new key pair.
+            #expect(error.message.contains("splice keys generate"))
+            #expect(error.message.contains("cannot be enrolled again"))
+        }
+    }
+
     @Test("drain: after the drain timeout a running segment is handed back with FAIL drained, then run() returns")
     func drainHandsBack() async throws {
         try await session(drainTimeout: .milliseconds(300)) { coordinator, worker, _ in

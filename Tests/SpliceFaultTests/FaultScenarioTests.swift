@@ -488,6 +488,13 @@ struct FaultScenarioTests {
             leased = ledger.attempts
             ledgerFigures = run
             #expect(ledger.job.state == .failed, "\(ledger)")
+            // An operator reading the coordinator's log sees the job fail, with its reason.
+            let failedLine = await eventually(within: .seconds(10)) {
+                cluster.coordinator.output.split(separator: "\n").contains {
+                    $0.contains("msg=\"job failed\"") && $0.contains(id)
+                }
+            }
+            #expect(failedLine, "no 'job failed' log line for \(id)")
             if bad.isKnownBeforeEncoding {
                 #expect(leased == 0, "\(leased) segments were encoded for a job that could be refused up front")
             }
