@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import SpliceMedia
 
 /// The two steps of a job that read media in the coordinator: planning (probe the source, cut
