@@ -1,10 +1,17 @@
 import Foundation
 
-/// `splice-bench transcode`: `splice transcode --jobs 2` against one `ffmpeg` process at identical
-/// settings on a generated 1080p30 20 s clip (libx264 medium, CRF 23, keyframe every 60 frames, AAC 128k), runs interleaved.
-/// Prints the median wall ratio, the parallel efficiency (sum of segment CPU time ÷ (wall × jobs)),
-/// the stitch time against `ffmpeg -f concat -c copy` joining the same segments, and the output
-/// size against the single-pass file.
+/// `splice-bench transcode [runs] [--case NAME]… [--cluster]`: `splice transcode --jobs 2` against
+/// one `ffmpeg` process at identical settings (libx264 medium CRF 23, a keyframe at most every 250
+/// frames, AAC 128k) on generated 20 s 1080p30 clips whose keyframes differ, runs interleaved:
+///
+/// - `keyframes-2s`: a keyframe every 2 s, `--segment-seconds 5`;
+/// - `one-keyframe`: a single keyframe (camera files, screen recordings), the default 10 s target;
+/// - `all-intra`: every frame a keyframe.
+///
+/// For each: the median wall ratio, the cores each side keeps busy (CPU time ÷ wall), the
+/// segment count and the output size against the single pass. `--cluster` also runs the same job
+/// on a local cluster — `splice coordinator` and two `splice worker --slots 1` — against the local
+/// transcode. Figures for docs and closing notes, not a test.
 enum TranscodeBenchmark {
     struct Summary: Decodable {
         struct Segment: Decodable { var cpuMicroseconds: Int64; var path: String; var index: Int }
@@ -13,39 +20,63 @@ enum TranscodeBenchmark {
         var stitchNanoseconds: UInt64
     }
 
+    struct Case {
+        var name: String
+        var keyframeInterval: Int
+        var segmentSeconds: Int?
+    }
+
+    static let cases = [
+        Case(name: "keyframes-2s", keyframeInterval: 60, segmentSeconds: 5),
+        Case(name: "one-keyframe", keyframeInterval: 100_000, segmentSeconds: nil),
+        Case(name: "all-intra", keyframeInterval: 1, segmentSeconds: nil),
+    ]
+
+    static let settings = ["--video-codec", "h264", "--preset", "medium", "--crf", "23", "--keyframe-interval", "250",
+                           "--audio-codec", "aac", "--audio-bitrate", "128k"]
+
     static func run(arguments: [String]) throws {
-        let runs = arguments.first.flatMap { Int($0) } ?? 3
-        let jobs = 2
-        let seconds = 20
+        var runs = 3
+        var chosen: [String] = []
+        var cluster = false
+        var words = arguments[...]
+        while let word = words.popFirst() {
+            switch word {
+            case "--case": if let name = words.popFirst() { chosen.append(name) }
+            case "--cluster": cluster = true
+            default: if let n = Int(word) { runs = n }
+            }
+        }
         let fm = FileManager.default
         let dir = fm.temporaryDirectory.appendingPathComponent("splice-bench-transcode-\(getpid())")
         try fm.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? fm.removeItem(at: dir) }
-        let source = dir.appendingPathComponent("source-1080p.mp4").path
-        try BenchmarkClip.generate(seconds: seconds, at: source)
+        var report: [String] = []
+        for c in cases where chosen.isEmpty || chosen.contains(c.name) {
+            report += try measure(c, runs: runs, in: dir.appendingPathComponent(c.name), cluster: cluster)
+        }
+        print("")
+        print("transcode benchmark (1080p30 20 s, libx264 medium crf 23 keyint 250, aac 128k, --jobs 2, \(runs) interleaved runs)")
+        for line in report { print(line) }
+    }
+
+    private static func measure(_ c: Case, runs: Int, in dir: URL, cluster: Bool) throws -> [String] {
+        let fm = FileManager.default
+        try fm.createDirectory(at: dir, withIntermediateDirectories: true)
+        let seconds = 20
+        let source = dir.appendingPathComponent("source.mp4").path
+        try BenchmarkClip.generate(seconds: seconds, at: source, keyframeInterval: c.keyframeInterval)
         let ours = dir.appendingPathComponent("splice.mp4").path, theirs = dir.appendingPathComponent("ffmpeg.mp4").path
-        let kept = dir.appendingPathComponent("segments")
         let summaryPath = dir.appendingPathComponent("summary.json").path
-        // The same keyframe interval on both sides (as in the export benchmark): left to their
-        // defaults, splice puts one every second (the MovieRecorder rule) and ffmpeg every 250 frames.
-        let settings = ["--video-codec", "h264", "--preset", "medium", "--crf", "23", "--keyframe-interval", "60",
-                        "--audio-codec", "aac", "--audio-bitrate", "128k"]
-        let transcode = ["/bin/sh", "-c", ([Binaries.splice, "transcode", source, ours, "--jobs", "\(jobs)", "--json",
-                                            "--keep-segments", kept.path] + settings).map(quote).joined(separator: " ")
+        let segmentFlags = c.segmentSeconds.map { ["--segment-seconds", "\($0)"] } ?? []
+        let transcode = ["/bin/sh", "-c", ([Binaries.splice, "transcode", source, ours, "-y", "--jobs", "2", "--json"]
+                                            + segmentFlags + settings).map(quote).joined(separator: " ")
                          + " > " + quote(summaryPath)]
-        let single = ["ffmpeg", "-y", "-i", source, "-c:v", "libx264", "-preset", "medium", "-crf", "23", "-g", "60", "-pix_fmt", "yuv420p",
-                      "-c:a", "aac", "-b:a", "128k", theirs]
-        // The by-hand reference: the same two halves, each a single-threaded ffmpeg, side by side.
-        let half = seconds / 2
-        let halves = ["/bin/sh", "-c", (0..<2).map { part in
-            (["ffmpeg", "-v", "error", "-y", "-threads", "1", "-ss", "\(part * half)", "-t", "\(half)", "-i", source,
-              "-threads", "1", "-c:v", "libx264", "-preset", "medium", "-crf", "23", "-g", "60", "-pix_fmt", "yuv420p",
-              "-c:a", "aac", "-b:a", "128k", dir.appendingPathComponent("half-\(part).mp4").path]).map(quote)
-                .joined(separator: " ") + " &"
-        }.joined(separator: " ") + " wait"]
-        var walls: [UInt64] = [], ffmpegWalls: [UInt64] = [], halvesWalls: [UInt64] = [], efficiencies: [Int64] = []
+        let single = ["ffmpeg", "-y", "-i", source, "-c:v", "libx264", "-preset", "medium", "-crf", "23", "-g", "250",
+                      "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "128k", theirs]
+        var walls: [UInt64] = [], ffmpegWalls: [UInt64] = [], ourCPU: [Int64] = [], theirCPU: [Int64] = []
+        var segments = 0
         for i in 0..<runs {
-            try? fm.removeItem(at: kept)
             var t: MeasuredProcess.Measurement, f: MeasuredProcess.Measurement
             if i % 2 == 0 {
                 t = try MeasuredProcess.run(transcode)
@@ -54,53 +85,82 @@ enum TranscodeBenchmark {
                 f = try MeasuredProcess.run(single)
                 t = try MeasuredProcess.run(transcode)
             }
-            let h = try MeasuredProcess.run(halves)
-            halvesWalls.append(h.wallNanoseconds)
             walls.append(t.wallNanoseconds)
             ffmpegWalls.append(f.wallNanoseconds)
+            ourCPU.append(t.cpuMicroseconds)
+            theirCPU.append(f.cpuMicroseconds)
             let summary = try JSONDecoder().decode(Summary.self, from: Data(contentsOf: URL(fileURLWithPath: summaryPath)))
-            let cpu = summary.segments.reduce(Int64(0)) { $0 + $1.cpuMicroseconds }
-            // Per mille of (wall × jobs) spent encoding segments.
-            efficiencies.append(cpu * 1000 / (Int64(t.wallNanoseconds / 1000) * Int64(jobs)))
-            print("run \(i + 1)/\(runs): transcode \(Stats.milliseconds(t.wallNanoseconds)) "
-                  + "(\(summary.segments.count) segments), ffmpeg \(Stats.milliseconds(f.wallNanoseconds)), "
-                  + "two single-threaded ffmpeg halves \(Stats.milliseconds(h.wallNanoseconds))")
+            segments = summary.segments.count
+            print("\(c.name) run \(i + 1)/\(runs): transcode \(Stats.milliseconds(t.wallNanoseconds)) "
+                  + "(\(segments) segments), ffmpeg \(Stats.milliseconds(f.wallNanoseconds))")
         }
-
-        // Stitch vs concat on the segments of the last run.
-        let summary = try JSONDecoder().decode(Summary.self, from: Data(contentsOf: URL(fileURLWithPath: summaryPath)))
-        var listing = ""
-        for segment in summary.segments.sorted(by: { $0.index < $1.index }) {
-            let copy = dir.appendingPathComponent("concat-\(segment.index).mp4").path
-            _ = try MeasuredProcess.run([Binaries.splice, "segment-remux", segment.path, copy])
-            listing += "file '\(copy)'\n"
-        }
-        let list = dir.appendingPathComponent("concat.txt")
-        try listing.write(to: list, atomically: true, encoding: .utf8)
-        var stitchWalls: [UInt64] = [], concatWalls: [UInt64] = []
-        for i in 0..<max(3, runs) {
-            let stitch = [Binaries.splice, "stitch", kept.path, dir.appendingPathComponent("restitched-\(i).mp4").path]
-            let concat = ["ffmpeg", "-y", "-f", "concat", "-safe", "0", "-i", list.path, "-c", "copy",
-                          dir.appendingPathComponent("concat-\(i).mp4").path]
-            stitchWalls.append(try MeasuredProcess.run(stitch).wallNanoseconds)
-            concatWalls.append(try MeasuredProcess.run(concat).wallNanoseconds)
-        }
-
         let w = Stats.median(walls), fw = Stats.median(ffmpegWalls)
         let size = (try fm.attributesOfItem(atPath: ours)[.size] as? Int) ?? 0
         let theirSize = (try fm.attributesOfItem(atPath: theirs)[.size] as? Int) ?? 0
-        let efficiency = Stats.median(efficiencies)
-        print("transcode benchmark (1080p30 \(seconds) s, libx264 medium crf 23 g 60, aac 128k, --jobs \(jobs), \(runs) interleaved runs)")
-        print("  wall        transcode \(Stats.milliseconds(w))  ffmpeg \(Stats.milliseconds(fw))  ratio \(Stats.ratio(w, fw))")
-        let hw = Stats.median(halvesWalls)
-        print("  reference   two single-threaded ffmpeg halves side by side \(Stats.milliseconds(hw))  ratio \(Stats.ratio(hw, fw))")
-        print("  efficiency  segment CPU / (wall × \(jobs)) = \(Stats.ratio(efficiency, 1000))")
-        let sw = Stats.median(stitchWalls), cw = Stats.median(concatWalls)
-        print("  stitch      splice stitch \(Stats.milliseconds(sw))  ffmpeg concat -c copy \(Stats.milliseconds(cw))  ratio \(Stats.ratio(sw, cw))")
-        print("  size        segmented \(size / 1024) KiB  single pass \(theirSize / 1024) KiB  ratio \(Stats.ratio(size, theirSize))")
+        // Cores busy: CPU time over wall time, each side's median run.
+        let ourCores = Stats.ratio(Stats.median(ourCPU), Int64(w / 1000))
+        let theirCores = Stats.ratio(Stats.median(theirCPU), Int64(fw / 1000))
+        var lines = [
+            "  \(c.name)\(c.segmentSeconds.map { " (--segment-seconds \($0))" } ?? ""): \(segments) segments",
+            "    wall        transcode \(Stats.milliseconds(w))  ffmpeg \(Stats.milliseconds(fw))  ratio \(Stats.ratio(w, fw))",
+            "    cores busy  transcode \(ourCores)  ffmpeg \(theirCores)",
+            "    size        segmented \(size / 1024) KiB  single pass \(theirSize / 1024) KiB  ratio \(Stats.ratio(size, theirSize))",
+        ]
+        if cluster {
+            let clustered = try ClusterRun.measure(source: source, flags: segmentFlags + settings, runs: runs, in: dir)
+            lines.append("    cluster     2 workers × 1 slot \(Stats.milliseconds(clustered))  local transcode "
+                         + "\(Stats.milliseconds(w))  ratio \(Stats.ratio(clustered, w))")
+        }
+        return lines
     }
 
-    private static func quote(_ s: String) -> String {
+    static func quote(_ s: String) -> String {
         "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}
+
+/// A local cluster for the benchmark: `splice coordinator` with an embedded PostgreSQL and two
+/// `splice worker --slots 1 --codec-threads 1` on loopback, sharing a spool folder; the wall time
+/// of `splice submit --wait` (planning, dispatch, encodes, stitch).
+enum ClusterRun {
+    static func measure(source: String, flags: [String], runs: Int, in dir: URL) throws -> UInt64 {
+        let state = dir.appendingPathComponent("state").path
+        let spool = dir.appendingPathComponent("spool").path
+        try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
+        // The embedded server runs as `postgres` when this is root: it must reach the state folder.
+        _ = try? MeasuredProcess.run(["chmod", "-R", "a+rwX", dir.path])
+        let api = "tcp://127.0.0.1:17851", workers = "tcp://127.0.0.1:17850"
+        var children: [Process] = []
+        defer {
+            for child in children where child.isRunning { child.interrupt() }
+            for child in children { child.waitUntilExit() }
+        }
+        children.append(try spawn(["coordinator", "--state-dir", state, "--spool", spool, "--workers-endpoint", workers,
+                                   "--api-endpoint", api]))
+        for n in 0..<2 {
+            children.append(try spawn(["worker", "--coordinator", workers, "--spool", spool, "--slots", "1",
+                                       "--codec-threads", "1", "--name", "bench-\(n)"]))
+        }
+        var walls: [UInt64] = []
+        for i in 0...runs {
+            let output = dir.appendingPathComponent("cluster-\(i).mp4").path
+            let submit = [Binaries.splice, "submit", source, output, "--wait", "--coordinator", api, "--timeout", "120"]
+                + flags
+            let measured = try MeasuredProcess.run(submit)
+            // The first run also waits for the cluster to come up: not counted.
+            if i > 0 { walls.append(measured.wallNanoseconds) }
+            print("cluster run \(i)/\(runs): \(Stats.milliseconds(measured.wallNanoseconds))\(i == 0 ? " (warm-up)" : "")")
+        }
+        return Stats.median(walls)
+    }
+
+    private static func spawn(_ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binaries.splice)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
     }
 }

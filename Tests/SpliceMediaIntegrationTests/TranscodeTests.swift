@@ -150,7 +150,8 @@ struct TranscodeTests {
         try await checkAudio(o, quality: .windowLikeSinglePass)
     }
 
-    @Test(arguments: [(4, 10, 1), (4, 2, 2), (50, 1, 50)])
+    // Two lanes (`jobs: 2`): a 4 s clip at a 10 s target still makes two segments, one per lane.
+    @Test(arguments: [(4, 10, 2), (4, 2, 2), (50, 1, 50)])
     func segmentCounts(seconds: Int, segmentSeconds: Int64, expected: Int) async throws {
         let source = try await Fixtures.clip(Self.clip(seconds: seconds, fps: "25", rate: 48000, width: 96, height: 64))
         let o = try await transcode(source, segmentSeconds: segmentSeconds)
@@ -160,13 +161,16 @@ struct TranscodeTests {
         try await checkAACPackets(o, consumedSamples: try await AudioAnalysis.decodeMono(source).count)
     }
 
-    @Test func theLongGOPFileIsCutAtEachOfItsSparseKeyframes() async throws {
+    @Test func theLongGOPFileIsCutBetweenItsSparseKeyframesExactly() async throws {
         let source = Fixtures.shared("h264_1080p30_362s_videoonly.mp4")
         let range = MediaTimeRange(start: .zero, duration: MediaTime(seconds: 40))
         let o = try await transcode(source, audio: nil, video: VideoSettings(codec: .h264, width: 192, preset: "ultrafast"),
                                     segmentSeconds: 10, range: range)
-        // Keyframes every 8.33 s: cuts at 8.33, 16.67, 25, 33.33.
-        #expect(o.summary.plan.segments.compactMap(\.videoEnd) == [25, 50, 75, 100, 120].map { MediaTime(value: $0, timescale: 3) })
+        // Keyframes every 8.33 s, a 10 s target, two lanes: four segments of equal work, cut between
+        // the keyframes (each later one decodes its lead-in from the keyframe before it).
+        let keyframes = [25, 50, 75, 100].map { MediaTime(value: $0, timescale: 3) }
+        let cuts = o.summary.plan.segments.dropLast().compactMap(\.videoEnd)
+        #expect(cuts.count == 3 && cuts.allSatisfy { !keyframes.contains($0) }, "\(cuts)")
         #expect(o.summary.stitch.videoFrames == 1200)
         #expect(try await frameTimes(o.output) == Array(try await frameTimes(source).prefix(1200)))
     }

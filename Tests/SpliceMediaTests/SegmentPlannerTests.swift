@@ -38,29 +38,76 @@ struct SegmentPlannerTests {
         values.map { MediaTime(value: Int64(($0 * 1000).rounded()), timescale: 1000) }
     }
 
-    @Test func cutsAtTheKeyframeNearestEachTarget() throws {
+    /// The segment boundaries of a plan, in asset time (start and end included).
+    private func bounds(_ p: SegmentPlan, end: Int64) -> [MediaTime] {
+        [MediaTime.zero] + p.segments.compactMap(\.videoEnd) + [MediaTime(seconds: end)]
+    }
+
+    @Test func denseKeyframesGiveEqualSegmentsCutAtKeyframes() throws {
         let keys = (0..<35).map { MediaTime(seconds: Int64($0)) }
         let p = try plan(Self.asset(seconds: 35), keyframes: keys)
-        #expect(p.segments.map(\.videoStart) == [nil, MediaTime(seconds: 10), MediaTime(seconds: 20), MediaTime(seconds: 30)])
-        #expect(p.segments.map(\.videoEnd) == [MediaTime(seconds: 10), MediaTime(seconds: 20), MediaTime(seconds: 30), nil])
-        // Keyframes every 3 s: 9 is closer to 10 than 12 is.
-        let threes = stride(from: 0, to: 40, by: 3).map { MediaTime(seconds: Int64($0)) }
-        let q = try plan(Self.asset(seconds: 40), keyframes: threes)
-        #expect(q.segments.compactMap(\.videoEnd) == [9, 18, 27, 36].map { MediaTime(seconds: $0) })
-    }
-
-    @Test func sparseKeyframesAreEachACut() throws {
-        let keys = seconds([0, 8.333, 16.667, 25, 33.333])
-        let p = try plan(Self.asset(seconds: 40), keyframes: keys)
-        #expect(p.segments.compactMap(\.videoEnd) == Array(keys.dropFirst()))
-    }
-
-    @Test func noSegmentIsShorterThanOneSecondExceptTheLast() throws {
-        let keys = seconds([0, 0.4, 0.9, 1.2, 1.8, 2.5, 9.5, 10.2, 10.4])
-        let p = try plan(Self.asset(seconds: 11), keyframes: keys, target: 1)
-        let bounds = [MediaTime.zero] + p.segments.compactMap(\.videoEnd)
-        for (a, b) in zip(bounds, bounds.dropFirst()) { #expect(b - a >= MediaTime(seconds: 1)) }
+        // 35 s at a 10 s target: four segments (3.5 rounds up), of 8–9 s each, every cut a keyframe.
         #expect(p.segments.count == 4)
+        let b = bounds(p, end: 35)
+        for (a, c) in zip(b, b.dropFirst()) {
+            #expect(c - a >= MediaTime(seconds: 8) && c - a <= MediaTime(seconds: 9), "\(a)…\(c)")
+        }
+        #expect(p.segments.compactMap(\.videoEnd).allSatisfy { keys.contains($0) })
+        let costs = p.segments.compactMap(\.cost)
+        #expect(costs.count == 4 && costs.max()! - costs.min()! <= costs.max()! / 8, "\(costs)")
+    }
+
+    @Test func theCountFillsTheLanesAndCutsFallBetweenKeyframesWhereThatBalancesThem() throws {
+        // Keyframes every 2 s, 20 s, 5 s target, two lanes: four segments of 5 s (not five of 4 s,
+        // which left one lane idle for the last); the cut at 10 s is a keyframe, those at 5 and
+        // 15 s are not (the nearest keyframes are a fifth of a segment away) and decode a lead-in.
+        let keys = stride(from: 0, to: 20, by: 2).map { MediaTime(seconds: Int64($0)) }
+        let p = try SegmentPlanner(targetDuration: MediaTime(seconds: 5), lanes: 2).plan(
+            asset: Self.asset(seconds: 20), keyframes: keys, audioFraming: nil, video: VideoSettings(codec: .h264),
+            audio: nil, fileType: .mp4)
+        #expect(p.segments.count == 4)
+        let cuts = p.segments.compactMap(\.videoEnd)
+        #expect(cuts.contains(MediaTime(seconds: 10)))
+        #expect(cuts.filter { !keys.contains($0) }.count == 2)
+        // With keyframes every second, the count fills the lanes whatever their number.
+        let dense = (0..<30).map { MediaTime(seconds: Int64($0)) }
+        for lanes in [1, 2, 3, 8] {
+            let q = try SegmentPlanner(targetDuration: MediaTime(seconds: 4), lanes: lanes).plan(
+                asset: Self.asset(seconds: 30), keyframes: dense, audioFraming: nil, video: VideoSettings(codec: .h264),
+                audio: nil, fileType: .mp4)
+            #expect(q.segments.count % lanes == 0 && q.segments.count >= 7, "\(lanes) lanes: \(q.segments.count)")
+        }
+    }
+
+    @Test func oneKeyframeStillCutsAndLaterSegmentsAreShorterForTheirLeadIn() throws {
+        let p = try SegmentPlanner(targetDuration: MediaTime(seconds: 10), lanes: 2).plan(
+            asset: Self.asset(seconds: 20), keyframes: [.zero], audioFraming: nil, video: VideoSettings(codec: .h264),
+            audio: nil, fileType: .mp4)
+        #expect(p.segments.count == 2)
+        let cut = try #require(p.segments[0].videoEnd)
+        // (1 + r)·c = (1 + r)·(20 − c) + r·c with r = 0.1: c = 22 / 2.1 ≈ 10.476 s.
+        #expect(cut > MediaTime(value: 10_470, timescale: 1000) && cut < MediaTime(value: 10_480, timescale: 1000))
+        let costs = p.segments.compactMap(\.cost)
+        #expect(abs(costs[0] - costs[1]) <= costs[0] / 1000, "\(costs)")
+        // A long one-keyframe file is not cut into its 36 target-length pieces for two lanes: each
+        // would decode everything before it. Two segments finish soonest; eight lanes get eight.
+        for (lanes, expected) in [(2, 2), (8, 8)] {
+            let long = try SegmentPlanner(targetDuration: MediaTime(seconds: 10), lanes: lanes).plan(
+                asset: Self.asset(seconds: 360), keyframes: [.zero], audioFraming: nil, video: VideoSettings(codec: .h264),
+                audio: nil, fileType: .mp4)
+            #expect(long.segments.count == expected, "\(lanes) lanes")
+        }
+    }
+
+    @Test func noSegmentIsShorterThanOneSecond() throws {
+        let keys = seconds([0, 0.4, 0.9, 1.2, 1.8, 2.5, 9.5, 10.2, 10.4])
+        for lanes in [1, 2, 4, 16] {
+            let p = try SegmentPlanner(targetDuration: MediaTime(seconds: 1), lanes: lanes).plan(
+                asset: Self.asset(seconds: 11), keyframes: keys, audioFraming: Self.aac, video: VideoSettings(codec: .h264),
+                audio: AudioSettings(codec: .aac), fileType: .mp4)
+            let b = bounds(p, end: 11)
+            for (a, c) in zip(b, b.dropFirst()) { #expect(c - a >= MediaTime(seconds: 1), "\(lanes) lanes: \(a)…\(c)") }
+        }
     }
 
     @Test func audioCutsSitOnTheOutputPacketGrid() throws {
@@ -158,5 +205,19 @@ struct SegmentPlannerTests {
         #expect(fdk.primingPackets == 3)
         // pad = D·F − P = 960: the encoder starts 960 samples before its R pre-roll packets.
         #expect(fdk.encodeStart(forKeepStart: 20480) == 20480 - 2 * 1024 - 960)
+    }
+}
+
+@Suite("Segment planning at scale")
+struct SegmentPlanningScaleTests {
+    @Test func aTenHourFilePlansQuickly() throws {
+        let keys = stride(from: 0, to: 36_000, by: 2).map { MediaTime(seconds: Int64($0)) }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let p = try SegmentPlanner(targetDuration: MediaTime(seconds: 10), lanes: 16).plan(
+            asset: SegmentPlannerTests.asset(seconds: 36_000), keyframes: keys, audioFraming: nil,
+            video: VideoSettings(codec: .h264), audio: nil, fileType: .mp4)
+        print("planned \(p.segments.count) segments of a 10 h file in \(clock.now - started)")
+        #expect(p.segments.count == 3600)
     }
 }

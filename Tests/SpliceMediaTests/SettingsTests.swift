@@ -117,7 +117,8 @@ struct ResolveTests {
     @Test func defaultsFollowTheMovieRecorderRule() throws {
         let (hd, _) = try resolve(VideoSettings(codec: .h264), Self.videoTrack(width: 1920, height: 1080))
         #expect(hd.bitrate == 1920 * 1080 * 101 / 10)
-        #expect(hd.keyframeInterval == 30)
+        // Ten seconds' worth of frames at most between keyframes (plus the encoder's scene cuts).
+        #expect(hd.keyframeInterval == 300)
         let (sd, _) = try resolve(VideoSettings(codec: .h264), Self.videoTrack(width: 320, height: 240))
         #expect(sd.bitrate == 320 * 240 * 405 / 100)
         let (crf, _) = try resolve(VideoSettings(codec: .h264, quality: 20), Self.videoTrack(width: 320, height: 240))

@@ -107,8 +107,12 @@ struct VideoEncoding: Sendable, Hashable, Codable {
         } else {
             timeBase = Rational(1, 90000)
         }
+        // By default a keyframe at most every ten seconds, and wherever the encoder's scene-cut
+        // detection puts one (what ffmpeg and HandBrake do for files): a keyframe every second — a
+        // capture habit — cost 38 % more bits for 0.8 dB on a real clip. Every segment still starts
+        // with an IDR of its own; streaming packages ask for fixed, closed GOPs themselves.
         let keyframeInterval = settings.keyframeInterval
-            ?? max(1, Int(nominal.map { MediaTime.rescale(Int64($0.numerator), multiplier: 1, divisor: Int64($0.denominator)) } ?? 30))
+            ?? max(1, 10 * Int(nominal.map { MediaTime.rescale(Int64($0.numerator), multiplier: 1, divisor: Int64($0.denominator)) } ?? 30))
 
         // Rate control.
         var options: [String: String] = [:]

@@ -56,6 +56,10 @@ public struct SegmentSpec: Sendable, Codable, Hashable, Identifiable {
     public var videoStart: MediaTime?
     public var videoEnd: MediaTime?
     public var audio: AudioSegmentRange?
+    /// The work of encoding it, relative to the plan's other segments (microseconds of encoding,
+    /// lead-in decoding included; ``VideoCuts``): the most expensive go first, and progress is
+    /// weighted by it. Nil in plans made before it existed, and for audio-only plans.
+    public var cost: Int64?
 
     public var id: Int { index }
 }

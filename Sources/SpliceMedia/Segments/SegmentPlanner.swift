@@ -2,18 +2,23 @@ import Foundation
 
 /// Cuts an asset into segments.
 ///
-/// Video cuts fall on source keyframes, chosen greedily so each segment comes as close as
-/// possible to ``targetDuration``: a segment may span several GOPs, none is shorter than
-/// ``minimumDuration`` except the last, and where keyframes are sparser than the target every
-/// keyframe is a cut. Audio is cut independently on the output's packet grid (k·F − P) at the
-/// grid point nearest each video cut, so segments carry about the same span of both.
+/// Video cuts are chosen by ``VideoCuts``: segments of equal work (encoding plus the decoding of
+/// each one's lead-in from the keyframe before it), as many as fill the `lanes` that encode them
+/// evenly, near ``targetDuration`` each, none shorter than ``minimumDuration``, moved onto source
+/// keyframes where one is close. Audio is cut independently on the output's packet grid (k·F − P)
+/// at the grid point nearest each video cut, so segments carry about the same span of both.
 public struct SegmentPlanner: Sendable {
     public var targetDuration: MediaTime
     public var minimumDuration: MediaTime
+    /// Encoders that run at once (`transcode --jobs`, the cluster's free slots): the segment
+    /// count fills them evenly.
+    public var lanes: Int
 
-    public init(targetDuration: MediaTime = MediaTime(seconds: 10), minimumDuration: MediaTime = MediaTime(seconds: 1)) {
+    public init(targetDuration: MediaTime = MediaTime(seconds: 10), minimumDuration: MediaTime = MediaTime(seconds: 1),
+                lanes: Int = 1) {
         self.targetDuration = targetDuration
         self.minimumDuration = minimumDuration
+        self.lanes = max(1, lanes)
     }
 
     /// Plans `asset` (all of it, or `range`) for the given output. Probes keyframes and the audio
@@ -48,26 +53,15 @@ public struct SegmentPlanner: Sendable {
         let end = range?.end
         // Cut times in asset time.
         var cuts: [MediaTime] = []
+        var costs: [Int64]?
         if hasVideo {
-            var current = range?.start ?? asset.videoTrack?.startTime ?? .zero
-            let candidates = keyframes.filter { k in k > current && (end.map { k < $0 } ?? true) }
-            // The end of the video competes like a keyframe: a tail closer to the target than any
-            // further cut stays whole (35 s at 10 s target: 10, 10, 10, 5 — not 10, 10, 10, 4, 1).
+            let videoStart = range?.start ?? asset.videoTrack?.startTime ?? .zero
             let videoEnd = end ?? asset.videoTrack.flatMap { t in t.duration.map { (t.startTime ?? .zero) + $0 } } ?? asset.duration
-            var next = candidates.startIndex
-            while true {
-                while next < candidates.endIndex && candidates[next] - current < minimumDuration { next += 1 }
-                guard next < candidates.endIndex else { break }
-                // Distances to the goal fall then rise along the sorted keyframes: walk to the bottom.
-                let goal = current + targetDuration
-                var best = next
-                while best + 1 < candidates.endIndex && distance(candidates[best + 1], goal) < distance(candidates[best], goal) {
-                    best += 1
-                }
-                if let videoEnd, distance(videoEnd, goal) <= distance(candidates[best], goal) { break }
-                cuts.append(candidates[best])
-                current = candidates[best]
-                next = best + 1
+            if let videoEnd, videoEnd > videoStart {
+                let chosen = VideoCuts(start: videoStart, end: videoEnd, keyframes: keyframes, target: targetDuration,
+                                       minimum: minimumDuration, lanes: lanes).choose()
+                cuts = chosen.cuts
+                costs = chosen.costs
             }
         } else if let total = end ?? audioEnd(asset) {
             var t = zero + targetDuration
@@ -99,6 +93,7 @@ public struct SegmentPlanner: Sendable {
         for i in 0...cuts.count {
             let last = i == cuts.count
             var spec = SegmentSpec(index: i)
+            spec.cost = costs?[i]
             if hasVideo {
                 spec.videoStart = i == 0 ? range?.start : cuts[i - 1]
                 spec.videoEnd = last ? end : cuts[i]
@@ -119,10 +114,6 @@ public struct SegmentPlanner: Sendable {
             outputFileType: fileType, optimizesForNetworkUse: fastStart, metadata: metadata,
             outputZero: zero, outputEnd: end, assetDuration: asset.duration, audioFraming: hasAudio ? audioFraming : nil,
             targetDuration: targetDuration, segments: segments)
-    }
-
-    private func distance(_ a: MediaTime, _ b: MediaTime) -> MediaTime {
-        a < b ? b - a : a - b
     }
 
     /// With a requested range the audio ends at its end (in output samples); otherwise with the source.

@@ -34,7 +34,8 @@ public struct VideoSettings: Sendable, Codable, Hashable {
     /// Speed/quality trade-off: x264/x265 preset names, or an integer speed for vp9 (0–8) and
     /// av1 (SVT-AV1 preset 0–13).
     public var preset: String?
-    /// Maximum distance between keyframes, in frames.
+    /// Maximum distance between keyframes, in frames; nil: ten seconds' worth, plus wherever the
+    /// encoder's scene-cut detection puts one.
     public var keyframeInterval: Int?
     /// Constant output frame rate; `nil` keeps the source timestamps (variable rate preserved).
     public var frameRate: Rational?

@@ -88,10 +88,11 @@ public enum OutputMetadata {
 
 extension SegmentPlanner {
     /// The one planning entry point of `splice transcode` and the cluster: opens `source`, and
-    /// cuts it as `request` asks, with the output's tags (``OutputMetadata``).
-    public static func plan(source: String, request: TranscodeRequest) async throws -> SegmentPlan {
+    /// cuts it as `request` asks for `lanes` encoders at once (``VideoCuts``), with the output's
+    /// tags (``OutputMetadata``).
+    public static func plan(source: String, request: TranscodeRequest, lanes: Int = 1) async throws -> SegmentPlan {
         let asset = try await Asset.open(source)
-        return try await SegmentPlanner(targetDuration: request.segmentDuration).plan(
+        return try await SegmentPlanner(targetDuration: request.segmentDuration, lanes: lanes).plan(
             asset: asset, video: request.video, audio: request.audio, fileType: request.fileType, range: request.range,
             fastStart: request.optimizesForNetworkUse,
             metadata: OutputMetadata.merging(source: asset.metadata, requested: request.metadata))

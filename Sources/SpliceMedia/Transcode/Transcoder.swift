@@ -82,12 +82,12 @@ public final class Transcoder: Sendable {
                                         overwrite: options.request.overwrite)
         }
         try options.request.validate()
-        let plan = try await SegmentPlanner.plan(source: options.source, request: options.request)
+        let plan = try await SegmentPlanner.plan(source: options.source, request: options.request, lanes: options.jobs)
         let t1 = clock.now
         state.withLock { s in
             s.total = plan.segments.count
             for spec in plan.segments {
-                s.weights[spec.index] = max(1, plan.approximateDuration(of: spec)?.converted(to: 1000).value ?? 1)
+                s.weights[spec.index] = max(1, spec.cost ?? plan.approximateDuration(of: spec)?.converted(to: 1000).value ?? 1)
             }
         }
         publish()
@@ -126,14 +126,21 @@ public final class Transcoder: Sendable {
                        stitchNanoseconds: nanoseconds(t3 - t2))
     }
 
+    /// Encodes the segments `jobs` at a time, the most expensive first (so the lanes end
+    /// together on the cheap ones), each encoder single-threaded while every lane is busy; a
+    /// segment started when fewer are left than there are idle lanes gets their threads.
     private func encodeSegments(_ plan: SegmentPlan, into work: URL) async throws -> [SegmentResult] {
         let exporter = SegmentExporter(plan: plan)
-        let threads = options.jobs > 1 ? 1 : 0
-        var pending = plan.segments.map(\.index)[...]
+        let jobs = options.jobs
+        var pending = Self.longestFirst(plan.segments)[...]
+        var running = 0
         var results: [SegmentResult] = []
         try await withThrowingTaskGroup(of: SegmentResult.self) { group in
             func startNext() {
                 guard let index = pending.popFirst() else { return }
+                let idle = jobs - running
+                let threads = jobs == 1 ? 0 : max(1, idle / (pending.count + 1))
+                running += 1
                 let url = work.appendingPathComponent(String(format: "segment-%05d.splseg", index))
                 group.addTask { [self] in
                     try await exporter.export(segment: index, to: url, codecThreads: threads) { fraction in
@@ -144,6 +151,7 @@ public final class Transcoder: Sendable {
             }
             for _ in 0..<min(options.jobs, pending.count) { startNext() }
             while let result = try await group.next() {
+                running -= 1
                 results.append(result)
                 state.withLock {
                     $0.fractions[result.index] = 1
@@ -154,6 +162,14 @@ public final class Transcoder: Sendable {
             }
         }
         return results
+    }
+
+    /// Segment indexes, the most expensive first (plan order among equals, and for plans without costs).
+    static func longestFirst(_ segments: [SegmentSpec]) -> [Int] {
+        segments.enumerated().sorted { a, b in
+            let (ca, cb) = (a.element.cost ?? 0, b.element.cost ?? 0)
+            return ca != cb ? ca > cb : a.offset < b.offset
+        }.map(\.element.index)
     }
 
     private func publish() {

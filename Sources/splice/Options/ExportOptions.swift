@@ -104,7 +104,7 @@ struct ExportOptions: OptionGroup {
         .video(Option<String>("preset", valueName: "name",
             help: "Encoder speed: x264/x265 preset (ultrafast … veryslow) or vp9/av1 speed number.") { $0 })
             { $0.preset = $1 },
-        .video(Option<Int>("keyframe-interval", valueName: "frames", help: "Maximum frames between keyframes."))
+        .video(Option<Int>("keyframe-interval", valueName: "frames", help: "Maximum frames between keyframes (default: 10 s worth, plus scene cuts)."))
             { $0.keyframeInterval = $1 },
         .video(Option<Rational>("frame-rate", valueName: "rate",
             help: "Constant output frame rate (default: keep source timing).")) { $0.frameRate = $1 },
