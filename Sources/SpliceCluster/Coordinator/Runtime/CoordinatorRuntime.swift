@@ -98,7 +98,12 @@ final class CoordinatorRuntime: Sendable {
             policy: configuration.sessions, store: store, outbox: outbox, spool: cleaner, stitcherWake: stitcherWake,
             logger: logger)
         let media = MediaTaskRunner(isolation: configuration.mediaTasks)
-        let planner = JobPlanner(repository: repository, media: media, logger: logger) { await shell.workAvailable() }
+        // Planned for the slots the cluster has now (at least two: workers come and go, and a job
+        // cut for one lane would keep a second one idle for good).
+        let planner = JobPlanner(
+            repository: repository, media: media, logger: logger,
+            lanes: { max(2, await shell.sessions.filter { $0.active && !$0.silent }.reduce(0) { $0 + $1.slots }) },
+            planned: { await shell.workAvailable() })
         let stitcher = JobStitcher(repository: repository, store: store, cleaner: cleaner, media: media, logger: logger)
         let reaper = LeaseReaper(store: store, shell: shell, orphanGrace: configuration.sessions.orphanGrace,
                                  startedAt: .now, logger: logger)

@@ -16,11 +16,14 @@ final class JobPlanner: Sendable {
     private let planned: @Sendable () async -> Void
     private let rounds: JobRounds
     private let media: MediaTaskRunner
+    private let lanes: @Sendable () async -> Int
 
-    /// `planned` is called after each recorded plan (to wake the dispatcher).
+    /// `planned` is called after each recorded plan (to wake the dispatcher); `lanes` says how many
+    /// segments the cluster can encode at once now (the planner fills them evenly).
     init(repository: JobRepository, media: MediaTaskRunner, logger: Logger,
-         planned: @escaping @Sendable () async -> Void) {
+         lanes: @escaping @Sendable () async -> Int, planned: @escaping @Sendable () async -> Void) {
         self.media = media
+        self.lanes = lanes
         self.repository = repository
         self.logger = logger
         self.planned = planned
@@ -83,7 +86,7 @@ final class JobPlanner: Sendable {
         }
         let planned: Result<SegmentPlan, MediaError>
         do {
-            planned = .success(try await media.plan(source: job.sourceURL, request: request))
+            planned = .success(try await media.plan(source: job.sourceURL, request: request, lanes: await lanes()))
         } catch {
             planned = .failure(error)
         }

@@ -17,8 +17,8 @@ public enum MediaTaskIsolation: Sendable, Hashable {
 /// One step for a child process: its input on standard input, its `MediaTaskResult` on standard
 /// output (docs/coordinator.md, Media tasks).
 public enum MediaTask: Sendable, Codable, Hashable {
-    /// Probe `source` and plan it as `request` asks.
-    case plan(source: String, request: TranscodeRequest)
+    /// Probe `source` and plan it as `request` asks, for `lanes` encoders at once.
+    case plan(source: String, request: TranscodeRequest, lanes: Int)
     /// Join `segments` (index → file, with their SHA-256 `checksums`) into `output`.
     case stitch(plan: SegmentPlan, segments: [Int: String], checksums: [Int: String], output: String, overwrite: Bool)
 
@@ -27,8 +27,8 @@ public enum MediaTask: Sendable, Codable, Hashable {
     public func run() async throws(MediaError) -> MediaTaskOutput {
         do {
             switch self {
-            case .plan(let source, let request):
-                return .plan(try await Self.makePlan(source: source, request: request))
+            case .plan(let source, let request, let lanes):
+                return .plan(try await Self.makePlan(source: source, request: request, lanes: lanes))
             case .stitch(let plan, let segments, let checksums, let output, let overwrite):
                 return .stitch(try await Stitcher(plan: plan).stitch(
                     segments: segments, checksums: checksums, to: URL(fileURLWithPath: output), overwrite: overwrite))
@@ -53,9 +53,9 @@ public enum MediaTask: Sendable, Codable, Hashable {
     }
 
     /// Probes the source and plans it exactly as `splice transcode` does.
-    static func makePlan(source: String, request: TranscodeRequest) async throws -> SegmentPlan {
+    static func makePlan(source: String, request: TranscodeRequest, lanes: Int) async throws -> SegmentPlan {
         try request.validate()
-        return try await SegmentPlanner.plan(source: source, request: request)
+        return try await SegmentPlanner.plan(source: source, request: request, lanes: lanes)
     }
 }
 
@@ -90,8 +90,8 @@ struct MediaTaskRunner: Sendable {
         }
     }
 
-    func plan(source: String, request: TranscodeRequest) async throws(MediaError) -> SegmentPlan {
-        guard case .plan(let plan) = try await run(.plan(source: source, request: request)) else {
+    func plan(source: String, request: TranscodeRequest, lanes: Int) async throws(MediaError) -> SegmentPlan {
+        guard case .plan(let plan) = try await run(.plan(source: source, request: request, lanes: lanes)) else {
             throw MediaError(.internalError, "the planning step answered with something else than a plan")
         }
         return plan
