@@ -60,7 +60,8 @@ struct CoordinatorFailureTests {
     @Test("a poison segment fails the job after max attempts with the decoder's error, retried only after backoff")
     func poison() async throws {
         // Damage inside segment 1 only: its neighbours never read those packets.
-        let source = try await TestMedia.poisoned(seconds: 3, damagedFrom: 1.2, to: 1.8)
+        // Four 1 s segments (the planner fills two lanes evenly), the damage inside the second.
+        let source = try await TestMedia.poisoned(seconds: 4, damagedFrom: 1.2, to: 1.8)
         let backoff = Backoff(base: .milliseconds(400), cap: .seconds(4))
         let coordinator = try await CoordinatorUnderTest.start { configuration in
             configuration.maxAttempts = 3

@@ -9,7 +9,8 @@ import Testing
 struct CoordinatorJobTests {
     @Test("a job is planned, dispatched, encoded by a scripted worker, stitched, and plays like the source")
     func wholeJob() async throws {
-        let source = try await TestMedia.clip(seconds: 3)
+        // Four 1 s segments: the planner fills the (at least two) lanes evenly.
+        let source = try await TestMedia.clip(seconds: 4)
         let coordinator = try await CoordinatorUnderTest.start()
         let context = try WireContext()
         let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)
@@ -19,24 +20,24 @@ struct CoordinatorJobTests {
         let job = try await client.submit(source, to: output)
         #expect(try await worker.hello(slots: 2) != nil)
         var assigned: [SegmentAttempt] = []
-        while assigned.count < 3, let assign = await worker.assignment() {
+        while assigned.count < 4, let assign = await worker.assignment() {
             assigned.append(assign.attempt)
             #expect(assign.outputPath.hasPrefix(coordinator.spool.path + "/jobs/\(job)/"))
             #expect(assign.leaseMilliseconds == 30_000)
             let result = try await worker.acceptAndEncode(assign)
             #expect(try await worker.complete(result) == .accepted)
         }
-        #expect(assigned.map(\.segment).sorted() == [0, 1, 2])
+        #expect(assigned.map(\.segment).sorted() == [0, 1, 2, 3])
         #expect(assigned.allSatisfy { $0.attempt == 1 })
 
         let status = try await client.wait(for: job, toBe: ["succeeded", "failed"])
         #expect(status.state == "succeeded", "\(status.error ?? "")")
-        #expect(status.segmentsTotal == 3 && status.segmentsDone == 3 && status.fraction == 1)
+        #expect(status.segmentsTotal == 4 && status.segmentsDone == 4 && status.fraction == 1)
         let (written, original) = (try await TestMedia.frames(output), try await TestMedia.frames(source))
         #expect(written == original)
         #expect(await eventually { !FileManager.default.fileExists(atPath: coordinator.spool.path + "/jobs/\(job)") },
                 "the job's segment files are removed once it is stitched")
-        #expect(try await coordinator.events("segment_done", of: job).count == 3)
+        #expect(try await coordinator.events("segment_done", of: job).count == 4)
 
         await worker.close()
         await client.close()

@@ -38,6 +38,10 @@ struct WorkerProcessTests {
         let accept = await coordinator.next { $0.asAccept }
         #expect(accept?.attempt == assign.attempt)
         kill(process.processIdentifier, SIGTERM)
+        // The signal is handled asynchronously: wait until the worker says it drains.
+        #expect(await eventually(within: .seconds(20)) {
+            ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("draining")
+        }, "the worker never logged that it drains")
 
         // Draining: a new ASSIGN is refused…
         let refused = try WorkerMedia.assign(try await WorkerMedia.plan(preset: "ultrafast"), spool: spool,
