@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "SpliceWire", targets: ["SpliceWire"]),
         .library(name: "SpliceStore", targets: ["SpliceStore"]),
         .library(name: "SpliceCluster", targets: ["SpliceCluster"]),
+        .library(name: "SpliceMetrics", targets: ["SpliceMetrics"]),
     ],
     targets: [
         // MARK: - C libraries from Debian packages
@@ -51,6 +52,8 @@ let package = Package(
         .target(name: "SpliceConcurrency", swiftSettings: strict),
         // Key=value logging on stderr, shared by the `splice` tool and the cluster services.
         .target(name: "SpliceLog", dependencies: ["SpliceConcurrency"], swiftSettings: strict),
+        // Counters, gauges, histograms and the process's own figures in Prometheus's text format.
+        .target(name: "SpliceMetrics", swiftSettings: strict),
         .target(
             name: "SpliceMedia", dependencies: ["CFFmpeg", "CFFmpegShims", "CSpliceSystem"], swiftSettings: strict
         ),
@@ -114,6 +117,7 @@ let package = Package(
         ),
         .testTarget(name: "SpliceLogTests", dependencies: ["SpliceLog"], swiftSettings: strict),
         .testTarget(name: "SpliceConcurrencyTests", dependencies: ["SpliceConcurrency"], swiftSettings: strict),
+        .testTarget(name: "SpliceMetricsTests", dependencies: ["SpliceMetrics"], swiftSettings: strict),
         .testTarget(
             name: "spliceTests",
             dependencies: ["splice", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster", "SpliceConcurrency"],
