@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "SpliceStore", targets: ["SpliceStore"]),
         .library(name: "SpliceCluster", targets: ["SpliceCluster"]),
         .library(name: "SpliceMetrics", targets: ["SpliceMetrics"]),
+        .library(name: "SpliceHTTP", targets: ["SpliceHTTP"]),
     ],
     targets: [
         // MARK: - C libraries from Debian packages
@@ -43,7 +44,7 @@ let package = Package(
         .target(name: "CFFmpegShims", dependencies: ["CFFmpeg"]),
         .target(name: "CZeroMQShims", dependencies: ["CZeroMQ"]),
         .target(name: "CLibPQShims", dependencies: ["CLibPQ"]),
-        // Linux calls glibc hides behind _GNU_SOURCE (posix_spawn actions, renameat2, prctl); no library.
+        // Linux calls glibc hides behind _GNU_SOURCE (posix_spawn actions, renameat2, accept4, prctl); no library.
         .target(name: "CSpliceSystem"),
 
         // MARK: - Splice modules
@@ -54,6 +55,8 @@ let package = Package(
         .target(name: "SpliceLog", dependencies: ["SpliceConcurrency"], swiftSettings: strict),
         // Counters, gauges, histograms and the process's own figures in Prometheus's text format.
         .target(name: "SpliceMetrics", swiftSettings: strict),
+        // A small strict read-only HTTP/1.1 server on a thread of its own (metrics, health, status page).
+        .target(name: "SpliceHTTP", dependencies: ["SpliceConcurrency", "CSpliceSystem"], swiftSettings: strict),
         .target(
             name: "SpliceMedia", dependencies: ["CFFmpeg", "CFFmpegShims", "CSpliceSystem"], swiftSettings: strict
         ),
@@ -118,6 +121,8 @@ let package = Package(
         .testTarget(name: "SpliceLogTests", dependencies: ["SpliceLog"], swiftSettings: strict),
         .testTarget(name: "SpliceConcurrencyTests", dependencies: ["SpliceConcurrency"], swiftSettings: strict),
         .testTarget(name: "SpliceMetricsTests", dependencies: ["SpliceMetrics"], swiftSettings: strict),
+        // The parser alone, and the server on loopback sockets (nothing else needs to run).
+        .testTarget(name: "SpliceHTTPTests", dependencies: ["SpliceHTTP"], swiftSettings: strict),
         .testTarget(
             name: "spliceTests",
             dependencies: ["splice", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster", "SpliceConcurrency"],
