@@ -213,8 +213,9 @@ public actor WorkerDaemon: Service {
                 eventSink.yield(.encodeProgress(token, fraction: fraction, frames: 0))
             }
             switch outcome {
-            case .completed(let checksum, let size, let milliseconds):
-                logger.info("segment encoded", ["checksum": checksum, "bytes": size, "encode_ms": milliseconds])
+            case .completed(let checksum, let size, let milliseconds, let frames):
+                logger.info("segment encoded", ["checksum": checksum, "bytes": size, "encode_ms": milliseconds,
+                                                "frames": frames])
             case .failed(let code, let reason, let retryable):
                 logger.warning("segment failed", ["code": code, "reason": reason, "retryable": retryable])
             case .cancelled:
