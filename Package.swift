@@ -71,7 +71,9 @@ let package = Package(
         ),
         .target(
             name: "SpliceCluster",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog", "SpliceConcurrency"],
+            dependencies: [
+                "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog", "SpliceConcurrency", "SpliceMetrics", "SpliceHTTP",
+            ],
             swiftSettings: strict
         ),
         .executableTarget(
