@@ -80,7 +80,7 @@ let package = Package(
             name: "splice",
             dependencies: [
                 "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "SpliceConcurrency",
-                "CSpliceSystem",
+                "SpliceHTTP", "CSpliceSystem",
             ],
             swiftSettings: strict
         ),
