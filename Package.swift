@@ -124,7 +124,7 @@ let package = Package(
         .testTarget(name: "SpliceConcurrencyTests", dependencies: ["SpliceConcurrency"], swiftSettings: strict),
         .testTarget(name: "SpliceMetricsTests", dependencies: ["SpliceMetrics"], swiftSettings: strict),
         // The parser alone, and the server on loopback sockets (nothing else needs to run).
-        .testTarget(name: "SpliceHTTPTests", dependencies: ["SpliceHTTP"], swiftSettings: strict),
+        .testTarget(name: "SpliceHTTPTests", dependencies: ["SpliceHTTP", "SpliceConcurrency"], swiftSettings: strict),
         .testTarget(
             name: "spliceTests",
             dependencies: ["splice", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster", "SpliceConcurrency"],

@@ -90,3 +90,13 @@ enum RawClient {
         return Exchange(response: String(decoding: received, as: UTF8.self), elapsed: clock.now - start)
     }
 }
+
+/// Polls `condition` every 20 ms until it holds; false after `timeout`.
+func eventually(within timeout: Duration = .seconds(30), _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return await condition()
+}
