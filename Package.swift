@@ -148,6 +148,14 @@ let package = Package(
             dependencies: ["SpliceCluster", "SpliceWire", "SpliceConcurrency", "SpliceTestSupport"],
             swiftSettings: strict
         ),
+        // The operators' view of real `splice` processes: metrics against a real job (promtool as
+        // judge), health checks, the status page in headless Chromium, a database outage; and the
+        // deployment files (Kubernetes, KEDA, Prometheus, Grafana) checked without a cluster.
+        .testTarget(
+            name: "SpliceOperationsTests",
+            dependencies: ["SpliceCluster", "SpliceStore", "SpliceHTTP", "SpliceConcurrency", "SpliceTestSupport"],
+            swiftSettings: strict
+        ),
         // The real `splice` processes under faults (kill -9, SIGSTOP, database restarts, a full spool,
         // garbage on the ports, bad jobs), counted Jepsen-style from the store; docs/reliability.md.
         .testTarget(
