@@ -8,6 +8,7 @@ problem is one line on standard error. Needs PyYAML (Debian: python3-yaml). The 
 """
 import json
 import os
+import re
 import sys
 
 import yaml
@@ -144,6 +145,11 @@ def check_dashboard():
     check(len(identifiers) == len(set(identifiers)), "dashboard: panel ids repeat")
     expressions = [t.get("expr", "") for p in dashboard.get("panels", []) for t in p.get("targets", [])]
     check(len(expressions) >= 10 and all(expressions), "dashboard: panels without queries")
+    # The coordinator's splice_worker_slots has a state label and each worker's has none: a query
+    # that does not say which adds the two up.
+    for expression in expressions:
+        check(not re.search(r"splice_worker_slots(?!\{state)", expression),
+              f"dashboard: splice_worker_slots without a state matcher mixes coordinator and workers: {expression}")
     for needed in ("splice_queue_segments", "splice_segments_completed_total", "splice_worker_slots",
                    "splice_segment_attempts_failed_total", "splice_job_duration_seconds_bucket"):
         check(any(needed in e for e in expressions), f"dashboard: nothing shows {needed}")

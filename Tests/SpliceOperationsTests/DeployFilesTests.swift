@@ -27,11 +27,15 @@ struct DeployFilesTests {
         #expect(check.text.contains("check-deploy: ok"))
     }
 
-    @Test("promtool accepts the Prometheus configuration and the alert rules")
+    @Test("promtool accepts the Prometheus configuration and the alert rules, and the rules' unit tests pass")
     func prometheus() async throws {
         let folder = Self.deploy.appendingPathComponent("prometheus")
         let rules = try await ExternalTool.run("promtool", ["check", "rules", folder.appendingPathComponent("splice-rules.yml").path])
         #expect(rules.status == 0, "\(rules.text)\(rules.stderr)")
+        // The alerts fire (and stay quiet) as intended on synthetic series.
+        let alerts = try await ExternalTool.run(
+            "promtool", ["test", "rules", folder.appendingPathComponent("splice-rules.test.yml").path])
+        #expect(alerts.status == 0 && alerts.text.contains("SUCCESS"), "\(alerts.text)\(alerts.stderr)")
         let hosts = try await ExternalTool.run("promtool", ["check", "config", folder.appendingPathComponent("prometheus.yml").path])
         #expect(hosts.status == 0, "\(hosts.text)\(hosts.stderr)")
         let kubernetes = try await ExternalTool.run(
