@@ -113,7 +113,7 @@ struct StatusReport: Codable, Sendable {
     func json() -> String {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "{}"
     }
 }
