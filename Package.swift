@@ -24,6 +24,8 @@ let package = Package(
         .library(name: "SpliceWire", targets: ["SpliceWire"]),
         .library(name: "SpliceStore", targets: ["SpliceStore"]),
         .library(name: "SpliceCluster", targets: ["SpliceCluster"]),
+        .library(name: "SpliceMetrics", targets: ["SpliceMetrics"]),
+        .library(name: "SpliceHTTP", targets: ["SpliceHTTP"]),
     ],
     targets: [
         // MARK: - C libraries from Debian packages
@@ -42,7 +44,7 @@ let package = Package(
         .target(name: "CFFmpegShims", dependencies: ["CFFmpeg"]),
         .target(name: "CZeroMQShims", dependencies: ["CZeroMQ"]),
         .target(name: "CLibPQShims", dependencies: ["CLibPQ"]),
-        // Linux calls glibc hides behind _GNU_SOURCE (posix_spawn actions, renameat2, prctl); no library.
+        // Linux calls glibc hides behind _GNU_SOURCE (posix_spawn actions, renameat2, accept4, prctl); no library.
         .target(name: "CSpliceSystem"),
 
         // MARK: - Splice modules
@@ -51,6 +53,10 @@ let package = Package(
         .target(name: "SpliceConcurrency", swiftSettings: strict),
         // Key=value logging on stderr, shared by the `splice` tool and the cluster services.
         .target(name: "SpliceLog", dependencies: ["SpliceConcurrency"], swiftSettings: strict),
+        // Counters, gauges, histograms and the process's own figures in Prometheus's text format.
+        .target(name: "SpliceMetrics", swiftSettings: strict),
+        // A small strict read-only HTTP/1.1 server on a thread of its own (metrics, health, status page).
+        .target(name: "SpliceHTTP", dependencies: ["SpliceConcurrency", "CSpliceSystem"], swiftSettings: strict),
         .target(
             name: "SpliceMedia", dependencies: ["CFFmpeg", "CFFmpegShims", "CSpliceSystem"], swiftSettings: strict
         ),
@@ -65,14 +71,16 @@ let package = Package(
         ),
         .target(
             name: "SpliceCluster",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog", "SpliceConcurrency"],
+            dependencies: [
+                "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog", "SpliceConcurrency", "SpliceMetrics", "SpliceHTTP",
+            ],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "splice",
             dependencies: [
                 "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "SpliceConcurrency",
-                "CSpliceSystem",
+                "SpliceHTTP", "CSpliceSystem",
             ],
             swiftSettings: strict
         ),
@@ -114,6 +122,9 @@ let package = Package(
         ),
         .testTarget(name: "SpliceLogTests", dependencies: ["SpliceLog"], swiftSettings: strict),
         .testTarget(name: "SpliceConcurrencyTests", dependencies: ["SpliceConcurrency"], swiftSettings: strict),
+        .testTarget(name: "SpliceMetricsTests", dependencies: ["SpliceMetrics"], swiftSettings: strict),
+        // The parser alone, and the server on loopback sockets (nothing else needs to run).
+        .testTarget(name: "SpliceHTTPTests", dependencies: ["SpliceHTTP", "SpliceConcurrency"], swiftSettings: strict),
         .testTarget(
             name: "spliceTests",
             dependencies: ["splice", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster", "SpliceConcurrency"],
@@ -135,6 +146,14 @@ let package = Package(
         .testTarget(
             name: "SpliceClusterIntegrationTests",
             dependencies: ["SpliceCluster", "SpliceWire", "SpliceConcurrency", "SpliceTestSupport"],
+            swiftSettings: strict
+        ),
+        // The operators' view of real `splice` processes: metrics against a real job (promtool as
+        // judge), health checks, the status page in headless Chromium, a database outage; and the
+        // deployment files (Kubernetes, KEDA, Prometheus, Grafana) checked without a cluster.
+        .testTarget(
+            name: "SpliceOperationsTests",
+            dependencies: ["SpliceCluster", "SpliceStore", "SpliceHTTP", "SpliceConcurrency", "SpliceTestSupport"],
             swiftSettings: strict
         ),
         // The real `splice` processes under faults (kill -9, SIGSTOP, database restarts, a full spool,

@@ -7,7 +7,8 @@
 #
 # Everything lives in out/quickstart (SPLICE_QUICKSTART_DIR): the clip, the output, the logs, the
 # coordinator's state (its database) and the spool the workers share with it. Delete that folder to
-# start from scratch. Ports 7450 (workers) and 7451 (API) on 127.0.0.1 must be free.
+# start from scratch. Ports 7450 (workers), 7451 (API), 9450 (the coordinator's status page and
+# metrics) and 9451-9452 (the workers' metrics) on 127.0.0.1 must be free.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source Deploy/setup.sh
@@ -133,21 +134,25 @@ fi
 
 echo "quickstart: starting a coordinator on $api_endpoint (state in $state)" >&2
 setsid "$splice" coordinator --state-dir "$state" --spool "$spool" \
-    --workers-endpoint "$workers_endpoint" --api-endpoint "$api_endpoint" 2>"$logs/coordinator.log" &
+    --workers-endpoint "$workers_endpoint" --api-endpoint "$api_endpoint" \
+    --metrics-endpoint 127.0.0.1:9450 2>"$logs/coordinator.log" &
 coordinator_pid=$!
 wait_for_log "$logs/coordinator.log" "coordinator ready" 120 "$coordinator_pid" "the coordinator"
 
 cores=$(nproc)
 slots=$(( cores / 2 > 0 ? cores / 2 : 1 ))
 for n in 1 2; do
+    # Each worker its own metrics port (9451, 9452): two on one machine cannot share the default.
     setsid "$splice" worker --coordinator "$workers_endpoint" --spool "$spool" --slots "$slots" \
-        --name "quickstart-$n" --drain-timeout 10 2>"$logs/worker-$n.log" &
+        --name "quickstart-$n" --drain-timeout 10 --metrics-endpoint "127.0.0.1:$((9450 + n))" \
+        2>"$logs/worker-$n.log" &
     worker_pids+=($!)
 done
 for n in 1 2; do
     wait_for_log "$logs/worker-$n.log" "worker ready" 30 "${worker_pids[$((n - 1))]}" "worker $n"
 done
 echo "quickstart: 2 workers with $slots slot(s) each; logs in $logs" >&2
+echo "quickstart: status page at http://127.0.0.1:9450/ (metrics: /metrics there and on :9451, :9452)" >&2
 
 # MARK: - The job
 

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian machine for Splice: finds the Swift toolchain and installs the Debian
-# packages the build, the tests and the quick start need (only those that are missing).
+# packages the build, the tests and the quick start need (only those that are missing). The tests
+# also use promtool (package prometheus: it lints the metrics; on a host with systemd it installs a
+# Prometheus service too, `systemctl disable --now prometheus` if you do not want it), headless
+# chromium (the status page in a real browser) and PyYAML (Deploy/check-deploy.py).
 # Safe to run any number of times. Sourced by quickstart.sh and test.sh; can also run alone.
 set -euo pipefail
 
@@ -8,6 +11,7 @@ splice_packages=(
     pkg-config
     libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev
     libzmq3-dev libpq-dev postgresql ffmpeg
+    prometheus chromium python3-yaml
 )
 
 splice_find_swift() {

@@ -1,4 +1,5 @@
-/// The key=value ("logfmt") line format: `ts=… level=… msg=… key=value …`.
+/// The key=value ("logfmt") line format, `ts=… level=… msg=… key=value …`, and the JSON one,
+/// `{"ts":"…","level":"…","msg":"…","key":"value",…}`.
 enum LogFormat {
     /// One complete line, without the trailing newline. Every value, the message included, passes
     /// through ``Redaction`` and is quoted when it needs to be.
@@ -10,6 +11,41 @@ enum LogFormat {
             line += " " + field.key + "=" + quoted(Redaction.redactingSecrets(in: field.value))
         }
         return line
+    }
+
+    /// One JSON object on one line: the same fields in the same order, every value redacted,
+    /// strings escaped (RFC 8259), integers and booleans bare.
+    static func jsonLine(millisecondsSinceEpoch: Int64, level: LogLevel, message: String, fields: [LogField]) -> String {
+        var line = "{\"ts\":\"" + timestamp(millisecondsSinceEpoch: millisecondsSinceEpoch) + "\""
+        line += ",\"level\":\"" + level.name + "\""
+        line += ",\"msg\":" + jsonString(Redaction.redactingSecrets(in: message))
+        for field in fields {
+            line += "," + jsonString(field.key) + ":"
+            line += field.isBare ? field.value : jsonString(Redaction.redactingSecrets(in: field.value))
+        }
+        return line + "}"
+    }
+
+    /// `text` as a JSON string: `"` and `\` escaped, control characters as `\n`, `\t`… or `\u00XX`.
+    static func jsonString(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F {
+                    let hex = String(scalar.value, radix: 16)
+                    result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    result.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return result + "\""
     }
 
     /// `value` as is when it is a single plain word, otherwise in double quotes with `"`, `\` and

@@ -50,4 +50,6 @@ extension Duration: LogValue {
 struct LogField: Sendable, Equatable {
     var key: String
     var value: String
+    /// An integer or a boolean: written without quotes in JSON.
+    var isBare = false
 }

@@ -10,50 +10,75 @@ import Glibc
 /// goes into typed fields. Values are quoted when needed and passwords are redacted (see
 /// ``Redaction``). A `Logger` is a value: copy it freely, add context with ``with(_:)``.
 public struct Logger: Sendable {
+    /// How lines are written.
+    public enum Format: String, Sendable, CaseIterable {
+        /// `ts=… level=info msg="…" key=value` (the default).
+        case logfmt
+        /// One JSON object per line: `{"ts":"…","level":"info","msg":"…","key":"value"}`, integers
+        /// and booleans unquoted.
+        case json
+    }
+
     /// The environment variable that sets the level: `debug`, `info`, `warning` or `error`.
     public static let levelEnvironmentVariable = "SPLICE_LOG_LEVEL"
+    /// The environment variable that sets the format: `logfmt` or `json`.
+    public static let formatEnvironmentVariable = "SPLICE_LOG_FORMAT"
 
     /// Lines below this level are dropped.
     public let level: LogLevel
+    public let format: Format
     private let context: [LogField]
     private let sink: any LogSink
     private let clock: LogClock
 
     /// A logger writing lines at `level` and above to `sink`.
-    public init(level: LogLevel = .info, sink: any LogSink = FileDescriptorWriter.standardError,
+    public init(level: LogLevel = .info, format: Format = .logfmt, sink: any LogSink = FileDescriptorWriter.standardError,
                 clock: LogClock = .system) {
-        self.init(level: level, context: [], sink: sink, clock: clock)
+        self.init(level: level, format: format, context: [], sink: sink, clock: clock)
     }
 
-    private init(level: LogLevel, context: [LogField], sink: any LogSink, clock: LogClock) {
+    private init(level: LogLevel, format: Format, context: [LogField], sink: any LogSink, clock: LogClock) {
         self.level = level
+        self.format = format
         self.context = context
         self.sink = sink
         self.clock = clock
     }
 
-    /// A logger whose level comes from `SPLICE_LOG_LEVEL` in `environment` (default `info`).
-    /// An unknown level name is not fatal: the logger uses `info` and says so in a warning line.
+    /// A logger whose level comes from `SPLICE_LOG_LEVEL` (default `info`) and format from
+    /// `SPLICE_LOG_FORMAT` (default `logfmt`) in `environment`. An unknown name is not fatal: the
+    /// logger uses the default and says so in a warning line.
     public static func configured(environment: [String: String],
                                   sink: any LogSink = FileDescriptorWriter.standardError,
                                   clock: LogClock = .system) -> Logger {
-        guard let name = environment[levelEnvironmentVariable], !name.isEmpty else {
-            return Logger(sink: sink, clock: clock)
+        let formatName = environment[formatEnvironmentVariable] ?? ""
+        let format = Format(rawValue: formatName.lowercased()) ?? .logfmt
+        let name = environment[levelEnvironmentVariable] ?? ""
+        let level = LogLevel(name: name) ?? .info
+        let logger = Logger(level: level, format: format, sink: sink, clock: clock)
+        if !formatName.isEmpty && Format(rawValue: formatName.lowercased()) == nil {
+            logger.warning("unknown log format, using logfmt", [
+                "variable": formatEnvironmentVariable, "value": formatName,
+                "allowed": Format.allCases.map(\.rawValue).joined(separator: ","),
+            ])
         }
-        if let level = LogLevel(name: name) {
-            return Logger(level: level, sink: sink, clock: clock)
+        if !name.isEmpty && LogLevel(name: name) == nil {
+            Logger(level: .info, format: format, sink: sink, clock: clock).warning("unknown log level, using info", [
+                "variable": levelEnvironmentVariable, "value": name,
+                "allowed": LogLevel.allCases.map(\.name).joined(separator: ","),
+            ])
         }
-        let logger = Logger(sink: sink, clock: clock)
-        logger.warning("unknown log level, using info", [
-            "variable": levelEnvironmentVariable, "value": name,
-            "allowed": LogLevel.allCases.map(\.name).joined(separator: ","),
-        ])
         return logger
+    }
+
+    /// The same logger (sink, context) at another level or in another format.
+    public func reconfigured(level: LogLevel? = nil, format: Format? = nil) -> Logger {
+        Logger(level: level ?? self.level, format: format ?? self.format, context: context, sink: sink, clock: clock)
     }
 
     /// A logger that adds `fields` to every line after the message, before the line's own fields.
     public func with(_ fields: KeyValuePairs<String, any LogValue>) -> Logger {
-        Logger(level: level, context: context + Logger.render(fields), sink: sink, clock: clock)
+        Logger(level: level, format: format, context: context + Logger.render(fields), sink: sink, clock: clock)
     }
 
     /// Whether a line at `level` would be written; check it before computing costly fields.
@@ -64,8 +89,8 @@ public struct Logger: Sendable {
     /// Writes a line at `level`.
     public func log(_ level: LogLevel, _ message: StaticString, _ fields: KeyValuePairs<String, any LogValue> = [:]) {
         guard isEnabled(level) else { return }
-        let line = LogFormat.line(millisecondsSinceEpoch: clock.millisecondsSinceEpoch(), level: level,
-                                  message: message.description, fields: context + Logger.render(fields))
+        let render = format == .json ? LogFormat.jsonLine : LogFormat.line
+        let line = render(clock.millisecondsSinceEpoch(), level, message.description, context + Logger.render(fields))
         sink.write(line: line)
     }
 
@@ -90,7 +115,10 @@ public struct Logger: Sendable {
     }
 
     private static func render(_ fields: KeyValuePairs<String, any LogValue>) -> [LogField] {
-        fields.map { LogField(key: $0.key, value: $0.value.logText) }
+        fields.map { field in
+            let value = field.value
+            return LogField(key: field.key, value: value.logText, isBare: value is Bool || value is any BinaryInteger)
+        }
     }
 }
 

@@ -20,7 +20,7 @@ struct WorkerProcessTests {
         let process = Process()
         process.executableURL = binary
         process.arguments = ["worker", "--coordinator", coordinator.address, "--spool", spool.path, "--slots", "1",
-                             "--name", "child", "--drain-timeout", "60"]
+                             "--name", "child", "--drain-timeout", "60", "--metrics-endpoint", "127.0.0.1:0"]
         process.environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
         process.standardError = try FileHandle(forWritingTo: log)
         process.standardOutput = FileHandle.nullDevice

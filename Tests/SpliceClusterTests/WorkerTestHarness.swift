@@ -58,11 +58,12 @@ func ack(_ segment: Int, _ acknowledges: Ack.Acknowledged, _ outcome: Ack.Outcom
 }
 
 let finished = EncodeOutcome.completed(checksum: "sha256:" + String(repeating: "ab", count: 32), sizeBytes: 1234,
-                                       encodeMilliseconds: 56)
+                                       encodeMilliseconds: 56, videoFrames: 78)
 
 func complete(_ segment: Int) -> Complete {
     Complete(attempt: attempt(segment), outputPath: assign(segment).outputPath,
-             checksum: "sha256:" + String(repeating: "ab", count: 32), sizeBytes: 1234, encodeMilliseconds: 56)
+             checksum: "sha256:" + String(repeating: "ab", count: 32), sizeBytes: 1234, encodeMilliseconds: 56,
+             videoFrames: 78)
 }
 
 extension Array where Element == WorkerDirective {

@@ -124,6 +124,29 @@ struct DeadlineTests {
     }
 }
 
+@Suite("value(of:within:)")
+struct UnjoinedDeadlineTests {
+    @Test("the task's value when it finishes in time")
+    func value() async {
+        #expect(await SpliceConcurrency.value(of: Task { 7 }, within: long) == 7)
+    }
+
+    @Test("nil at the deadline without waiting for the task, which goes on and can be awaited again")
+    func expiry() async {
+        let gate = Latch()
+        let task = Task { () -> Int in
+            await gate.wait()
+            return 9
+        }
+        let start = clock.now
+        #expect(await SpliceConcurrency.value(of: task, within: .milliseconds(30)) == nil)
+        #expect(clock.now - start < .seconds(10))
+        #expect(!task.isCancelled)
+        gate.open()
+        #expect(await task.value == 9)
+    }
+}
+
 @Suite("Duration in whole units")
 struct DurationTests {
     @Test("whole milliseconds truncate toward zero", arguments: [

@@ -59,18 +59,6 @@ func conclude(
     return (figures, ledger)
 }
 
-/// Runs `body`, then `cleanup` — also when `body` throws (a failed `#require`, a cancelled test).
-func withCleanup<T>(_ cleanup: () async -> Void, _ body: () async throws -> T) async rethrows -> T {
-    do {
-        let value = try await body()
-        await cleanup()
-        return value
-    } catch {
-        await cleanup()
-        throw error
-    }
-}
-
 // MARK: - Reading the workers' logs
 
 /// A `segment started` line of a worker's log: which attempt it began.

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import Testing
 
@@ -149,5 +150,45 @@ struct LogThrottleTests {
         #expect(throttle.admit("wrong-protocol", now: start + .milliseconds(900)) == 0, "keys are apart")
         #expect(throttle.admit("garbled", now: start + .milliseconds(1000)) == 2)
         #expect(throttle.admit("garbled", now: start + .milliseconds(3000)) == 0)
+    }
+}
+
+@Suite("Logger, JSON lines")
+struct JSONLogTests {
+    @Test("one object per line: ts, level, msg, then the fields in order; integers and booleans bare")
+    func layout() {
+        let sink = CapturingSink()
+        let log = Logger(format: .json, sink: sink, clock: fixedClock).with(["worker": "enc-1"])
+        log.info("segment encoded", ["segment": 3, "bytes": Int64(1024), "cached": false, "took": Duration.milliseconds(15)])
+        #expect(sink.lines == [
+            #"{"ts":"2026-11-30T16:42:08.123Z","level":"info","msg":"segment encoded","worker":"enc-1","segment":3,"#
+                + #""bytes":1024,"cached":false,"took":"15ms"}"#,
+        ])
+    }
+
+    @Test("strings are escaped as JSON, passwords redacted")
+    func escaping() {
+        let sink = CapturingSink()
+        Logger(format: .json, sink: sink, clock: fixedClock).warning("bad \"input\"", [
+            "path": #"C:\a "b""# + "\n\u{1}", "url": "postgresql://splice:hunter2@db/splice",
+        ])
+        #expect(sink.lines == [
+            #"{"ts":"2026-11-30T16:42:08.123Z","level":"warning","msg":"bad \"input\"","path":"C:\\a \"b\"\n\u0001","#
+                + #""url":"postgresql://splice:***@db/splice"}"#,
+        ])
+        let decoded = try? JSONSerialization.jsonObject(with: Data(sink.lines[0].utf8)) as? [String: Any]
+        #expect(decoded?["path"] as? String == #"C:\a "b""# + "\n\u{1}")
+    }
+
+    @Test("SPLICE_LOG_FORMAT picks the format; an unknown one falls back to logfmt with a warning")
+    func environment() {
+        #expect(Logger.configured(environment: ["SPLICE_LOG_FORMAT": "json"], sink: CapturingSink()).format == .json)
+        #expect(Logger.configured(environment: [:], sink: CapturingSink()).format == .logfmt)
+        let sink = CapturingSink()
+        let log = Logger.configured(environment: ["SPLICE_LOG_FORMAT": "xml"], sink: sink, clock: fixedClock)
+        #expect(log.format == .logfmt)
+        #expect(sink.lines.first?.contains(#"msg="unknown log format, using logfmt" variable=SPLICE_LOG_FORMAT value=xml"#) == true)
+        #expect(log.reconfigured(level: .error, format: .json).format == .json)
+        #expect(log.reconfigured(level: .error).level == .error)
     }
 }

@@ -83,11 +83,14 @@ public final class ChildCoordinator: Sendable {
     public let workers: String
     /// The resolved API endpoint.
     public let api: String
+    /// The operators' endpoint (`127.0.0.1:PORT`: `/metrics`, `/healthz`, `/readyz`, the status page).
+    public let metrics: String?
 
-    private init(process: ChildProcess, workers: String, api: String) {
+    private init(process: ChildProcess, workers: String, api: String, metrics: String?) {
         self.process = process
         self.workers = workers
         self.api = api
+        self.metrics = metrics
     }
 
     /// Starts `splice coordinator` and waits (up to 30 s) for its `coordinator ready` line.
@@ -97,14 +100,15 @@ public final class ChildCoordinator: Sendable {
     ) async throws -> ChildCoordinator {
         let process = try ChildProcess.start(
             ["coordinator", "--database", database.description, "--spool", spool.path,
-             "--workers-endpoint", workers, "--api-endpoint", api] + extra,
+             "--workers-endpoint", workers, "--api-endpoint", api, "--metrics-endpoint", "127.0.0.1:0"] + extra,
             logName: "coordinator", environment: ["SPLICE_LOG_LEVEL": "info"])
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             let text = process.output
             if let line = text.split(separator: "\n").first(where: { $0.contains("coordinator ready") }),
                let workers = field("workers", in: line), let api = field("api", in: line) {
-                return ChildCoordinator(process: process, workers: workers, api: api)
+                return ChildCoordinator(process: process, workers: workers, api: api,
+                                        metrics: operationsAddress(in: text))
             }
             guard process.isRunning else { throw TestFailure("splice coordinator exited early:\n\(text)") }
             try await Task.sleep(for: .milliseconds(50))
@@ -113,8 +117,13 @@ public final class ChildCoordinator: Sendable {
         throw TestFailure("splice coordinator did not log `coordinator ready` within 30 s")
     }
 
-    private static func field(_ name: String, in line: Substring) -> String? {
+    static func field(_ name: String, in line: Substring) -> String? {
         line.split(separator: " ").first { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)) }
+    }
+
+    /// The address in an `operations endpoint ready address=…` line of `log`.
+    static func operationsAddress(in log: String) -> String? {
+        log.split(separator: "\n").first { $0.contains("operations endpoint ready") }.flatMap { field("address", in: $0) }
     }
 
     /// Sends it `number`.
@@ -141,9 +150,12 @@ public final class ChildWorker: Sendable {
         // One slot, one encoder thread: every encoder single-threaded, as in `splice transcode --jobs 2`.
         process = try ChildProcess.start(
             ["worker", "--coordinator", coordinator, "--spool", spool.path, "--slots", "1", "--codec-threads", "1",
-             "--name", name, "--drain-timeout", "30"], logName: name)
+             "--name", name, "--drain-timeout", "30", "--metrics-endpoint", "127.0.0.1:0"], logName: name)
     }
 
     /// Whether it has said it is registered with a coordinator.
     public var isRegistered: Bool { process.output.contains("registered with the coordinator") }
+
+    /// Its operators' endpoint (`127.0.0.1:PORT`), once it has logged it.
+    public var metrics: String? { ChildCoordinator.operationsAddress(in: process.output) }
 }

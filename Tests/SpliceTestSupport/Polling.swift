@@ -11,6 +11,18 @@ public func eventually(
     return try await condition()
 }
 
+/// Runs `body`, then `cleanup` — also when `body` throws (a failed `#require`, a cancelled test).
+public func withCleanup<T>(_ cleanup: () async -> Void, _ body: () async throws -> T) async rethrows -> T {
+    do {
+        let value = try await body()
+        await cleanup()
+        return value
+    } catch {
+        await cleanup()
+        throw error
+    }
+}
+
 /// A failure inside a test helper, with what was expected.
 public struct TestFailure: Error, CustomStringConvertible {
     public let description: String

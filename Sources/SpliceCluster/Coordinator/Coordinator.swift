@@ -1,3 +1,4 @@
+public import SpliceHTTP
 public import SpliceWire
 import Synchronization
 
@@ -30,6 +31,14 @@ public final class Coordinator: Service {
         var phase = Phase.idle
         var shutdownRequested = false
         var readyWaiters: [CheckedContinuation<CoordinatorEndpoints, any Error>] = []
+        /// Where the operators' endpoint listens, once it does.
+        var metrics: HTTPAddress?
+
+        func endpoints(of runtime: CoordinatorRuntime) -> CoordinatorEndpoints {
+            var endpoints = runtime.endpoints
+            endpoints.metrics = metrics
+            return endpoints
+        }
     }
 
     private let state = Mutex(State())
@@ -51,27 +60,65 @@ public final class Coordinator: Service {
         guard mayStart else {
             throw CoordinatorError(.invalidConfiguration, "this coordinator has already been started")
         }
+        // The operators' endpoint first: /healthz answers while the database starts and migrates.
+        // (A configuration that cannot work is refused before anything listens.)
+        let operations: HTTPServer?
+        do {
+            try configuration.validate()
+            operations = try startOperations()
+        } catch {
+            finish(with: error)
+            throw error
+        }
         let runtime: CoordinatorRuntime
         do {
             runtime = try await CoordinatorRuntime.start(configuration)
         } catch {
+            await operations?.close()
             finish(with: error)
             throw error
         }
-        let (waiters, stopAtOnce) = state.withLock { state in
+        let (waiters, stopAtOnce, endpoints) = state.withLock { state in
             state.phase = .running(runtime)
             defer { state.readyWaiters.removeAll() }
-            return (state.readyWaiters, state.shutdownRequested)
+            return (state.readyWaiters, state.shutdownRequested, state.endpoints(of: runtime))
         }
-        for waiter in waiters { waiter.resume(returning: runtime.endpoints) }
+        for waiter in waiters { waiter.resume(returning: endpoints) }
         if stopAtOnce { Task { await runtime.shutdown() } }
         do {
             try await runtime.run()
         } catch {
+            await operations?.close()
             finish(with: error)
             throw error
         }
+        await operations?.close()
         finish(with: nil)
+    }
+
+    /// Starts the operators' endpoint when one is configured (docs/deploy.md, Operating a cluster).
+    private func startOperations() throws -> HTTPServer? {
+        guard let address = configuration.metricsEndpoint else { return nil }
+        let site = CoordinatorSite(version: configuration.version) { [weak self] in self?.sitePhase() ?? .stopped }
+        let server: HTTPServer
+        do {
+            server = try OperationsServer.start(on: address, site: site, logger: configuration.logger)
+        } catch {
+            throw CoordinatorError(.invalidConfiguration, "the operations endpoint (--metrics-endpoint) cannot start: \(error)")
+        }
+        state.withLock { $0.metrics = server.address }
+        return server
+    }
+
+    /// The coordinator's phase as the operators' endpoint reports it.
+    private func sitePhase() -> CoordinatorSite.Phase {
+        state.withLock { state in
+            switch state.phase {
+            case .idle, .starting: .starting
+            case .running(let runtime): state.shutdownRequested ? .stopping(runtime) : .running(runtime)
+            case .finished: .stopped
+            }
+        }
     }
 
     /// Graceful shutdown: stop accepting, finish in-flight commits (and acknowledge them), tell
@@ -92,7 +139,7 @@ public final class Coordinator: Service {
             let answer = state.withLock { state -> Result<CoordinatorEndpoints, any Error>? in
                 switch state.phase {
                 case .running(let runtime):
-                    return .success(runtime.endpoints)
+                    return .success(state.endpoints(of: runtime))
                 case .finished(let error):
                     return .failure(error ?? CoordinatorError(.notRunning, "the coordinator has stopped"))
                 case .idle, .starting:
@@ -141,4 +188,6 @@ public struct CoordinatorEndpoints: Sendable, Hashable {
     public var api: String
     /// The coordinator's CURVE public key (what workers and clients need), when CURVE is on.
     public var serverKey: CurvePublicKey?
+    /// The operators' endpoint as bound (`/metrics`, `/healthz`, `/readyz`, the status page), if any.
+    public var metrics: HTTPAddress?
 }

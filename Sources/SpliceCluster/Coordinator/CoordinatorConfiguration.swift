@@ -1,4 +1,5 @@
 public import Foundation
+public import SpliceHTTP
 public import SpliceLog
 public import SpliceStore
 public import SpliceWire
@@ -59,6 +60,11 @@ public struct CoordinatorConfiguration: Sendable {
     public var inputRoots: [String] = []
     /// Folders SUBMIT may write outputs into (`--output-root`); empty admits any path.
     public var outputRoots: [String] = []
+    /// Where the operators' endpoint listens (`/metrics`, `/healthz`, `/readyz`, the status page);
+    /// nil for none. `splice coordinator` defaults to `127.0.0.1:9450`.
+    public var metricsEndpoint: HTTPAddress?
+    /// The version `splice_build_info` and the status page show.
+    public var version = "dev"
 
     /// A configuration with the contract's defaults (`--lease-seconds 60`, `--max-attempts 5`).
     public init(

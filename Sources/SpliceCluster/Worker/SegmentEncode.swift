@@ -44,7 +44,7 @@ struct SegmentEncode: Sendable {
                                retryable: true)
             }
             return .completed(checksum: "sha256:" + result.checksum, sizeBytes: result.bytes,
-                              encodeMilliseconds: (clock.now - started).wholeMilliseconds)
+                              encodeMilliseconds: (clock.now - started).wholeMilliseconds, videoFrames: result.videoFrames)
         } catch let error as MediaError {
             if error.code == .cancelled { return .cancelled }
             return .failed(code: Self.failCode(error), reason: error.message, retryable: error.isRetryable)

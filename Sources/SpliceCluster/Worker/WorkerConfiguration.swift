@@ -1,4 +1,5 @@
 public import Foundation
+public import SpliceHTTP
 public import SpliceWire
 
 /// Everything a ``WorkerDaemon`` is started with (`splice worker`'s flags).
@@ -33,6 +34,11 @@ public struct WorkerConfiguration: Sendable {
     public var software: String
     /// Encoder threads per segment; nil: 1 when several slots run at once, else the core count.
     public var codecThreads: Int?
+    /// Where the operators' endpoint listens (`/metrics`, `/healthz`, `/readyz`); nil for none.
+    /// `splice worker` defaults to `127.0.0.1:9451`.
+    public var metricsEndpoint: HTTPAddress?
+    /// The version `splice_build_info` shows.
+    public var version = "dev"
     /// Without CURVE, the routing id this worker presents, fresh for every configuration (each
     /// process): it keeps one identity across reconnections (without it the ROUTER would name
     /// every new connection anew, and the coordinator would see a new worker after each one, and

@@ -1,4 +1,5 @@
 internal import Foundation
+internal import SpliceHTTP
 public import SpliceLog
 internal import SpliceMedia
 public import SpliceWire
@@ -28,6 +29,8 @@ public actor WorkerDaemon: Service {
     private var encodes: [LeaseToken: Task<Void, Never>] = [:]
     private var endpoint: WorkerEndpoint?
     private var started = false
+    /// The operators' figures (`--metrics-endpoint`).
+    private nonisolated let figures: WorkerMetrics
 
     /// Checks the configuration and the spool (it must be a writable directory); connects nothing yet.
     public init(configuration: WorkerConfiguration, logger: Logger = Logger()) throws(WorkerError) {
@@ -46,6 +49,7 @@ public actor WorkerDaemon: Service {
         self.configuration = configuration
         self.logger = logger.with(["worker": configuration.name])
         self.spool = try Spool.open(configuration.spool)
+        self.figures = WorkerMetrics(slots: configuration.slots)
         self.machine = WorkerStateMachine(configuration: .init(
             workerName: configuration.name, slots: configuration.slots, encoders: AvailableEncoders.names,
             software: configuration.software, helloInterval: configuration.helloInterval,
@@ -62,14 +66,21 @@ public actor WorkerDaemon: Service {
     public func run() async throws {
         guard !started else { throw WorkerError(.alreadyRunning, "this worker daemon is already running") }
         started = true
-        let context = try WireContext()
+        let operations = try startOperations()
+        let context: WireContext
         let endpoint: WorkerEndpoint
         do {
-            endpoint = WorkerEndpoint(try await WireEndpoint.connect(
-                configuration.coordinatorEndpoint, type: .dealer, context: context, options: configuration.wireOptions
-            ))
+            context = try WireContext()
+            do {
+                endpoint = WorkerEndpoint(try await WireEndpoint.connect(
+                    configuration.coordinatorEndpoint, type: .dealer, context: context, options: configuration.wireOptions
+                ))
+            } catch {
+                await context.terminate()
+                throw error
+            }
         } catch {
-            await context.terminate()
+            await operations?.close()
             throw error
         }
         self.endpoint = endpoint
@@ -91,6 +102,8 @@ public actor WorkerDaemon: Service {
         for task in encodes.values { await task.value }
         await endpoint.close()  // lingers briefly so a last DISCONNECT still leaves
         await context.terminate()
+        figures.registered.set(0)
+        await operations?.close()
         if case .stopped(.revoked) = machine.session {
             throw WorkerError(.revoked, "the coordinator revoked this worker's key, and a revoked key cannot be "
                               + "enrolled again: generate a new key pair here (`splice keys generate`), enroll its "
@@ -103,6 +116,21 @@ public actor WorkerDaemon: Service {
     /// `drained` after the drain timeout; `run()` returns once every result is acknowledged.
     public func shutdown() async {
         eventSink.yield(.drain)
+    }
+
+    /// A trivial call for `/healthz`: the actor is not stuck.
+    func ping() -> Bool { true }
+
+    /// Starts the operators' endpoint when one is configured.
+    private func startOperations() throws(WorkerError) -> HTTPServer? {
+        guard let address = configuration.metricsEndpoint else { return nil }
+        do {
+            return try OperationsServer.start(
+                on: address, site: WorkerSite(daemon: self, figures: figures, version: configuration.version),
+                logger: logger)
+        } catch {
+            throw WorkerError(.invalidConfiguration, "the operations endpoint (--metrics-endpoint) cannot start: \(error)")
+        }
     }
 
     /// The endpoint's message counters (received, delivered, dropped by reason); zero before `run()`.
@@ -171,6 +199,7 @@ public actor WorkerDaemon: Service {
         for directive in machine.handle(event, at: .now) {
             await execute(directive)
         }
+        if case .registered = machine.session { figures.registered.set(1) } else { figures.registered.set(0) }
     }
 
     private func execute(_ directive: WorkerDirective) async {
@@ -208,13 +237,16 @@ public actor WorkerDaemon: Service {
         let encode = SegmentEncode(assign: assign, spool: spool, codecThreads: configuration.effectiveCodecThreads)
         let logger = log(assign.attempt)
         logger.info("segment started", ["output": assign.outputPath])
-        encodes[token] = Task.detached { [eventSink] in
+        figures.started()
+        encodes[token] = Task.detached { [eventSink, figures] in
             let outcome = await encode.run { fraction in
                 eventSink.yield(.encodeProgress(token, fraction: fraction, frames: 0))
             }
+            figures.ended(outcome)
             switch outcome {
-            case .completed(let checksum, let size, let milliseconds):
-                logger.info("segment encoded", ["checksum": checksum, "bytes": size, "encode_ms": milliseconds])
+            case .completed(let checksum, let size, let milliseconds, let frames):
+                logger.info("segment encoded", ["checksum": checksum, "bytes": size, "encode_ms": milliseconds,
+                                                "frames": frames])
             case .failed(let code, let reason, let retryable):
                 logger.warning("segment failed", ["code": code, "reason": reason, "retryable": retryable])
             case .cancelled:

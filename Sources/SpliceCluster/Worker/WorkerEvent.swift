@@ -25,8 +25,8 @@ package enum WorkerEvent: Sendable, Hashable {
 /// How one encode ended, as the shell reports it.
 package enum EncodeOutcome: Sendable, Hashable {
     /// The output file is complete at the ASSIGN's `outputPath`.
-    /// `checksum` is `sha256:` followed by 64 lowercase hex digits.
-    case completed(checksum: String, sizeBytes: Int64, encodeMilliseconds: Int)
+    /// `checksum` is `sha256:` followed by 64 lowercase hex digits; `videoFrames` the frames written.
+    case completed(checksum: String, sizeBytes: Int64, encodeMilliseconds: Int, videoFrames: Int)
     /// The encode failed; `retryable` comes from the error (`MediaError.isRetryable`).
     case failed(code: String, reason: String, retryable: Bool)
     /// The encode stopped because the shell cancelled it (after an ``WorkerDirective/abortEncode(_:because:)``).

@@ -392,9 +392,9 @@ package struct WorkerStateMachine: Sendable {
             return
         }
         let message: WorkerMessage = switch outcome {
-        case .completed(let checksum, let sizeBytes, let milliseconds):
+        case .completed(let checksum, let sizeBytes, let milliseconds, let frames):
             .complete(Complete(attempt: assign.attempt, outputPath: assign.outputPath, checksum: checksum,
-                               sizeBytes: sizeBytes, encodeMilliseconds: milliseconds))
+                               sizeBytes: sizeBytes, encodeMilliseconds: milliseconds, videoFrames: frames))
         case .failed(let code, let reason, let retryable):
             .fail(Fail(attempt: assign.attempt, code: code, reason: reason, retryable: retryable))
         case .cancelled:

@@ -96,7 +96,8 @@ extension Complete {
         WireLimits.first(
             attempt.rangeViolation(),
             WireLimits.check("sizeBytes", sizeBytes, WireLimits.bytes),
-            WireLimits.check("encodeMilliseconds", encodeMilliseconds, WireLimits.elapsedMilliseconds))
+            WireLimits.check("encodeMilliseconds", encodeMilliseconds, WireLimits.elapsedMilliseconds),
+            videoFrames.flatMap { WireLimits.check("videoFrames", $0, WireLimits.frames) })
     }
 }
 

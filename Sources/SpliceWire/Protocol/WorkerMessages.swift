@@ -128,13 +128,18 @@ public struct Complete: MessageBody, Hashable {
     public var sizeBytes: Int64
     /// How long the encode took, for statistics.
     public var encodeMilliseconds: Int
+    /// Video frames written, for statistics (the coordinator's frames per second). Optional: a
+    /// worker that predates it leaves it out.
+    public var videoFrames: Int?
 
-    public init(attempt: SegmentAttempt, outputPath: String, checksum: String, sizeBytes: Int64, encodeMilliseconds: Int) {
+    public init(attempt: SegmentAttempt, outputPath: String, checksum: String, sizeBytes: Int64, encodeMilliseconds: Int,
+                videoFrames: Int? = nil) {
         self.attempt = attempt
         self.outputPath = outputPath
         self.checksum = checksum
         self.sizeBytes = sizeBytes
         self.encodeMilliseconds = encodeMilliseconds
+        self.videoFrames = videoFrames
     }
 }
 

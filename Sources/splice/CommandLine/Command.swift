@@ -64,10 +64,13 @@ struct CommandConfiguration: Sendable {
     var isHidden: Bool
     /// What the runner does on the first SIGINT/SIGTERM while this command runs.
     var onShutdown: ShutdownBehavior
+    /// Environment variables the command reads that no option stands for (help lists them with
+    /// the options' own variables).
+    var environment: [EnvironmentVariable]
 
     init(name: String, abstract: String, discussion: String = "", version: String? = nil,
          arguments: [any ArgumentDeclaration] = [], subcommands: [any Command.Type] = [], isHidden: Bool = false,
-         onShutdown: ShutdownBehavior = .cancel) {
+         onShutdown: ShutdownBehavior = .cancel, environment: [EnvironmentVariable] = []) {
         self.name = name
         self.abstract = abstract
         self.discussion = discussion
@@ -76,6 +79,7 @@ struct CommandConfiguration: Sendable {
         self.subcommands = subcommands
         self.isHidden = isHidden
         self.onShutdown = onShutdown
+        self.environment = environment
     }
 
     /// The declared arguments, then the built-in flags: `--version` where a version is set and
@@ -88,6 +92,17 @@ struct CommandConfiguration: Sendable {
     var visibleSubcommandNames: [String] {
         subcommands.filter { !$0.configuration.isHidden }.map { $0.configuration.name }
     }
+}
+
+/// An environment variable a command reads without an option for it.
+struct EnvironmentVariable: Sendable {
+    var name: String
+    var help: String
+
+    /// FFmpeg's own log lines, read by every command that opens media.
+    static let ffmpegLog = EnvironmentVariable(
+        name: "SPLICE_FFMPEG_LOG",
+        help: "FFmpeg's own messages on standard error: error, warning, info, verbose or debug (default: none).")
 }
 
 /// Flags the runner answers itself, for every command.

@@ -24,6 +24,12 @@ enum HelpFormatter {
         let named = visible.filter { $0.kind != .positional }
         sections.append(section("OPTIONS", named.map { entry(label($0), describe($0), width) }))
 
+        let variables = named.compactMap { spec in spec.environmentVariable.map { ($0, "Sets " + spec.displayName + ".") } }
+            + configuration.environment.map { ($0.name, $0.help) }
+        if !variables.isEmpty {
+            sections.append(section("ENVIRONMENT", variables.map { entry($0.0, $0.1, width) }))
+        }
+
         let subcommands = configuration.subcommands.map { $0.configuration }.filter { !$0.isHidden }
         if !subcommands.isEmpty {
             sections.append(section("SUBCOMMANDS", subcommands.map { entry($0.name, $0.abstract, width) }))

@@ -47,6 +47,8 @@ struct CoordinatorCommand: Command {
         help: "Only accept jobs whose input lies in this folder (links resolved; repeatable). Recommended for a "
             + "shared cluster: a client cannot make the coordinator read its own files.",
         isRepeatable: true)
+    static let metricsEndpoint = DaemonOptions.metricsEndpoint(
+        default: "127.0.0.1:9450", serves: "the status page (/), /metrics, /healthz and /readyz")
     static let outputRoot = Option<String>(
         "output-root", valueName: "dir",
         help: "Only accept jobs whose output lies in this folder (links resolved; repeatable). Recommended for a "
@@ -60,9 +62,11 @@ struct CoordinatorCommand: Command {
             and answers `splice submit/status/jobs/cancel/workers`. Postgres holds every job: kill the \
             coordinator at any moment and start it again, and the jobs continue. Logs one line \
             `coordinator ready workers=… api=…` once both endpoints are bound; SIGTERM drains and exits 0.
+            Operators: Prometheus metrics, health checks and a status page at http://127.0.0.1:9450/ \
+            (--metrics-endpoint).
             """,
         arguments: [database, stateDirectory, workersEndpoint, apiEndpoint, spool, secretKey, adminKeys, insecure,
-                    leaseSeconds, maxAttempts, inputRoot, outputRoot],
+                    leaseSeconds, maxAttempts, inputRoot, outputRoot, metricsEndpoint] + DaemonOptions.arguments,
         onShutdown: .notify)
 
     let database: String?
@@ -77,6 +81,8 @@ struct CoordinatorCommand: Command {
     let maxAttempts: Int
     let inputRoots: [String]
     let outputRoots: [String]
+    let metricsEndpoint: MetricsEndpointSetting
+    let daemon: DaemonOptions
 
     init(_ arguments: ParsedArguments) throws {
         database = arguments[Self.database].flatMap { $0.isEmpty ? nil : $0 }
@@ -91,6 +97,8 @@ struct CoordinatorCommand: Command {
         maxAttempts = try arguments.value(Self.maxAttempts)
         inputRoots = arguments.values(Self.inputRoot)
         outputRoots = arguments.values(Self.outputRoot)
+        metricsEndpoint = try arguments.value(Self.metricsEndpoint)
+        daemon = DaemonOptions(arguments)
     }
 
     func validate() throws {
@@ -103,6 +111,8 @@ struct CoordinatorCommand: Command {
     }
 
     func run(_ context: CommandContext) async throws -> ExitCode {
+        var context = context
+        context.logger = daemon.logger(from: context.logger)
         if adminKeys != nil && secretKey == nil {
             context.logger.warning("admin keys ignored: without --secret-key the API admits any client that reaches it",
                                    ["admin_keys": adminKeys ?? ""])
@@ -130,6 +140,8 @@ struct CoordinatorCommand: Command {
         if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
             configuration.mediaTasks = .childProcess(executable: executable)
         }
+        configuration.metricsEndpoint = metricsEndpoint.address
+        configuration.version = SpliceCommand.version
         configuration.inputRoots = inputRoots.map(SubmitCommand.absolutePath)
         configuration.outputRoots = outputRoots.map(SubmitCommand.absolutePath)
         return configuration

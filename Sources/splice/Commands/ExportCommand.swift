@@ -14,7 +14,7 @@ struct ExportCommand: Command {
             existing output file is kept and the export refused unless -y (--overwrite) is given; \
             the input is never replaced.
             """,
-        arguments: [input, output] + ExportOptions.arguments + OutputOptions.arguments)
+        arguments: [input, output] + ExportOptions.arguments + OutputOptions.arguments, environment: [.ffmpegLog])
 
     let input: String
     let output: String

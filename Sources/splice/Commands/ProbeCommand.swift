@@ -9,7 +9,7 @@ struct ProbeCommand: Command {
     static let configuration = CommandConfiguration(
         name: "probe", abstract: "Show the tracks and keyframe times of a media file.",
         discussion: "Times are asset times: measured from the earliest audio or video start, exact (value/timescale).",
-        arguments: [input, json])
+        arguments: [input, json], environment: [.ffmpegLog])
 
     let input: String
     let json: Bool

@@ -24,7 +24,7 @@ struct TranscodeCommand: Command {
             replaced.
             """,
         arguments: [input, output, segmentSeconds, jobs, keepSegments, json] + ExportOptions.arguments
-            + OutputOptions.arguments)
+            + OutputOptions.arguments, environment: [.ffmpegLog])
 
     let input: String
     let output: String

@@ -29,6 +29,8 @@ struct WorkerCommand: Command {
     static let name = Option<String>(
         "name", valueName: "name", help: "The name this worker reports (not its identity: its key is).",
         default: ProcessInfo.processInfo.hostName, environment: "SPLICE_WORKER_NAME")
+    static let metricsEndpoint = DaemonOptions.metricsEndpoint(
+        default: "127.0.0.1:9451", serves: "/metrics, /healthz and /readyz")
     static let drainTimeout = Option<MediaTime>(
         "drain-timeout", valueName: "seconds",
         help: "After SIGTERM, how long running segments may take before they are handed back.",
@@ -42,10 +44,12 @@ struct WorkerCommand: Command {
             mount the spool at the same path on the coordinator and on every worker. On SIGTERM the \
             worker takes no new segments, lets running ones finish (or hands them back after \
             --drain-timeout), waits for its results to be acknowledged and exits 0. Logs are \
-            key=value lines on standard error.
+            key=value lines on standard error. Metrics and health checks for operators are served at \
+            http://127.0.0.1:9451/metrics (--metrics-endpoint; give each worker on one machine its own port).
             """,
-        arguments: [coordinator, slots, codecThreads, spool, secretKey, serverKey, name, drainTimeout],
-        onShutdown: .notify)
+        arguments: [coordinator, slots, codecThreads, spool, secretKey, serverKey, name, drainTimeout,
+                    metricsEndpoint] + DaemonOptions.arguments,
+        onShutdown: .notify, environment: [.ffmpegLog])
 
     let coordinator: String
     let slots: Int
@@ -55,6 +59,8 @@ struct WorkerCommand: Command {
     let serverKey: String?
     let name: String
     let drainTimeout: MediaTime
+    let metricsEndpoint: MetricsEndpointSetting
+    let daemon: DaemonOptions
 
     init(_ arguments: ParsedArguments) throws {
         coordinator = try arguments.value(Self.coordinator)
@@ -65,6 +71,8 @@ struct WorkerCommand: Command {
         serverKey = arguments[Self.serverKey]
         name = try arguments.value(Self.name)
         drainTimeout = try arguments.value(Self.drainTimeout)
+        metricsEndpoint = try arguments.value(Self.metricsEndpoint)
+        daemon = DaemonOptions(arguments)
     }
 
     func validate() throws {
@@ -85,12 +93,15 @@ struct WorkerCommand: Command {
             name: name, drainTimeout: .milliseconds(drainTimeout.count(of: MediaTime(value: 1, timescale: 1000)))
         )
         configuration.software = "splice " + SpliceCommand.version
+        configuration.version = SpliceCommand.version
+        configuration.metricsEndpoint = metricsEndpoint.address
         configuration.codecThreads = codecThreads
         if let secretKey, let serverKey {
             configuration.curve = (keys: try CurveKeyPair.load(secretKeyPath: secretKey),
                                    serverKey: try CurvePublicKey.load(path: serverKey))
         }
-        let daemon = try WorkerDaemon(configuration: configuration, logger: context.logger)
-        return await ServiceRunner.run(daemon, until: context.shutdown, logger: context.logger)
+        let logger = self.daemon.logger(from: context.logger)
+        let worker = try WorkerDaemon(configuration: configuration, logger: logger)
+        return await ServiceRunner.run(worker, until: context.shutdown, logger: logger)
     }
 }

@@ -33,18 +33,23 @@ final class CoordinatorRuntime: Sendable {
     let workerEndpoint: CoordinatorWorkerEndpoint
     let apiEndpoint: APIServerEndpoint
     let shell: CoordinatorShell
+    /// The operators' read-only view of the database (its own small pool).
+    let operations: OperationsStore
+    let startedAt = ContinuousClock.now
     private let group: ServiceGroup
     private let resources: Teardown<Ending>
     private let logger: Logger
 
     private init(
         endpoints: CoordinatorEndpoints, workerEndpoint: CoordinatorWorkerEndpoint, apiEndpoint: APIServerEndpoint,
-        shell: CoordinatorShell, group: ServiceGroup, resources: Teardown<Ending>, logger: Logger
+        shell: CoordinatorShell, operations: OperationsStore, group: ServiceGroup, resources: Teardown<Ending>,
+        logger: Logger
     ) {
         self.endpoints = endpoints
         self.workerEndpoint = workerEndpoint
         self.apiEndpoint = apiEndpoint
         self.shell = shell
+        self.operations = operations
         self.group = group
         self.resources = resources
         self.logger = logger
@@ -104,7 +109,10 @@ final class CoordinatorRuntime: Sendable {
             repository: repository, media: media, logger: logger,
             lanes: { max(2, await shell.sessions.filter { $0.active && !$0.silent }.reduce(0) { $0 + $1.slots }) },
             planned: { await shell.workAvailable() })
-        let stitcher = JobStitcher(repository: repository, store: store, cleaner: cleaner, media: media, logger: logger)
+        let stitcher = JobStitcher(repository: repository, store: store, cleaner: cleaner, media: media,
+                                   metrics: shell.metrics, logger: logger)
+        let operations = OperationsStore(database: database)
+        resources.add { _ in await operations.close() }
         let reaper = LeaseReaper(store: store, shell: shell, orphanGrace: configuration.sessions.orphanGrace,
                                  startedAt: .now, logger: logger)
         let janitor = SpoolJanitor(store: store, cleaner: cleaner, logger: logger)
@@ -135,8 +143,8 @@ final class CoordinatorRuntime: Sendable {
             api: apiEndpoint.wire.endpoints.first ?? configuration.apiEndpoint,
             serverKey: configuration.keys?.publicKey)
         return CoordinatorRuntime(
-            endpoints: endpoints, workerEndpoint: workerEndpoint, apiEndpoint: apiEndpoint, shell: shell, group: group,
-            resources: resources, logger: logger)
+            endpoints: endpoints, workerEndpoint: workerEndpoint, apiEndpoint: apiEndpoint, shell: shell,
+            operations: operations, group: group, resources: resources, logger: logger)
     }
 
     /// The store: the given server, or the embedded one in its directory; migrated either way.

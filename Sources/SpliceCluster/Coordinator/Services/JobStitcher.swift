@@ -16,10 +16,12 @@ final class JobStitcher: Sendable {
     private let logger: Logger
     private let rounds: JobRounds
     private let media: MediaTaskRunner
+    private let metrics: CoordinatorMetrics
 
     init(repository: JobRepository, store: CoordinatorStore, cleaner: SpoolCleaner, media: MediaTaskRunner,
-         logger: Logger) {
+         metrics: CoordinatorMetrics, logger: Logger) {
         self.media = media
+        self.metrics = metrics
         self.repository = repository
         self.store = store
         self.cleaner = cleaner
@@ -36,6 +38,7 @@ final class JobStitcher: Sendable {
         let output = Self.outputURL(job.outputURL)
         logger.info("stitching job", ["job": job.id.wireText, "output": output.path])
         let summary: StitchSummary
+        let started = ContinuousClock.now
         do {
             guard let plan = try job.plan?.decode(SegmentPlan.self) else {
                 throw MediaError(.internalError, "job \(job.id.wireText) has no plan")
@@ -61,8 +64,10 @@ final class JobStitcher: Sendable {
             if await rounds.retry(job, after: error) { await cleanUp(job.id) }
             return
         }
+        let stitchTime = ContinuousClock.now - started
+        let completed: Job
         do {
-            try await repository.completeJob(jobID: job.id)
+            completed = try await repository.completeJob(jobID: job.id)
         } catch let error as StoreError where error.code == .invalidTransition {
             // Cancelled (or failed) while it was being stitched: the output must not outlive it.
             let removed = await FileRemoval.remove(output.path)
@@ -77,6 +82,10 @@ final class JobStitcher: Sendable {
             return
         }
         rounds.succeeded(job)
+        metrics.stitchSeconds.observe(stitchTime.inSeconds)
+        if let finished = completed.finishedAt {
+            metrics.jobDuration.observe(max(0, finished.timeIntervalSince(completed.createdAt)))
+        }
         logger.info("job completed", ["job": job.id.wireText, "output": output.path, "frames": summary.videoFrames,
                                       "bytes": summary.bytes])
         await cleanUp(job.id)

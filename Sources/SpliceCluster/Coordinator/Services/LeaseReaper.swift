@@ -18,6 +18,7 @@ struct LeaseReaper: Sendable {
             while !Task.isCancelled {
                 let taken = try await store.reapExpiredLeases()
                 guard !taken.leases.isEmpty else { break }
+                shell.metrics.takenBack(taken.leases.count, reason: AttemptFailure.leaseExpired)
                 logger.info("expired leases reaped", ["count": taken.leases.count])
                 await shell.takenBack(taken)
                 if taken.leases.count < 1000 { break }
@@ -25,6 +26,7 @@ struct LeaseReaper: Sendable {
             guard !Task.isCancelled, ContinuousClock.now - startedAt >= orphanGrace else { return }
             let orphans = try await store.releaseOrphanedLeases(held: await shell.heldLeaseTokens, idle: orphanGrace)
             guard !orphans.leases.isEmpty else { return }
+            shell.metrics.takenBack(orphans.leases.count, reason: AttemptFailure.leaseOrphaned)
             logger.info("orphaned leases released", ["count": orphans.leases.count])
             await shell.takenBack(orphans)
         } catch is CancellationError {

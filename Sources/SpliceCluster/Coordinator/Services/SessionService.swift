@@ -23,7 +23,8 @@ final class SessionService: Service {
     func run() async throws {
         defer { stopped.open() }
         let shell = self.shell
-        await outbox.run(on: endpoint) { outgoing, error in
+        let metrics = shell.metrics
+        await outbox.run(on: endpoint, sent: { metrics.sent($0) }) { outgoing, error in
             await shell.sendFailed(outgoing, error: error)
         }
     }

@@ -19,8 +19,10 @@ final class WorkerReader: Service {
     func run() async throws {
         let endpoint = self.endpoint
         let shell = self.shell
+        let metrics = shell.metrics
         await reading.run {
             while case let batch = await endpoint.receive(upTo: 64), !batch.isEmpty {
+                metrics.received(batch)
                 await shell.received(batch)
             }
         }

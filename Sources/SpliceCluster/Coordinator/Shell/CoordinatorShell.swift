@@ -18,6 +18,8 @@ actor CoordinatorShell {
     private nonisolated let dropLog = LogThrottle()
     /// Store tasks started and not yet answered (a graceful shutdown waits for them).
     private let inFlight = InFlightWork()
+    /// The operators' figures, counted where the events happen (docs/deploy.md, Operating).
+    nonisolated let metrics = CoordinatorMetrics()
 
     init(
         policy: CoordinatorStateMachine.Policy, store: CoordinatorStore, outbox: Outbox, spool: SpoolCleaner,
@@ -119,6 +121,9 @@ actor CoordinatorShell {
         machine.runningProgress(ofJob: JobID(job))
     }
 
+    /// The sessions with the attempts they hold, for the status page and the metrics.
+    var liveWorkers: [LiveWorker] { machine.liveWorkers(now: .now) }
+
     // MARK: - Carrying out directives
 
     /// Runs one event through the machine, carries out what it says, then lets it dispatch.
@@ -192,6 +197,7 @@ actor CoordinatorShell {
         let attempt = result.attempt
         do {
             let (outcome, retryAt) = try await store.commit(result)
+            metrics.committed(result, outcome: outcome)
             logCommitted(result, outcome: outcome)
             if let retryAt { await wake(at: retryAt) }
             await apply { $0.onResultCommitted(result, outcome: outcome, now: .now) }
@@ -216,7 +222,9 @@ actor CoordinatorShell {
 
     private nonisolated func claim(_ demands: [ClaimDemand], generation: UInt64) async {
         do {
+            let issued = ContinuousClock.now
             let assignments = try await store.claim(demands)
+            metrics.claimed(assignments, issued: issued)
             if logger.isEnabled(.debug) {
                 for (worker, claimed) in assignments {
                     for attempt in claimed.map(\.attempt) {
@@ -237,6 +245,7 @@ actor CoordinatorShell {
     private nonisolated func abandon(_ attempt: SegmentAttempt, reason: String, spendsAttempt: Bool) async {
         do {
             let (jobFailed, retryAt) = try await store.abandon(attempt, reason: reason, spendsAttempt: spendsAttempt)
+            metrics.abandoned(reason: reason, recorded: jobFailed || retryAt != nil)
             logger.info("attempt handed back", [
                 "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt, "reason": reason,
             ])
@@ -255,7 +264,9 @@ actor CoordinatorShell {
 
     private nonisolated func release(_ workerID: UUID, reason: String) async {
         do {
-            await takenBack(try await store.releaseLeases(ofWorker: workerID, reason: reason))
+            let taken = try await store.releaseLeases(ofWorker: workerID, reason: reason)
+            metrics.takenBack(taken.leases.count, reason: AttemptFailure.workerLost)
+            await takenBack(taken)
         } catch {
             logger.warning("leases not released; they will expire", ["worker_id": workerID.wireText, "error": "\(error)"])
         }

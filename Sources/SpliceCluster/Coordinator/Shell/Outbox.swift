@@ -42,12 +42,17 @@ final class Outbox: Sendable {
         waiter?.resume()
     }
 
-    /// Sends until `finish()` (or cancellation); `failed` hears about every send that failed.
+    /// Sends until `finish()` (or cancellation); `failed` hears about every send that failed,
+    /// `sent` about every batch handed to the socket (for the dispatch latency).
     func run(
-        on endpoint: CoordinatorWorkerEndpoint, failed: @Sendable (Outgoing, WireError) async -> Void
+        on endpoint: CoordinatorWorkerEndpoint, sent: @Sendable ([CoordinatorMessage]) -> Void = { _ in },
+        failed: @Sendable (Outgoing, WireError) async -> Void
     ) async {
         while let batch = await nextBatch() {
             let results = await endpoint.send(all: batch.map { ($0.message, $0.peer) })
+            sent(zip(batch, results).compactMap { outgoing, result in
+                if case .success = result { outgoing.message } else { nil }
+            })
             for (outgoing, result) in zip(batch, results) {
                 if case .failure(let error) = result { await failed(outgoing, error) }
             }

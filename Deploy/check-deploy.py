@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Checks the deployment files without a cluster: the Kubernetes manifests as `kubectl kustomize`
+would assemble them (every resource listed and well-formed, probes on the operators' endpoint, the
+KEDA objects complete and pointing at the worker Deployment), the Grafana dashboard, and the compose
+file's health check. With --built FILE it also checks the output of `kubectl kustomize
+Deploy/kubernetes` (namespace and image applied). Exit status 0 when everything holds; each
+problem is one line on standard error. Needs PyYAML (Debian: python3-yaml). The test suite runs it.
+"""
+import json
+import os
+import re
+import sys
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+problems = []
+
+
+def check(condition, message):
+    if not condition:
+        problems.append(message)
+    return condition
+
+
+def load_documents(path):
+    with open(path) as file:
+        return [document for document in yaml.safe_load_all(file) if document is not None]
+
+
+def kustomize_resources():
+    """The documents of every resource the kustomization lists, in order."""
+    kustomization = yaml.safe_load(open(os.path.join(HERE, "kubernetes", "kustomization.yaml")))
+    check(kustomization.get("kind") == "Kustomization", "kustomization.yaml: kind is not Kustomization")
+    documents = []
+    for resource in kustomization.get("resources", []):
+        path = os.path.join(HERE, "kubernetes", resource)
+        if check(os.path.isfile(path), f"kustomization.yaml lists {resource}, which does not exist"):
+            documents += load_documents(path)
+    return kustomization, documents
+
+
+def by_kind(documents, kind, name):
+    found = [d for d in documents if d.get("kind") == kind and d.get("metadata", {}).get("name") == name]
+    check(len(found) == 1, f"expected one {kind} {name}, found {len(found)}")
+    return found[0] if found else {}
+
+
+def container(deployment, name):
+    containers = deployment.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])
+    found = [c for c in containers if c.get("name") == name]
+    check(len(found) == 1, f"{deployment.get('metadata', {}).get('name')}: no container {name}")
+    return found[0] if found else {}
+
+
+def check_probes(deployment, name, port, startup):
+    """The container serves the operators' endpoint on `port` and is probed there."""
+    label = f"{deployment.get('metadata', {}).get('name')}/{name}"
+    spec = container(deployment, name)
+    environment = {e.get("name"): e.get("value") for e in spec.get("env", [])}
+    check(environment.get("SPLICE_METRICS_ENDPOINT") == f"0.0.0.0:{port}",
+          f"{label}: SPLICE_METRICS_ENDPOINT must be 0.0.0.0:{port} (the kubelet probes the pod's address)")
+    ports = {p.get("name"): p.get("containerPort") for p in spec.get("ports", [])}
+    check(ports.get("metrics") == port, f"{label}: no containerPort named metrics = {port}")
+    expected = {"livenessProbe": "/healthz", "readinessProbe": "/readyz"}
+    if startup:
+        expected["startupProbe"] = "/healthz"
+    for probe, path in expected.items():
+        http = spec.get(probe, {}).get("httpGet", {})
+        if check(http, f"{label}: no {probe} with httpGet"):
+            check(http.get("path") == path, f"{label}: {probe} asks {http.get('path')}, not {path}")
+            check(http.get("port") in ("metrics", port), f"{label}: {probe} is not on the metrics port")
+    annotations = deployment.get("spec", {}).get("template", {}).get("metadata", {}).get("annotations", {})
+    check(annotations.get("prometheus.io/scrape") == "true" and annotations.get("prometheus.io/port") == str(port),
+          f"{label}: the pod is not annotated for Prometheus on port {port}")
+
+
+def check_manifests(documents, built=False):
+    for document in documents:
+        name = document.get("metadata", {}).get("name")
+        check(document.get("apiVersion") and document.get("kind") and name,
+              f"a document without apiVersion, kind or metadata.name: {str(document)[:80]}")
+        if built and document.get("kind") != "Namespace":
+            check(document.get("metadata", {}).get("namespace") == "splice", f"{document.get('kind')} {name}: not in namespace splice")
+    coordinator = by_kind(documents, "Deployment", "splice-coordinator")
+    worker = by_kind(documents, "Deployment", "splice-worker")
+    check_probes(coordinator, "coordinator", 9450, startup=True)
+    check_probes(worker, "worker", 9451, startup=False)
+    check("replicas" not in worker.get("spec", {}), "splice-worker sets replicas, which fights the autoscaler")
+    service = by_kind(documents, "Service", "splice-coordinator")
+    check(service.get("spec", {}).get("publishNotReadyAddresses") is True,
+          "the coordinator's Service must publish it while not ready (workers must reach it during an outage)")
+    drain = worker.get("spec", {}).get("template", {}).get("spec", {}).get("terminationGracePeriodSeconds", 0)
+    args = container(worker, "worker").get("args", [])
+    if "--drain-timeout" in args:
+        check(drain > int(args[args.index("--drain-timeout") + 1]),
+              "splice-worker: terminationGracePeriodSeconds must exceed --drain-timeout")
+
+    # KEDA: a ScaledObject on the worker Deployment, its PostgreSQL trigger authenticated by a
+    # TriggerAuthentication whose Secret exists and holds the key it names.
+    scaled = by_kind(documents, "ScaledObject", "splice-worker")
+    check(scaled.get("apiVersion") == "keda.sh/v1alpha1", "ScaledObject: apiVersion is not keda.sh/v1alpha1")
+    spec = scaled.get("spec", {})
+    check(spec.get("scaleTargetRef", {}).get("name") == "splice-worker", "ScaledObject: does not scale splice-worker")
+    check(0 <= spec.get("minReplicaCount", -1) <= spec.get("maxReplicaCount", -1), "ScaledObject: bad replica bounds")
+    triggers = spec.get("triggers", [])
+    check(len(triggers) == 1 and triggers[0].get("type") == "postgresql", "ScaledObject: one postgresql trigger expected")
+    if triggers:
+        metadata = triggers[0].get("metadata", {})
+        query = metadata.get("query", "")
+        check("FROM segments" in query and query.lstrip().upper().startswith("SELECT"),
+              "ScaledObject: the query does not read segments")
+        slots = {e.get("name"): e.get("value") for e in container(worker, "worker").get("env", [])}.get("SPLICE_SLOTS")
+        check(metadata.get("targetQueryValue") == slots,
+              f"ScaledObject: targetQueryValue {metadata.get('targetQueryValue')} is not the pod's SPLICE_SLOTS {slots}")
+        for key in ("targetQueryValue", "activationTargetQueryValue"):
+            try:
+                float(metadata.get(key, "x"))
+            except ValueError:
+                problems.append(f"ScaledObject: {key} is not a number")
+        reference = triggers[0].get("authenticationRef", {}).get("name")
+        authentication = by_kind(documents, "TriggerAuthentication", reference)
+        for target in authentication.get("spec", {}).get("secretTargetRef", []):
+            secret = by_kind(documents, "Secret", target.get("name"))
+            check(target.get("key") in secret.get("stringData", secret.get("data", {})),
+                  f"Secret {target.get('name')} has no key {target.get('key')}")
+            check(target.get("parameter") == "connection", "TriggerAuthentication: the parameter must be `connection`")
+
+
+def check_built(path, kustomization):
+    documents = load_documents(path)
+    check_manifests(documents, built=True)
+    image = kustomization["images"][0]
+    wanted = f"{image['newName']}:{image['newTag']}"
+    for deployment in (d for d in documents if d.get("kind") == "Deployment"):
+        pod = deployment["spec"]["template"]["spec"]
+        for each in pod.get("containers", []) + pod.get("initContainers", []):
+            check(each.get("image") == wanted, f"{deployment['metadata']['name']}/{each.get('name')}: image {each.get('image')}")
+
+
+def check_dashboard():
+    dashboard = json.load(open(os.path.join(HERE, "grafana", "splice-dashboard.json")))
+    check(dashboard.get("uid") and dashboard.get("title"), "dashboard: no uid or title")
+    identifiers = [p.get("id") for p in dashboard.get("panels", [])]
+    check(len(identifiers) == len(set(identifiers)), "dashboard: panel ids repeat")
+    expressions = [t.get("expr", "") for p in dashboard.get("panels", []) for t in p.get("targets", [])]
+    check(len(expressions) >= 10 and all(expressions), "dashboard: panels without queries")
+    # The coordinator's splice_worker_slots has a state label and each worker's has none: a query
+    # that does not say which adds the two up.
+    for expression in expressions:
+        check(not re.search(r"splice_worker_slots(?!\{state)", expression),
+              f"dashboard: splice_worker_slots without a state matcher mixes coordinator and workers: {expression}")
+    for needed in ("splice_queue_segments", "splice_segments_completed_total", "splice_worker_slots",
+                   "splice_segment_attempts_failed_total", "splice_job_duration_seconds_bucket"):
+        check(any(needed in e for e in expressions), f"dashboard: nothing shows {needed}")
+
+
+def check_compose():
+    compose = yaml.safe_load(open(os.path.join(HERE, "compose", "compose.yaml")))
+    coordinator = compose.get("services", {}).get("coordinator", {})
+    check("healthcheck" in coordinator, "compose: the coordinator has no healthcheck")
+    worker = compose.get("services", {}).get("worker", {})
+    check(worker.get("depends_on", {}).get("coordinator", {}).get("condition") == "service_healthy",
+          "compose: workers do not wait for a healthy coordinator")
+
+
+def main(arguments):
+    kustomization, documents = kustomize_resources()
+    check_manifests(documents)
+    if len(arguments) == 2 and arguments[0] == "--built":
+        check_built(arguments[1], kustomization)
+    check_dashboard()
+    check_compose()
+    for problem in problems:
+        print("check-deploy: " + problem, file=sys.stderr)
+    if not problems:
+        print(f"check-deploy: ok ({len(documents)} Kubernetes objects, dashboard, compose)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

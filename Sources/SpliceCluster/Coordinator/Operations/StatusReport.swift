@@ -1,0 +1,119 @@
+import Foundation
+import SpliceStore
+import SpliceWire
+
+/// What the status page shows, also served as `/status.json`: the coordinator, its jobs and its
+/// workers at one moment. Built from the store (jobs) and the state machine (workers, progress).
+struct StatusReport: Codable, Sendable {
+    struct Job: Codable, Sendable {
+        var id: String
+        /// The API's names: queued, planning, running, stitching, succeeded, failed, cancelled.
+        var state: String
+        var input: String
+        var output: String
+        var priority: Int
+        var segmentsDone: Int
+        var segmentsTotal: Int?
+        /// 0…1: done segments plus the running ones' PROGRESS (at most 0.99 until the output exists).
+        var fraction: Double
+        /// Seconds left at the pace so far (running jobs that have made some progress).
+        var etaSeconds: Int?
+        var failedAttempts: Int
+        var error: String?
+        var waiting: String?
+        var submittedAt: Date
+        var startedAt: Date?
+        var finishedAt: Date?
+    }
+
+    struct Worker: Codable, Sendable {
+        struct Segment: Codable, Sendable {
+            var job: String
+            var segment: Int
+            var attempt: Int
+            var fraction: Double
+        }
+
+        var name: String
+        /// The CURVE key (Z85), or `route:…` without CURVE.
+        var identity: String
+        var slots: Int
+        var busy: Int
+        var segments: [Segment]
+        /// Frames per second of the segments completed over the last minute.
+        var framesPerSecond: Double?
+        /// `ok`, `registering`, `silent`, or `quarantined`.
+        var status: String
+        var quarantineSeconds: Int?
+        var quarantineReason: String?
+    }
+
+    var generatedAt: Date
+    var version: String
+    /// `starting`, `running` or `stopping`.
+    var coordinator: String
+    var uptimeSeconds: Int
+    /// Whether the database answered this report's queries in time.
+    var storeUp: Bool
+    var storeError: String?
+    var pendingSegments: Int?
+    var leasedSegments: Int?
+    var jobs: [Job]
+    var workers: [Worker]
+
+    // MARK: - Building
+
+    static func job(_ summary: JobRepository.JobSummary, runningProgress: Double, now: Date) -> Job {
+        let planned = summary.segmentsTotal > 0
+        var fraction = 0.0
+        if summary.state == .completed {
+            fraction = 1
+        } else if planned {
+            fraction = min(0.99, (Double(summary.segmentsDone) + runningProgress) / Double(summary.segmentsTotal))
+        }
+        var eta: Int?
+        if summary.state == .running, fraction >= 0.01, let started = summary.startedAt {
+            let elapsed = max(0, now.timeIntervalSince(started))
+            eta = Int((elapsed * (1 - fraction) / fraction).rounded())
+        }
+        return Job(
+            id: summary.id.uuidString.lowercased(), state: JobStatusMapping.name(of: summary.state),
+            input: summary.sourceURL, output: summary.outputURL, priority: summary.priority,
+            segmentsDone: summary.segmentsDone, segmentsTotal: planned ? summary.segmentsTotal : nil, fraction: fraction,
+            etaSeconds: eta, failedAttempts: summary.failedAttempts, error: summary.error, waiting: summary.waiting,
+            submittedAt: summary.createdAt, startedAt: summary.startedAt, finishedAt: summary.finishedAt)
+    }
+
+    static func worker(_ live: LiveWorker, framesPerSecond: Double?) -> Worker {
+        let session = live.session
+        let status: String
+        if !session.active {
+            status = "registering"
+        } else if session.silent {
+            status = "silent"
+        } else if session.quarantineRemaining != nil {
+            status = "quarantined"
+        } else {
+            status = "ok"
+        }
+        let running = live.attempts.filter { !$0.reported }
+        return Worker(
+            name: session.name, identity: session.identity.description, slots: session.slots,
+            busy: min(session.slots, running.count),
+            segments: running.map {
+                Worker.Segment(job: $0.attempt.job.rawValue, segment: $0.attempt.segment, attempt: $0.attempt.attempt,
+                        fraction: $0.fraction)
+            },
+            framesPerSecond: framesPerSecond, status: status,
+            quarantineSeconds: session.quarantineRemaining.map { Int(($0.inSeconds).rounded(.up)) },
+            quarantineReason: session.quarantineReason)
+    }
+
+    /// The report as JSON: ISO 8601 dates, sorted keys.
+    func json() -> String {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "{}"
+    }
+}

@@ -1,0 +1,16 @@
+import SpliceMetrics
+
+/// `splice_build_info{version="…"} 1`, the usual way to expose a version to Prometheus.
+struct BuildInfo: MetricSource {
+    let version: String
+
+    func collect() -> [MetricFamily] {
+        [.gauge("splice_build_info", help: "Always 1; the version of splice that serves these metrics.",
+                labelNames: ["version"], [(labels: [version], value: 1)])]
+    }
+}
+
+/// The standard `process_*` families.
+struct ProcessFigures: MetricSource {
+    func collect() -> [MetricFamily] { ProcessMetrics.collect() }
+}

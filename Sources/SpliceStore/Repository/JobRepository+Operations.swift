@@ -1,0 +1,131 @@
+public import Foundation
+
+// Read-only figures for operators: the metrics endpoint's gauges, the status page, readiness.
+// Nothing here writes; every query is one statement, cheap enough to run at every scrape.
+
+extension JobRepository {
+    /// How much work the store holds, by job state and by queue priority.
+    public struct Overview: Sendable, Equatable {
+        /// Jobs in each state (every state present, 0 included).
+        public var jobs: [JobState: Int]
+        /// Segments waiting to be leased (`pending`, in backoff or not), by their job's priority.
+        public var pendingSegments: [Int: Int]
+        /// Segments leased to a worker now.
+        public var leasedSegments: Int
+    }
+
+    /// One row of the status page: a job without its plan and settings (which can be large).
+    public struct JobSummary: Sendable, Equatable, Identifiable {
+        public var id: UUID
+        public var sourceURL: String
+        public var outputURL: String
+        public var state: JobState
+        public var priority: Int
+        public var segmentsTotal: Int
+        public var segmentsDone: Int
+        /// Attempts that ended without a result: failed, expired, released, or refused by a worker.
+        public var failedAttempts: Int
+        public var error: String?
+        /// While running: the reason its last segment was handed back, when nothing happened since.
+        public var waiting: String?
+        public var createdAt: Date
+        public var startedAt: Date?
+        public var finishedAt: Date?
+
+        public init(id: UUID, sourceURL: String, outputURL: String, state: JobState, priority: Int, segmentsTotal: Int,
+                    segmentsDone: Int, failedAttempts: Int, error: String?, waiting: String?, createdAt: Date,
+                    startedAt: Date?, finishedAt: Date?) {
+            self.id = id
+            self.sourceURL = sourceURL
+            self.outputURL = outputURL
+            self.state = state
+            self.priority = priority
+            self.segmentsTotal = segmentsTotal
+            self.segmentsDone = segmentsDone
+            self.failedAttempts = failedAttempts
+            self.error = error
+            self.waiting = waiting
+            self.createdAt = createdAt
+            self.startedAt = startedAt
+            self.finishedAt = finishedAt
+        }
+    }
+
+    /// Job counts by state and queued segments by priority (two index-backed counts).
+    public func overview() async throws -> Overview {
+        var jobs = Dictionary(uniqueKeysWithValues: JobState.allCases.map { ($0, 0) })
+        for row in try await client.query("SELECT state, count(*) FROM jobs GROUP BY state") {
+            jobs[try row.decode(JobState.self, at: 0)] = Int(try row.decode(Int64.self, at: 1))
+        }
+        var pending: [Int: Int] = [:]
+        var leased = 0
+        for row in try await client.query("""
+            SELECT state, priority, count(*) FROM segments WHERE state IN ('pending', 'leased') GROUP BY state, priority
+            """) {
+            let count = Int(try row.decode(Int64.self, at: 2))
+            if try row.decode(SegmentState.self, at: 0) == .pending {
+                pending[Int(try row.decode(Int32.self, at: 1)), default: 0] += count
+            } else {
+                leased += count
+            }
+        }
+        return Overview(jobs: jobs, pendingSegments: pending, leasedSegments: leased)
+    }
+
+    /// The unfinished jobs (newest first, up to `unfinished`) and the most recently finished ones
+    /// (up to `finished`), with their failed attempts counted from the audit log.
+    public func jobSummaries(unfinished: Int = 200, finished: Int = 20) async throws -> [JobSummary] {
+        try await client.query("""
+            WITH shown AS (
+                (SELECT id, source_url, output_url, state, priority, segments_total, segments_done, error,
+                        created_at, started_at, finished_at
+                 FROM jobs WHERE finished_at IS NULL ORDER BY created_at DESC LIMIT \(unfinished))
+                UNION ALL
+                (SELECT id, source_url, output_url, state, priority, segments_total, segments_done, error,
+                        created_at, started_at, finished_at
+                 FROM jobs WHERE finished_at IS NOT NULL ORDER BY finished_at DESC LIMIT \(finished))
+            )
+            SELECT s.*,
+                   (SELECT count(*) FROM job_events e WHERE e.job_id = s.id AND e.kind IN
+                        ('segment_failed', 'segment_lease_expired', 'segment_lease_released', 'segment_returned'))
+                       AS failed_attempts,
+                   CASE WHEN s.state = 'running' THEN
+                       (SELECT CASE WHEN e.kind = 'segment_returned' THEN e.detail END FROM job_events e
+                        WHERE e.job_id = s.id AND e.kind IN ('segment_returned', 'segment_leased', 'segment_done')
+                        ORDER BY e.id DESC LIMIT 1)
+                   END AS waiting
+            FROM shown s
+            ORDER BY s.finished_at IS NOT NULL, coalesce(s.finished_at, s.created_at) DESC
+            """).map { row throws(StoreError) in
+            JobSummary(
+                id: try row.decode(column: "id"), sourceURL: try row.decode(column: "source_url"),
+                outputURL: try row.decode(column: "output_url"), state: try row.decode(column: "state"),
+                priority: Int(try row.decode(Int32.self, column: "priority")),
+                segmentsTotal: Int(try row.decode(Int32.self, column: "segments_total")),
+                segmentsDone: Int(try row.decode(Int32.self, column: "segments_done")),
+                failedAttempts: Int(try row.decode(Int64.self, column: "failed_attempts")),
+                error: try row.decode(column: "error"), waiting: try row.decode(column: "waiting"),
+                createdAt: try row.decode(column: "created_at"), startedAt: try row.decode(column: "started_at"),
+                finishedAt: try row.decode(column: "finished_at"))
+        }
+    }
+
+    /// `SELECT 1`: the database answers.
+    public func ping() async throws {
+        _ = try await client.query("SELECT 1")
+    }
+}
+
+extension ConnectionConfiguration {
+    /// The same server for a read-only side channel (the operators' endpoint): its own
+    /// `application_name`, and every statement cut off by the server after `statementTimeout`, so a
+    /// scrape during trouble never holds a connection for long.
+    public func forOperations(statementTimeout: Duration) -> ConnectionConfiguration {
+        let milliseconds = max(1, Int(statementTimeout.components.seconds * 1000
+            + statementTimeout.components.attoseconds / 1_000_000_000_000_000))
+        let own = value(of: "options").map { $0 + " " } ?? ""
+        return setting("application_name", "splice-operations")
+            .setting("options", own + "-c statement_timeout=\(milliseconds) -c default_transaction_read_only=on")
+            .setting("connect_timeout", value(of: "connect_timeout") ?? "5")
+    }
+}

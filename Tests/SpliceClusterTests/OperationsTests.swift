@@ -1,0 +1,182 @@
+import Foundation
+import SpliceStore
+import SpliceWire
+import Testing
+
+@testable import SpliceCluster
+
+private let peer = WirePeer(routingID: RoutingID("w:ops"), publicKey: nil)
+private let identity = WorkerIdentity(peer: peer)!
+
+private func opsAttempt(_ segment: Int, token: String = UUID().uuidString) -> SegmentAttempt {
+    SegmentAttempt(job: JobID(rawValue: "job-1"), segment: segment, attempt: 1, leaseToken: LeaseToken(rawValue: token))
+}
+
+private func complete(_ attempt: SegmentAttempt, milliseconds: Int = 1500, frames: Int? = 30) -> Complete {
+    Complete(attempt: attempt, outputPath: "/spool/x", checksum: "sha256:" + String(repeating: "0", count: 64),
+             sizeBytes: 10, encodeMilliseconds: milliseconds, videoFrames: frames)
+}
+
+/// The coordinator's in-memory figures, fed the events the shell, the reaper and the outbox see.
+@Suite("Coordinator metrics")
+struct CoordinatorMetricsTests {
+    @Test("a segment counts once, when its first COMPLETE is committed; resends and stale results do not")
+    func completions() {
+        let metrics = CoordinatorMetrics()
+        let done = WorkerResult.complete(complete(opsAttempt(0), milliseconds: 2500))
+        metrics.committed(done, outcome: .completed(readyToStitch: false))
+        metrics.committed(done, outcome: .alreadyCompleted)
+        metrics.committed(.complete(complete(opsAttempt(1))), outcome: .stale)
+        #expect(metrics.segmentsCompleted.value() == 1)
+        #expect(metrics.encodeSeconds.snapshot()?.count == 1)
+        #expect(metrics.encodeSeconds.snapshot()?.sum == 2.5)
+    }
+
+    @Test("failed attempts by reason: FAIL codes (unknown ones as other), hand-backs, releases, expiries")
+    func failures() {
+        let metrics = CoordinatorMetrics()
+        let fail = { (code: String) in WorkerResult.fail(Fail(attempt: opsAttempt(0), code: code, reason: "r", retryable: true)) }
+        metrics.committed(fail("encode-failed"), outcome: .failureRecorded(jobFailed: false))
+        metrics.committed(fail("spool-unwritable"), outcome: .returned)
+        metrics.committed(fail("made-up-code"), outcome: .failureRecorded(jobFailed: true))
+        metrics.committed(fail("encode-failed"), outcome: .stale)
+        metrics.abandoned(reason: "the worker did not accept the assignment within 5.0 seconds", recorded: true)
+        metrics.abandoned(reason: "the assignment could not be delivered: gone", recorded: true)
+        metrics.abandoned(reason: "the worker registered again without it", recorded: false)
+        metrics.takenBack(3, reason: AttemptFailure.leaseExpired)
+        metrics.takenBack(2, reason: AttemptFailure.workerLost)
+        let failed = metrics.attemptsFailed
+        #expect(failed.value(["encode-failed"]) == 1)
+        #expect(failed.value(["spool-unwritable"]) == 1)
+        #expect(failed.value(["other"]) == 1)
+        #expect(failed.value(["not-accepted"]) == 1)
+        #expect(failed.value(["undeliverable"]) == 1)
+        #expect(failed.value(["reregistered"]) == 0)
+        #expect(failed.value(["lease-expired"]) == 3)
+        #expect(failed.value(["worker-lost"]) == 2)
+        #expect(metrics.leaseExpiries.value() == 3)
+        #expect(AttemptFailure.reason(abandoned: "the worker left before its assignment was sent") == "worker-lost")
+        #expect(AttemptFailure.reason(abandoned: "something new") == "abandoned")
+    }
+
+    @Test("dispatch latency runs from the claim to its ASSIGN going out, once per attempt")
+    func dispatchLatency() {
+        let metrics = CoordinatorMetrics()
+        let issued = ContinuousClock.now
+        let leased = opsAttempt(4)
+        let assignment = Assignment(attempt: leased, outputPath: "/spool/x", spec: .object([:]))
+        metrics.claimed([identity: [assignment]], issued: issued)
+        let assign = Assign(attempt: leased, outputPath: "/spool/x", leaseMilliseconds: 1000,
+                            progressIntervalMilliseconds: 100, spec: .object([:]))
+        metrics.sent([.heartbeat(Heartbeat()), .assign(assign)], at: issued + .milliseconds(20))
+        metrics.sent([.assign(assign)], at: issued + .seconds(5))  // sent twice: counted once
+        let latency = metrics.dispatchLatency.snapshot()
+        #expect(latency?.count == 1)
+        #expect(latency.map { abs($0.sum - 0.02) < 1e-9 } == true)
+    }
+
+    @Test("frames per second over the last minute, each COMPLETE counted once however often it is resent")
+    func framesPerSecond() {
+        let metrics = CoordinatorMetrics()
+        let start = ContinuousClock.now
+        let message = { (body: Complete) in Received<WorkerMessage>.message(Envelope(.complete(body)), from: peer) }
+        metrics.received([.message(Envelope(.heartbeat(Heartbeat())), from: peer)], at: start)
+        #expect(metrics.framesPerSecond(identity, now: start + .seconds(10)) == nil)  // no frame counts yet
+        let first = complete(opsAttempt(0, token: "a"), frames: 300)
+        metrics.received([message(first)], at: start + .seconds(10))
+        metrics.received([message(first)], at: start + .seconds(11))  // a resend
+        metrics.received([message(complete(opsAttempt(1, token: "b"), frames: 300))], at: start + .seconds(20))
+        #expect(metrics.framesPerSecond(identity, now: start + .seconds(20)) == 30)  // 600 frames in 20 s
+        #expect(metrics.framesPerSecond(identity, now: start + .seconds(75)) == 5)   // 300 in the last 60 s
+        let old = complete(opsAttempt(2, token: "c"), frames: nil)
+        let otherPeer = WirePeer(routingID: RoutingID("w:old"), publicKey: nil)
+        metrics.received([.message(Envelope(.complete(old)), from: otherPeer)], at: start)
+        #expect(metrics.framesPerSecond(WorkerIdentity(peer: otherPeer)!, now: start + .seconds(30)) == nil)
+    }
+
+    @Test("slots by state: busy, then idle, quarantined or unavailable by the session")
+    func slotStates() {
+        var session = WorkerSessionSnapshot(identity: identity, workerID: UUID(), name: "w", slots: 4, running: 2,
+                                            active: true, silent: false)
+        let held = [LiveWorker.Attempt(attempt: opsAttempt(0), fraction: 0.5, reported: false),
+                    LiveWorker.Attempt(attempt: opsAttempt(1), fraction: 1, reported: true)]
+        #expect(LiveWorker(session: session, attempts: held).slotStates == ["busy": 1, "idle": 3])
+        session.quarantineRemaining = .seconds(10)
+        #expect(LiveWorker(session: session, attempts: held).slotStates == ["busy": 1, "quarantined": 3])
+        session.silent = true
+        #expect(LiveWorker(session: session, attempts: held).slotStates == ["busy": 1, "unavailable": 3])
+    }
+}
+
+/// The status page as HTML: everything a client or worker named is escaped.
+@Suite("Status page")
+struct StatusPageTests {
+    static let hostile = #"<script>alert("x")</script> & 'y' <img src=x onerror=alert(1)>"#
+
+    static func report() -> StatusReport {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let summary = JobRepository.JobSummary(
+            id: UUID(), sourceURL: "/media/" + hostile + ".mov", outputURL: "/out/" + hostile + ".mp4", state: .running,
+            priority: 0, segmentsTotal: 10, segmentsDone: 4, failedAttempts: 2, error: nil, waiting: hostile,
+            createdAt: now - 120, startedAt: now - 100, finishedAt: nil)
+        let failed = JobRepository.JobSummary(
+            id: UUID(), sourceURL: "/a", outputURL: "/b", state: .failed, priority: 0, segmentsTotal: 0, segmentsDone: 0,
+            failedAttempts: 0, error: "stitching failed: " + hostile, waiting: nil, createdAt: now - 600,
+            startedAt: nil, finishedAt: now - 60)
+        let session = WorkerSessionSnapshot(
+            identity: .connection(RoutingID(hostile)), workerID: UUID(), name: hostile, slots: 2, running: 1,
+            active: true, silent: false, quarantineRemaining: .seconds(7), quarantineReason: hostile)
+        let live = LiveWorker(session: session, attempts: [
+            LiveWorker.Attempt(attempt: SegmentAttempt(job: JobID(rawValue: hostile), segment: 3, attempt: 1,
+                                                       leaseToken: LeaseToken(rawValue: "t")), fraction: 0.25, reported: false),
+        ])
+        return StatusReport(
+            generatedAt: now, version: "0.1.0", coordinator: "running", uptimeSeconds: 3725, storeUp: true,
+            storeError: nil, pendingSegments: 6, leasedSegments: 1,
+            jobs: [StatusReport.job(summary, runningProgress: 1, now: now), StatusReport.job(failed, runningProgress: 0, now: now)],
+            workers: [StatusReport.worker(live, framesPerSecond: 41.5)])
+    }
+
+    @Test("progress, ETA and state names come from the store's figures")
+    func figures() throws {
+        let job = try #require(Self.report().jobs.first)
+        #expect(job.fraction == 0.5)  // (4 done + 1 running) / 10
+        #expect(job.etaSeconds == 100)  // 100 s for the first half
+        #expect(job.failedAttempts == 2)
+        #expect(Self.report().jobs.last?.state == "failed")
+        #expect(Self.report().workers.first?.status == "quarantined")
+        #expect(Self.report().workers.first?.busy == 1)
+    }
+
+    @Test("every name is escaped; the page's own style and script are its only ones, and they carry the nonce")
+    func escaping() {
+        let html = StatusPage.render(Self.report(), nonce: "n0nce")
+        #expect(!html.contains("<script>alert") && !html.contains("<img"))
+        #expect(html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;y&#39; &lt;img src=x onerror=alert(1)&gt;"))
+        #expect(html.components(separatedBy: "<script").count == 2)
+        #expect(html.contains(#"<script nonce="n0nce">"#) && html.contains(#"<style nonce="n0nce">"#))
+        #expect(html.contains("stitching failed: &lt;script&gt;"))
+        #expect(html.contains("waiting: &lt;script&gt;"))
+        #expect(html.contains("41.5"))
+        #expect(html.contains("up 1h 02m"))
+        let policy = StatusPage.headers(nonce: "n0nce").first { $0.name == "Content-Security-Policy" }?.value ?? ""
+        #expect(policy.contains("script-src 'nonce-n0nce'") && policy.contains("default-src 'none'"))
+        #expect(StatusPage.escape("a\u{1}b") == "a\u{FFFD}b")
+    }
+
+    @Test("durations read like a clock")
+    func durations() {
+        #expect(StatusPage.duration(0) == "0s")
+        #expect(StatusPage.duration(59) == "59s")
+        #expect(StatusPage.duration(200) == "3m 20s")
+        #expect(StatusPage.duration(7500) == "2h 05m")
+        #expect(StatusPage.duration(200_000) == "2d 7h")
+    }
+
+    @Test("/status.json is the same report")
+    func json() throws {
+        let decoded = try JSONSerialization.jsonObject(with: Data(Self.report().json().utf8)) as? [String: Any]
+        #expect((decoded?["jobs"] as? [[String: Any]])?.first?["input"] as? String == "/media/" + Self.hostile + ".mov")
+        #expect((decoded?["workers"] as? [[String: Any]])?.first?["framesPerSecond"] as? Double == 41.5)
+    }
+}
