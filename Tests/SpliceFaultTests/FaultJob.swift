@@ -95,6 +95,9 @@ extension SegmentStart {
         let fields = "job=\(job) segment=\(segment) attempt=\(attempt) "
         let lines = log.split(separator: "\n").filter { $0.contains(fields) }
         if lines.contains(where: { $0.contains("acknowledges=COMPLETE outcome=stale") }) { return "complete-refused" }
+        // Woken, its encode may fail first (the job's spool folder went with the finished job)
+        // and report that: the late FAIL is refused the same way.
+        if lines.contains(where: { $0.contains("acknowledges=FAIL outcome=stale") }) { return "fail-refused" }
         guard let abort = lines.first(where: { $0.contains(#"msg="segment aborted""#) }) else { return nil }
         let reason = abort.split(separator: " ").first { $0.hasPrefix("reason=") }?.dropFirst("reason=".count)
         return "aborted-" + (reason.map(String.init) ?? "unknown")
