@@ -26,118 +26,184 @@ struct SegmentPlannerTests {
     static let aac = AudioFraming(sampleRate: 48000, samplesPerPacket: 1024, priming: 1024, preRollPackets: 2, tailPackets: 2)
     static let opus = AudioFraming(sampleRate: 48000, samplesPerPacket: 960, priming: 312, preRollPackets: 4, tailPackets: 2)
 
+    /// A timeline of `seconds` of 1024-sample packets, stamped exactly (or by `stamp`).
+    static func timeline(seconds: Int64, rate: Int = 48000, stamp: (Int64) -> Int64 = { $0 * 1024 }) -> AudioTrackTimeline {
+        var t = AudioTrackTimeline(streamIndex: 1, timeBase: Rational(1, Int32(rate)), sampleRate: rate)
+        let packets = (seconds * Int64(rate) + 1023) / 1024
+        for k in 0..<packets {
+            t.append(AudioPacketInfo(stamp: stamp(k), samples: 1024, skipStart: 0, skipEnd: 0, discard: false))
+        }
+        t.finish()
+        return t
+    }
+
     private func plan(_ asset: Asset, keyframes: [MediaTime], target: Int64 = 10, framing: AudioFraming? = aac,
-                      range: MediaTimeRange? = nil) throws -> SegmentPlan {
-        try SegmentPlanner(targetDuration: MediaTime(seconds: target)).plan(
-            asset: asset, keyframes: keyframes, audioFraming: framing,
-            video: asset.videoTrack == nil ? nil : VideoSettings(codec: .h264),
-            audio: framing == nil ? nil : AudioSettings(codec: .aac), fileType: .mp4, range: range)
+                      range: MediaTimeRange? = nil, audioTarget: Int64? = nil) throws -> SegmentPlan {
+        let request = TranscodeRequest(video: asset.videoTrack == nil ? nil : VideoSettings(codec: .h264),
+                                       audio: framing == nil ? nil : AudioSettings(codec: .aac), fileType: .mp4, range: range,
+                                       segmentDuration: MediaTime(seconds: target))
+        let tracks = try OutputTracks.resolve(
+            OutputTracks.Request(video: request.video.map { .encode($0) } ?? .drop,
+                                 audio: request.audio.map { .encode($0) } ?? .drop),
+            asset: asset, fileType: .mp4)
+        let inputs = tracks.audio.map { track, _ in
+            SegmentPlanner.AudioInput(track: track, framing: framing!, timeline: Self.timeline(seconds: asset.duration!.wholeSeconds))
+        }
+        let planner = SegmentPlanner(targetDuration: MediaTime(seconds: target),
+                                     audioTargetDuration: audioTarget.map { MediaTime(seconds: $0) })
+        return try planner.plan(asset: asset, tracks: tracks, keyframes: keyframes, audio: inputs, request: request, metadata: [:])
     }
 
     private func seconds(_ values: [Double]) -> [MediaTime] {
         values.map { MediaTime(value: Int64(($0 * 1000).rounded()), timescale: 1000) }
     }
 
+    // MARK: - Video
+
     @Test func cutsAtTheKeyframeNearestEachTarget() throws {
         let keys = (0..<35).map { MediaTime(seconds: Int64($0)) }
         let p = try plan(Self.asset(seconds: 35), keyframes: keys)
-        #expect(p.segments.map(\.videoStart) == [nil, MediaTime(seconds: 10), MediaTime(seconds: 20), MediaTime(seconds: 30)])
-        #expect(p.segments.map(\.videoEnd) == [MediaTime(seconds: 10), MediaTime(seconds: 20), MediaTime(seconds: 30), nil])
+        #expect(p.videoSegments.map(\.videoStart) == [nil, MediaTime(seconds: 10), MediaTime(seconds: 20), MediaTime(seconds: 30)])
+        #expect(p.videoSegments.map(\.videoEnd) == [MediaTime(seconds: 10), MediaTime(seconds: 20), MediaTime(seconds: 30), nil])
         // Keyframes every 3 s: 9 is closer to 10 than 12 is.
         let threes = stride(from: 0, to: 40, by: 3).map { MediaTime(seconds: Int64($0)) }
         let q = try plan(Self.asset(seconds: 40), keyframes: threes)
-        #expect(q.segments.compactMap(\.videoEnd) == [9, 18, 27, 36].map { MediaTime(seconds: $0) })
+        #expect(q.videoSegments.compactMap(\.videoEnd) == [9, 18, 27, 36].map { MediaTime(seconds: $0) })
     }
 
     @Test func sparseKeyframesAreEachACut() throws {
         let keys = seconds([0, 8.333, 16.667, 25, 33.333])
         let p = try plan(Self.asset(seconds: 40), keyframes: keys)
-        #expect(p.segments.compactMap(\.videoEnd) == Array(keys.dropFirst()))
+        #expect(p.videoSegments.compactMap(\.videoEnd) == Array(keys.dropFirst()))
     }
 
     @Test func noSegmentIsShorterThanOneSecondExceptTheLast() throws {
         let keys = seconds([0, 0.4, 0.9, 1.2, 1.8, 2.5, 9.5, 10.2, 10.4])
         let p = try plan(Self.asset(seconds: 11), keyframes: keys, target: 1)
-        let bounds = [MediaTime.zero] + p.segments.compactMap(\.videoEnd)
+        let bounds = [MediaTime.zero] + p.videoSegments.compactMap(\.videoEnd)
         for (a, b) in zip(bounds, bounds.dropFirst()) { #expect(b - a >= MediaTime(seconds: 1)) }
-        #expect(p.segments.count == 4)
+        #expect(p.videoSegments.count == 4)
     }
 
-    @Test func audioCutsSitOnTheOutputPacketGrid() throws {
-        let keys = (0..<30).map { MediaTime(value: Int64($0) * 1001, timescale: 1000) }
-        for framing in [Self.aac, Self.opus] {
-            let p = try plan(Self.asset(seconds: 30), keyframes: keys, framing: framing)
-            let f = Int64(framing.samplesPerPacket), pr = Int64(framing.priming)
-            for (i, spec) in p.segments.enumerated() {
-                let audio = try #require(spec.audio)
-                if i == 0 {
-                    #expect(audio.keepStart == nil && audio.encodeStart == 0)
-                } else {
-                    let start = try #require(audio.keepStart)
-                    #expect((start + pr) % f == 0, "keep start \(start) is off the grid")
-                    #expect(start == p.segments[i - 1].audio?.keepEnd)
-                    // Packet D + R of the segment's encoder begins exactly at the cut.
-                    let firstPacket = audio.encodeStart - pr
-                    #expect(firstPacket + Int64(framing.primingPackets + framing.preRollPackets) * f == start)
-                    // Within half a packet of the video cut.
-                    let videoCut = try #require(spec.videoStart).count(of: MediaTime(value: 1, timescale: 48000), rounding: .nearest)
-                    #expect(abs(start - videoCut) <= f / 2)
-                }
-                if i < p.segments.count - 1 {
-                    #expect(audio.encodeEnd == audio.keepEnd.map { $0 + Int64(framing.tailPackets) * f })
-                } else {
-                    #expect(audio.keepEnd == nil && audio.encodeEnd == nil)
-                }
+    @Test func videoOnlyAssetsHaveNoAudioSegments() throws {
+        let p = try plan(Self.asset(seconds: 25, audioRate: nil), keyframes: (0..<25).map { MediaTime(seconds: Int64($0)) },
+                         framing: nil)
+        #expect(p.segments.count == 3)
+        #expect(p.segments.allSatisfy { $0.audio == nil })
+        #expect(p.audioTracks.isEmpty)
+    }
+
+    // MARK: - Audio
+
+    @Test func audioIsCutOnItsOwnOnThePacketGridWithLongSegments() throws {
+        let keys = (0..<300).map { MediaTime(value: Int64($0) * 1001, timescale: 1000) }
+        let p = try plan(Self.asset(seconds: 300), keyframes: keys, framing: Self.aac)
+        // Five one-minute audio segments beside thirty video segments.
+        let audio = p.audioSegments(track: 0).compactMap(\.audio)
+        #expect(audio.count == 5)
+        #expect(p.videoSegments.count == 30)
+        #expect(p.audioTracks.count == 1 && p.audioTracks[0].source == 1 && p.audioTracks[0].framing == Self.aac)
+        for (i, range) in audio.enumerated() {
+            if i == 0 {
+                #expect(range.keepStart == nil && range.encodeStart == 0)
+            } else {
+                let start = try #require(range.keepStart)
+                #expect((start + 1024) % 1024 == 0, "keep start \(start) is off the grid")
+                #expect(start == audio[i - 1].keepEnd)
+                // Packet D + R of the segment's encoder begins exactly at the cut.
+                #expect(range.encodeStart - 1024 + Int64(1 + 2) * 1024 == start)
+                // About a minute apart.
+                #expect(abs(start - Int64(i) * 60 * 48000) <= 512)
             }
+            if i < audio.count - 1 {
+                #expect(range.encodeEnd == range.keepEnd.map { $0 + 2 * 1024 })
+            } else {
+                #expect(range.keepEnd == nil && range.encodeEnd == nil)
+            }
+            // Every segment starts from a packet at or before the first sample it feeds.
+            let anchor = try #require(range.anchor)
+            #expect(anchor.position <= range.encodeStart)
+            #expect(anchor.stamp == anchor.position)
         }
     }
 
-    @Test func audioOnlyAssetsAreCutByTime() throws {
-        let p = try plan(Self.asset(seconds: 25, video: false), keyframes: [])
-        #expect(p.videoSettings == nil)
-        #expect(p.segments.count == 3)
-        #expect(p.segments[1].audio?.keepStart == Self.aac.nearestGridPoint(to: 480_000))
+    @Test func shortAudioSegmentsWhenAskedAndOpusGrid() throws {
+        let p = try plan(Self.asset(seconds: 30), keyframes: (0..<30).map { MediaTime(seconds: Int64($0)) },
+                         framing: Self.opus, audioTarget: 4)
+        let audio = p.audioSegments(track: 0).compactMap(\.audio)
+        #expect(audio.count == 8)
+        for range in audio.dropFirst() {
+            let start = try #require(range.keepStart)
+            #expect((start + 312) % 960 == 0)
+            #expect(range.encodeStart == max(0, start - Int64(1 + 4) * 960 + 312))
+        }
     }
 
-    @Test func videoOnlyAssetsHaveNoAudioRanges() throws {
-        let p = try plan(Self.asset(seconds: 25, audioRate: nil), keyframes: (0..<25).map { MediaTime(seconds: Int64($0)) }, framing: nil)
+    @Test func audioOnlyAssetsAreCutByTheAudioTarget() throws {
+        let p = try plan(Self.asset(seconds: 25, video: false), keyframes: [], audioTarget: 10)
+        #expect(p.videoSettings == nil)
         #expect(p.segments.count == 3)
-        #expect(p.segments.allSatisfy { $0.audio == nil })
+        #expect(p.segments[1].audio?.keepStart == Self.aac.nearestGridPoint(to: 400_000))
     }
 
     @Test func aRequestedRangeBoundsTheFirstAndLastSegments() throws {
         let keys = (0..<60).map { MediaTime(seconds: Int64($0)) }
         let range = MediaTimeRange(start: MediaTime(value: 55, timescale: 10), duration: MediaTime(seconds: 20))
         let p = try plan(Self.asset(seconds: 60), keyframes: keys, range: range)
-        #expect(p.segments.first?.videoStart == range.start)
-        #expect(p.segments.last?.videoEnd == range.end)
+        #expect(p.videoSegments.first?.videoStart == range.start)
+        #expect(p.videoSegments.last?.videoEnd == range.end)
         #expect(p.outputZero == range.start)
-        #expect(p.segments.last?.audio?.keepEnd == Int64(960_000))
-        #expect(p.segments.dropFirst().allSatisfy { $0.videoStart! > range.start })
+        #expect(p.audioTracks.first?.firstSample == 264_000)
+        #expect(p.audioTracks.first?.lead == 0)
+        #expect(p.audioSegments(track: 0).last?.audio?.keepEnd == Int64(960_000))
+        #expect(p.audioSegments(track: 0).last?.audio?.encodeEnd == Int64(960_000))
+        #expect(p.videoSegments.dropFirst().allSatisfy { $0.videoStart! > range.start })
     }
 
-    @Test func aShortAssetIsOneSegment() throws {
+    @Test func aShortAssetIsOneVideoAndOneAudioSegment() throws {
         let p = try plan(Self.asset(seconds: 4), keyframes: seconds([0, 2]))
-        #expect(p.segments.count == 1)
+        #expect(p.segments.count == 2)
         #expect(p.segments[0].videoStart == nil && p.segments[0].videoEnd == nil)
-        #expect(p.segments[0].audio?.keepStart == nil && p.segments[0].audio?.keepEnd == nil)
+        #expect(p.segments[1].audio?.keepStart == nil && p.segments[1].audio?.keepEnd == nil)
     }
 
-    @Test func plansTravelAsJSON() throws {
-        let p = try plan(Self.asset(seconds: 35), keyframes: (0..<35).map { MediaTime(seconds: Int64($0)) })
+    // MARK: - Travelling
+
+    @Test func plansTravelAsJSONAndWorkOrdersLeaveStitcherFieldsOut() throws {
+        var p = try plan(Self.asset(seconds: 35), keyframes: (0..<35).map { MediaTime(seconds: Int64($0)) })
+        p.annotations = [TimedAnnotation(time: .zero, duration: MediaTime(seconds: 1), value: "hello")]
+        p.chapters = [Chapter(start: .zero, end: MediaTime(seconds: 3), metadata: ["title": "One"])]
         let decoded = try JSONDecoder().decode(SegmentPlan.self, from: JSONEncoder().encode(p))
         #expect(decoded == p)
+        let slim = String(decoding: try JSONEncoder().encode(p.forWorkers()), as: UTF8.self)
+        #expect(!slim.contains("annotations") && !slim.contains("chapters") && slim.contains("audioTracks"))
+    }
+
+    @Test func aPlanStoredBeforeMultiTrackOutputsStillDecodes() throws {
+        let json = """
+            {"id": "p", "source": "/in.mp4", "outputFileType": "mp4", "optimizesForNetworkUse": false, "metadata": {},
+             "outputZero": {"value": 0, "timescale": 1}, "targetDuration": {"value": 10, "timescale": 1},
+             "segments": [{"index": 0, "audio": {"encodeStart": 0}}]}
+            """
+        let plan = try JSONDecoder().decode(SegmentPlan.self, from: Data(json.utf8))
+        #expect(plan.segments[0].audio?.track == 0 && plan.audioTracks.isEmpty && plan.passThrough.isEmpty)
+        // …but names an audio track it does not describe, which validation refuses.
+        #expect(throws: MediaError.self) { try plan.validate() }
     }
 
     @Test func plansFromElsewhereAreCheckedBeforeUse() throws {
         let good = try plan(Self.asset(seconds: 35), keyframes: (0..<35).map { MediaTime(seconds: Int64($0)) })
         try good.validate()
         var badFraming = good
-        badFraming.audioFraming?.samplesPerPacket = 0
+        badFraming.audioTracks[0].framing?.samplesPerPacket = 0
         #expect(throws: MediaError.self) { try badFraming.validate() }
         var farAway = good
-        farAway.segments[1].audio?.keepStart = Int64.max - 10
+        let audioIndex = try #require(good.segments.firstIndex { $0.isAudio })
+        farAway.segments[audioIndex].audio?.encodeStart = Int64.max - 10
         #expect(throws: MediaError.self) { try farAway.validate() }
+        var badAnchor = good
+        badAnchor.segments[audioIndex].audio?.anchor?.position = Int64.min + 1
+        #expect(throws: MediaError.self) { try badAnchor.validate() }
         var empty = good
         empty.segments = []
         #expect(throws: MediaError.self) { try empty.validate() }
@@ -154,9 +220,120 @@ struct SegmentPlannerTests {
         #expect(Self.aac.nearestGridPoint(to: 1500) == 1024)
         #expect(Self.opus.nearestGridPoint(to: 1500) == 1608)
         #expect(Self.aac.encodeStart(forKeepStart: 10240) == 10240 - 3 * 1024 + 1024)
+        // Never before the start of the audio: a segment near it encodes from 0, as a single pass does.
+        #expect(Self.aac.encodeStart(forKeepStart: 2048) == 0)
         let fdk = AudioFraming(sampleRate: 48000, samplesPerPacket: 1024, priming: 2112, preRollPackets: 2, tailPackets: 1)
         #expect(fdk.primingPackets == 3)
         // pad = D·F − P = 960: the encoder starts 960 samples before its R pre-roll packets.
         #expect(fdk.encodeStart(forKeepStart: 20480) == 20480 - 2 * 1024 - 960)
+    }
+}
+
+@Suite("Audio placed by samples")
+struct AudioTimelineTests {
+    private func walk(_ stamps: [Int64?], samples: Int64 = 1024, rate: Int = 48000) -> [Int64] {
+        var walker = AudioTimelineWalker(timeBase: Rational(1, Int32(rate)), sampleRate: rate)
+        return stamps.map { walker.place(stamp: $0, samples: samples) }
+    }
+
+    @Test func jitteryTimestampsAreIgnored() {
+        // The phone file: second packet stamped 259 instead of 1024, then steps of 1030 and 1032.
+        var stamps: [Int64?] = [0, 259]
+        for k in 2..<2000 { stamps.append(259 + Int64(k - 1) * 1031 + Int64(k % 2)) }
+        let positions = walk(stamps)
+        #expect(positions == (0..<2000).map { Int64($0) * 1024 })
+        // Matroska's whole milliseconds (21 or 22 ms per 1024 samples at 48 kHz).
+        let ms = (0..<500).map { k -> Int64? in Int64((Double(k) * 1024 / 48).rounded()) }
+        var walker = AudioTimelineWalker(timeBase: Rational(1, 1000), sampleRate: 48000)
+        let mkv = ms.map { walker.place(stamp: $0, samples: 1024) }
+        #expect(mkv == (0..<500).map { Int64($0) * 1024 })
+    }
+
+    @Test func aRealGapIsSilenceAndARealOverlapIsDropped() {
+        // 200 ms missing after packet 10: positions jump by it; 100 ms is still jitter.
+        var stamps = (0..<20).map { Int64($0) * 1024 }
+        for k in 11..<20 { stamps[k] += 9600 }
+        #expect(walk(stamps)[11] == 11 * 1024 + 9600)
+        var small = (0..<20).map { Int64($0) * 1024 }
+        for k in 11..<20 { small[k] += 4800 }
+        #expect(walk(small)[11] == 11 * 1024)
+        var back = (0..<20).map { Int64($0) * 1024 }
+        for k in 11..<20 { back[k] -= 9600 }
+        #expect(walk(back)[11] == 11 * 1024 - 9600)
+    }
+
+    @Test func packetsWithoutTimestampsFollowOn() {
+        #expect(walk([0, nil, nil, 3072]) == [0, 1024, 2048, 3072])
+    }
+
+    @Test func theTimelineMapsTimesAndAnchorsThroughTheJitter() {
+        // The first packet is priming the container drops (an MP4 edit list).
+        var t = AudioTrackTimeline(streamIndex: 1, timeBase: Rational(1, 48000), sampleRate: 48000)
+        t.append(AudioPacketInfo(stamp: -1024, samples: 1024, skipStart: 0, skipEnd: 0, discard: true))
+        t.append(AudioPacketInfo(stamp: 0, samples: 1024, skipStart: 0, skipEnd: 0, discard: false))
+        t.append(AudioPacketInfo(stamp: 259, samples: 1024, skipStart: 0, skipEnd: 0, discard: false))
+        for k in 3..<100 {
+            t.append(AudioPacketInfo(stamp: 259 + Int64(k - 2) * 1031, samples: 1024, skipStart: 0, skipEnd: 0, discard: false))
+        }
+        t.finish()
+        #expect(t.length == 99 * 1024)
+        #expect(t.startTime == .zero)
+        // 0.5 s into the track by its stamps: through packet k stamped at or before it.
+        let k = 2 + (24000 - 259) / 1031
+        let stamp = 259 + Int64(k - 2) * 1031
+        #expect(t.position(at: MediaTime(value: 24000, timescale: 48000)) == Int64(k - 1) * 1024 + (24000 - stamp))
+        let anchor = t.anchor(atOrBefore: 50 * 1024, back: 1)
+        #expect(anchor == AudioAnchor(stamp: 259 + 48 * 1031, position: 49 * 1024, samples: 1024))
+    }
+
+    @Test func opusPacketsAreSizedFromTheirTOC() {
+        func size(_ bytes: [UInt8]) -> Int64? { bytes.withUnsafeBufferPointer { AudioPacketSizer.opusSamples($0) } }
+        #expect(size([0xF8]) == 960)          // CELT FB 20 ms, one frame
+        #expect(size([0xF9]) == 1920)         // two frames
+        #expect(size([0xFB, 0x03]) == 2880)   // code 3, three frames
+        #expect(size([0x08]) == 960)          // SILK NB 20 ms
+        #expect(size([0x18]) == 2880)         // SILK NB 60 ms
+        #expect(size([0xE0]) == 120)          // CELT 2.5 ms
+    }
+}
+
+@Suite("Track selection and annotations")
+struct TrackSelectionTests {
+    @Test func audioTrackSelectionsParse() {
+        #expect(AudioTrackSelection(parsing: "all") == .all)
+        #expect(AudioTrackSelection(parsing: "NONE") == AudioTrackSelection.none)
+        #expect(AudioTrackSelection(parsing: "1,3") == .tracks([1, 3]))
+        #expect(AudioTrackSelection(parsing: "eng,FRA") == .languages(["eng", "fra"]))
+        for bad in ["", "1,", "1,eng", "-1", "english!"] { #expect(AudioTrackSelection(parsing: bad) == nil, "\(bad)") }
+        #expect(AudioTrackSelection.tracks([2, 1]).description == "2,1")
+    }
+
+    @Test func annotationsReadSecondsAsWrittenAndRoundTrip() throws {
+        let json = #"[{"time": 0.1, "duration": "1/3", "value": "a"}, {"time": "00:00:02.5", "duration": 1, "value": "b"},"#
+            + #" {"time": {"value": 7, "timescale": 2}, "duration": 0.25, "value": "c"}]"#
+        let list = try JSONDecoder().decode([TimedAnnotation].self, from: Data(json.utf8))
+        #expect(list[0].time == MediaTime(value: 1, timescale: 10))
+        #expect(list[0].duration == MediaTime(value: 1, timescale: 3))
+        #expect(list[1].time == MediaTime(value: 5, timescale: 2))
+        #expect(list[2].time == MediaTime(value: 7, timescale: 2))
+        #expect(try JSONDecoder().decode([TimedAnnotation].self, from: JSONEncoder().encode(list)) == list)
+        #expect(throws: SettingsError.self) {
+            try TimedAnnotation.validate([TimedAnnotation(time: .zero, duration: .zero, value: "x")])
+        }
+    }
+
+    @Test func annotationsBecomeContiguousBoxedSamples() throws {
+        let list = [TimedAnnotation(time: MediaTime(seconds: 1), duration: MediaTime(seconds: 2), value: "hi"),
+                    TimedAnnotation(time: MediaTime(seconds: 4), duration: MediaTime(seconds: 1), value: "yo")]
+        let track = TimedAnnotation.track(list)
+        #expect(track.timescale == 1000)
+        let samples = track.contiguousSamples
+        #expect(samples.map(\.time) == [0, 1000, 3000, 4000])
+        #expect(samples.map(\.duration) == [1000, 2000, 1000, 1000])
+        #expect(samples.map(\.data.count) == [0, 10, 0, 10])
+        #expect(Array(samples[1].data) == [0, 0, 0, 10, 0, 0, 0, 1] + Array("hi".utf8))
+        let entry = TimedAnnotation.sampleEntry
+        #expect(String(decoding: entry[4..<8], as: UTF8.self) == "mebx")
+        #expect(entry.range(of: Data("mdta\(TimedAnnotation.key)".utf8)) != nil)
     }
 }

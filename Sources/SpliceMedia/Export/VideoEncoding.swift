@@ -31,6 +31,9 @@ struct VideoEncoding: Sendable, Hashable, Codable {
     var profileNumber: Int?
     /// Encoder private options (preset, crf, profile, x265-params …).
     var options: [String: String]
+    /// HDR10 metadata the output carries (in the bitstream where the encoder can, and in the
+    /// container); nil for SDR output.
+    var hdr: HDRMetadata? = nil
 
     /// The canvas the decoded picture is scaled into before rotation.
     var canvasWidth: Int { rotation % 180 == 0 ? width : height }
@@ -161,7 +164,7 @@ struct VideoEncoding: Sendable, Hashable, Codable {
             bitrate: bitrate, maxBitrate: settings.maxBitrate, bufferSize: settings.bufferSize,
             keyframeInterval: keyframeInterval,
             level: settings.codec == .h264 ? settings.level.flatMap(VideoSettings.levelNumber) : nil,
-            profileNumber: profileNumber, options: options)
+            profileNumber: profileNumber, options: options, hdr: source.isHDR ? source.hdr : nil)
     }
 
     /// The FFmpeg encoder used for a codec (AV1: SVT-AV1 when present, else libaom).

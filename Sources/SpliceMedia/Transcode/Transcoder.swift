@@ -87,7 +87,9 @@ public final class Transcoder: Sendable {
         state.withLock { s in
             s.total = plan.segments.count
             for spec in plan.segments {
-                s.weights[spec.index] = max(1, plan.approximateDuration(of: spec)?.converted(to: 1000).value ?? 1)
+                // Audio encodes at hundreds of times real time; a video second weighs ~20 audio seconds.
+                let millis = plan.approximateDuration(of: spec)?.converted(to: 1000).value ?? 1
+                s.weights[spec.index] = max(1, spec.isAudio ? millis / 20 : millis)
             }
         }
         publish()

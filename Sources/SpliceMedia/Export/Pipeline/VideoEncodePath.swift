@@ -28,6 +28,8 @@ final class VideoEncodePath: TrackPath {
     /// Output pts (encoder time base) of every frame written, in order.
     private(set) var writtenTimestamps: [Int64] = []
     private(set) var outputTime = MediaTime.zero
+    /// The output stream this path writes.
+    var outputIndex: Int { sink.index }
 
     init(plan: ExportPlan, encoding: VideoEncoding, demuxer: Demuxer, streamIndex: Int, writer: any PacketWriter,
          extraOptions: [String: String]) throws(MediaError) {
