@@ -86,6 +86,21 @@ extension HDRMetadata.MasteringDisplay {
     }
 }
 
+extension HDRMetadata.MasteringDisplay {
+    /// SVT-AV1's `mastering-display` text: the same order as x265's, in plain chromaticity and
+    /// cd/m² (SVT-AV1 1.4 clips x265's integer units to 1.0).
+    var svtParameter: String {
+        func d(_ r: Rational) -> String {
+            // Four decimals, exactly rounded; no floating point.
+            let v = MediaTime.rescale(Int64(r.numerator), multiplier: 10000, divisor: Int64(max(1, r.denominator)))
+            let frac = String(v % 10000)
+            return "\(v / 10000).\(String(repeating: "0", count: 4 - frac.count))\(frac)"
+        }
+        let c = { (p: [Rational]) in "(\(d(p[0])),\(d(p[1])))" }
+        return "G\(c(green))B\(c(blue))R\(c(red))WP\(c(whitePoint))L(\(d(maxLuminance)),\(d(minLuminance)))"
+    }
+}
+
 extension HDRMetadata.ContentLightLevel {
     init(_ p: UnsafePointer<AVContentLightMetadata>) {
         maxContent = Int(p.pointee.MaxCLL)

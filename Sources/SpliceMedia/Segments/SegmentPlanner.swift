@@ -93,14 +93,14 @@ public struct SegmentPlanner: Sendable {
             copiesVideo = true
             let snappedStart = keyframes.last { $0 <= zero } ?? keyframes.first ?? zero
             if snappedStart != zero {
-                notices.append("the output starts at the keyframe at \(snappedStart) s, not \(zero) s: copied video cuts at keyframes only")
+                notices.append("the output starts at the keyframe at \(snappedStart), not \(zero): copied video cuts at keyframes only")
             }
             zero = snappedStart
             if let e = end {
                 let snappedEnd = keyframes.first { $0 >= e }
                 if snappedEnd != e {
-                    notices.append("the output ends at \(snappedEnd.map { "the keyframe at \($0) s" } ?? "the end of the source"), "
-                                   + "not \(e) s: copied video cuts at keyframes only")
+                    notices.append("the output ends at \(snappedEnd.map { "the keyframe at \($0)" } ?? "the end of the source"), "
+                                   + "not \(e): copied video cuts at keyframes only")
                 }
                 end = snappedEnd
             }

@@ -90,8 +90,13 @@ struct OutputTracks: Sendable {
         }
 
         let muxer = fileType.muxerName
+        // QuickTime keeps chapter titles in a text track the video refers to ("chap"); they travel
+        // as chapters, not as a track of their own.
+        let boxes = asset.formatName.hasPrefix("mov,") ? QuickTimeTrackInfo.read(path: asset.location) : nil
+        let chapterTracks = Set(boxes?.flatMap { $0.references["chap"] ?? [] } ?? [])
+        let isChapterTrack = { (t: Track) in t.containerTrackID.map(chapterTracks.contains) ?? false }
         if request.subtitles == .copy {
-            for track in asset.tracks where track.kind == .subtitle {
+            for track in asset.tracks where track.kind == .subtitle && !isChapterTrack(track) {
                 if ContainerSupport.canHold(codecName: track.codecName, in: muxer) {
                     out.subtitles.append(Subtitle(track: track, convertTo: nil))
                 } else if let target = textSubtitleCodec(for: fileType), textSubtitleCodecs.contains(track.codecName) {
@@ -102,12 +107,10 @@ struct OutputTracks: Sendable {
             }
         }
         if request.dataTracks == .copy {
-            let boxes = fileType.isQuickTime && asset.formatName.hasPrefix("mov,")
-                ? QuickTimeTrackInfo.read(path: asset.location) : nil
-            for track in asset.tracks where track.kind == .data {
+            for track in asset.tracks where track.kind == .data && !isChapterTrack(track) {
                 if track.codecTag == "tmcd" { continue }  // carried as the video's timecode below
                 let info = boxes?.first { $0.trackID == track.containerTrackID }
-                if let info, info.handler == "meta" {
+                if let info, info.handler == "meta", fileType.isQuickTime {
                     out.timedMetadata.append(track)
                 } else if track.codecName != "none", ContainerSupport.canHold(codecName: track.codecName, in: muxer) {
                     out.data.append(track)

@@ -51,6 +51,13 @@ struct ExportFlag: Sendable {
         }
     }
 
+    /// A video encoder switch.
+    static func video(_ flag: Flag, _ set: @escaping @Sendable (inout VideoSettings) -> Void) -> ExportFlag {
+        ExportFlag(declaration: flag, scope: .video, isGiven: { $0[flag] }) { parsed, choices in
+            if parsed[flag] { set(&choices.video) }
+        }
+    }
+
     /// A flag without a value.
     static func flag(_ flag: Flag, _ set: @escaping @Sendable (inout ExportChoices) -> Void) -> ExportFlag {
         ExportFlag(declaration: flag, scope: .other, isGiven: { $0[flag] }) { parsed, choices in
@@ -116,8 +123,11 @@ struct ExportOptions: OptionGroup {
             { $0.keyframeInterval = $1 },
         .video(Option<Rational>("frame-rate", valueName: "rate",
             help: "Constant output frame rate (default: keep source timing).")) { $0.frameRate = $1 },
-        .video(Option<String>("pixel-format", valueName: "format", help: "Pixel format (yuv420p, yuv420p10le, …).")
+        .video(Option<String>("pixel-format", valueName: "format",
+            help: "Pixel format (yuv420p, yuv420p10le, …; default: 4:2:0 at the source's bit depth).")
             { $0 }) { $0.pixelFormat = $1 },
+        .video(Flag("tone-map", help: "Map an HDR (PQ/HLG) source to 8-bit SDR BT.709; without it HDR stays HDR, "
+            + "10-bit, and 8-bit output is refused.")) { $0.toneMap = true },
         // Audio
         .audio(Option<AudioSettings.Codec>("audio-codec", valueName: "codec",
             help: "Audio codec (default: aac, or opus for .webm).")) { $0.codec = $1 },
