@@ -266,16 +266,20 @@ struct AudioTrackTimeline: Sendable {
     }
 
     /// The position (source samples from the first) that plays at container time `time`: through
-    /// the last packet stamped at or before it, counting samples from there. May be negative
-    /// (before the track starts) or past its end.
+    /// the last packet with samples stamped at or before it, counting samples from there. May be
+    /// negative (before the track starts) or past its end. (Packets that decode to nothing — a
+    /// Vorbis stream's first, priming an edit list drops — say nothing about where samples play.)
     func position(at time: MediaTime) -> Int64 {
         var best: Int?
-        for k in stamps.indices where stamps[k] != Self.noStamp {
+        for k in stamps.indices where stamps[k] != Self.noStamp && outputCounts[k] > 0 {
             if MediaTime(value: stamps[k], timeBase: timeBase) <= time { best = k } else if best != nil { break }
         }
         let unit = MediaTime(value: 1, timescale: Int32(sampleRate))
-        guard let k = best ?? stamps.indices.first(where: { stamps[$0] != Self.noStamp }) else { return 0 }
-        return positions[k] + (time - MediaTime(value: stamps[k], timeBase: timeBase)).count(of: unit, rounding: .nearest)
+        guard let k = best ?? stamps.indices.first(where: { stamps[$0] != Self.noStamp && outputCounts[$0] > 0 }) else {
+            return 0
+        }
+        return outputStarts[k] + (time - MediaTime(value: stamps[k], timeBase: timeBase)
+            - MediaTime(value: outputStarts[k] - positions[k], timescale: Int32(sampleRate))).count(of: unit, rounding: .nearest)
     }
 
     /// The anchor for a segment that needs samples from `position` on: the packet that holds it,

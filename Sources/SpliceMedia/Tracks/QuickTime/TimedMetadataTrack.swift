@@ -87,8 +87,17 @@ enum QuickTimeTrackAppender {
             return B.u32(moov, tkhd.payload.lowerBound + (moov[tkhd.payload.lowerBound] == 1 ? 20 : 12))
         }.first
 
-        // New media data: one chunk per track.
-        let laidOut = tracks.map(\.contiguousSamples)
+        // New media data: one chunk per track, each laid out to the movie's end (an empty sample
+        // after the last: FFmpeg's demuxer stretches a track's last sample to the movie's end).
+        let movieDuration = Int64(version == 1 ? Int64(bitPattern: B.u64(moov, mvhd.payload.lowerBound + 24))
+                                               : Int64(B.u32(moov, mvhd.payload.lowerBound + 16)))
+        let laidOut = tracks.map { track -> [TimedMetadataTrack.Sample] in
+            var samples = track.contiguousSamples
+            let end = samples.last.map { $0.time + $0.duration } ?? 0
+            let movieEnd = MediaTime.rescale(movieDuration, multiplier: Int64(track.timescale), divisor: max(1, movieTimescale))
+            if movieEnd > end { samples.append(TimedMetadataTrack.Sample(time: end, duration: movieEnd - end, data: Data())) }
+            return samples
+        }
         let payload = laidOut.reduce(0) { $0 + $1.reduce(0) { $0 + $1.data.count } }
         let large = payload + 8 > Int(UInt32.max)
         let mdatStart = moovBox.start
