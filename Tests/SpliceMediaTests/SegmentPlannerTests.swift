@@ -337,3 +337,76 @@ struct TrackSelectionTests {
         #expect(entry.range(of: Data("mdta\(TimedAnnotation.key)".utf8)) != nil)
     }
 }
+
+@Suite("The transcode request")
+struct TranscodeRequestTests {
+    @Test func theNewFieldsTravelAndOldRequestsStillDecode() throws {
+        let request = TranscodeRequest(
+            video: nil, audio: AudioSettings(codec: .aac), fileType: .mov, segmentDuration: MediaTime(seconds: 4),
+            audioTracks: .languages(["eng"]), copiesVideo: true, subtitles: .none, dataTracks: .copy,
+            annotations: [TimedAnnotation(time: MediaTime(value: 1, timescale: 3), duration: MediaTime(seconds: 1), value: "x")],
+            audioSegmentDuration: MediaTime(seconds: 30))
+        try request.validate()
+        #expect(try JSONDecoder().decode(TranscodeRequest.self, from: JSONEncoder().encode(request)) == request)
+        let old = #"{"fileType": "mp4", "optimizesForNetworkUse": false, "metadata": {}, "segmentDuration": {"value": 10, "timescale": 1},"#
+            + #" "video": {"codec": "h264"}}"#
+        let decoded = try JSONDecoder().decode(TranscodeRequest.self, from: Data(old.utf8))
+        #expect(decoded.audioTracks == .all && !decoded.copiesVideo && decoded.subtitles == .copy && decoded.annotations.isEmpty)
+    }
+
+    @Test func copyingEverythingOrAnnotatingMatroskaIsRefused() {
+        let both = TranscodeRequest(video: nil, audio: nil, fileType: .mp4, copiesVideo: true, copiesAudio: true)
+        #expect(throws: SettingsError.self) { try both.validate() }
+        let mkv = TranscodeRequest(video: VideoSettings(codec: .h264), audio: nil, fileType: .mkv,
+                                   annotations: [TimedAnnotation(time: .zero, duration: MediaTime(seconds: 1), value: "x")])
+        #expect((try? mkv.validate()) == nil)
+        let copyWithSettings = TranscodeRequest(video: VideoSettings(codec: .h264), audio: nil, fileType: .mp4, copiesVideo: true)
+        #expect(throws: SettingsError.self) { try copyWithSettings.validate() }
+    }
+}
+
+@Suite("HDR settings")
+struct HDRSettingsTests {
+    static func hdrTrack(depth: Int = 10, transfer: String = "smpte2084") -> Track {
+        var t = ResolveTests.videoTrack(width: 320, height: 240)
+        t.pixelFormat = depth > 8 ? "yuv420p10le" : "yuv420p"
+        t.bitDepth = depth
+        t.colorPrimaries = "bt2020"
+        t.colorTransfer = transfer
+        t.colorSpace = "bt2020nc"
+        t.hdr = HDRMetadata(masteringDisplay: .init(red: [Rational(17, 25), Rational(8, 25)], green: [Rational(53, 200), Rational(69, 100)],
+                                                    blue: [Rational(3, 20), Rational(3, 50)], whitePoint: [Rational(3127, 10000), Rational(329, 1000)],
+                                                    minLuminance: Rational(1, 10000), maxLuminance: Rational(1000, 1)),
+                            contentLightLevel: .init(maxContent: 1000, maxFrameAverage: 400))
+        return t
+    }
+
+    private func resolve(_ s: VideoSettings, _ t: Track) throws -> VideoEncoding {
+        var notices: [String] = []
+        return try VideoEncoding.resolve(s, source: t, fileType: .mp4, threads: 1, notices: &notices)
+    }
+
+    @Test func tenBitStaysTenBitWithItsMetadata() throws {
+        let hevc = try resolve(VideoSettings(codec: .hevc), Self.hdrTrack())
+        #expect(hevc.pixelFormat == "yuv420p10le")
+        let x265 = try #require(hevc.options["x265-params"])
+        #expect(x265.contains("hdr10=1") && x265.contains("max-cll=1000,400"))
+        #expect(x265.contains("master-display=G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,1)"))
+        let h264 = try resolve(VideoSettings(codec: .h264), Self.hdrTrack())
+        #expect(h264.pixelFormat == "yuv420p10le" && h264.options["x264-params"]?.contains("cll=1000,400") == true)
+        #expect(h264.hdr == Self.hdrTrack().hdr && h264.colorTransfer != nil)
+        #expect(HDRSettingsTests.hdrTrack().hdr?.masteringDisplay?.svtParameter
+                == "G(0.2650,0.6900)B(0.1500,0.0600)R(0.6800,0.3200)WP(0.3127,0.3290)L(1000.0000,0.0001)")
+    }
+
+    @Test func eightBitHDRIsRefusedUnlessToneMapped() throws {
+        #expect(throws: SettingsError.self) { try resolve(VideoSettings(codec: .h264, pixelFormat: "yuv420p"), Self.hdrTrack()) }
+        #expect(throws: SettingsError.self) { try resolve(VideoSettings(codec: .h264, pixelFormat: "yuv420p"), Self.hdrTrack(transfer: "arib-std-b67")) }
+        let sdr = try resolve(VideoSettings(codec: .h264, toneMap: true), Self.hdrTrack())
+        #expect(sdr.pixelFormat == "yuv420p" && sdr.hdr == nil && sdr.toneMap?.peak == 1000)
+        #expect(sdr.options["x264-params"] == nil)
+        // A 10-bit SDR source may go to 8 bits.
+        let plain = try resolve(VideoSettings(codec: .h264, pixelFormat: "yuv420p"), Self.hdrTrack(transfer: "bt709"))
+        #expect(plain.pixelFormat == "yuv420p" && plain.hdr == nil)
+    }
+}
