@@ -135,7 +135,8 @@ struct RealWorldSourceTests {
     }
 
     /// Audio track `track` of `o`: the single pass's length, lag 0 against the source at every
-    /// join and at the end, and no block near a join more than 1 dB worse than the single pass's.
+    /// join and at the end, and no block near a join more than 2 dB worse than the single pass's
+    /// (after a join the encoder's choices differ block by block; a missing pre-roll costs 5–9 dB).
     func expectSeamless(_ o: Outcome, source: String, track: Int = 0, lead: Int = 0,
                         sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let single = try await ffmpegSinglePass(source, track: track)
@@ -155,7 +156,7 @@ struct RealWorldSourceTests {
         let theirs = await AudioAnalysis.blockSNR(reference, reference: source)
         for join in joins {
             for b in max(0, join / 1024 - 2)...min(ours.count - 1, theirs.count - 1, join / 1024 + 1) {
-                #expect(ours[b] >= theirs[b] - 1, "block \(b) at the join \(join): \(ours[b]) dB, single pass \(theirs[b]) dB",
+                #expect(ours[b] >= theirs[b] - 2, "block \(b) at the join \(join): \(ours[b]) dB, single pass \(theirs[b]) dB",
                         sourceLocation: sourceLocation)
             }
         }

@@ -16,8 +16,10 @@ public struct TimedAnnotation: Sendable, Hashable, Codable {
 
     /// The metadata key (namespace `mdta`) annotation values are written under.
     public static let key = "com.splice.annotation"
-    /// At most this many annotations travel in one request.
-    public static let maximumCount = 100_000
+    /// At most this many annotations, and this much text, travel in one request (a job's request
+    /// crosses the cluster's wire, whose messages stop at 4 MiB).
+    public static let maximumCount = 10_000
+    public static let maximumTextBytes = 1 << 20
 
     public init(time: MediaTime, duration: MediaTime, value: String) {
         self.time = time
@@ -77,6 +79,10 @@ public struct TimedAnnotation: Sendable, Hashable, Codable {
     public static func validate(_ list: [TimedAnnotation]) throws(SettingsError) {
         guard list.count <= maximumCount else {
             throw SettingsError(field: "annotations", value: "\(list.count) annotations", allowed: "at most \(maximumCount)")
+        }
+        let text = list.reduce(0) { $0 + $1.value.utf8.count }
+        guard text <= maximumTextBytes else {
+            throw SettingsError(field: "annotations", value: "\(text) bytes of text", allowed: "at most \(maximumTextBytes) bytes")
         }
         for a in list {
             if a.time < .zero { throw SettingsError(field: "annotations", value: "time \(a.time)", allowed: "zero or later") }
