@@ -391,6 +391,18 @@ struct RealWorldSourceTests {
         let sei = try await ExternalTool.run("ffmpeg", ["-i", h264.output, "-c", "copy", "-bsf:v", "trace_headers", "-f", "null", "-"])
         #expect(sei.stderr.contains("Mastering Display Colour Volume") && sei.stderr.contains("Content Light Level Information"))
 
+        // VP9 profile 2 and AV1 carry it in the container (and SVT-AV1 in its metadata OBUs).
+        for (codec, ext, preset, profile) in [(VideoSettings.Codec.vp9, "webm", "8", "Profile 2"), (.av1, "mkv", "12", "Main")] {
+            let o = try await transcode(source, to: ext, segmentSeconds: 1) {
+                $0.video = VideoSettings(codec: codec, quality: 40, preset: preset)
+                $0.audio = nil
+            }
+            let x = try #require(await Probe(o.output).first("video"))
+            #expect(x.pix_fmt == "yuv420p10le" && x.profile == profile && x.color_transfer == "smpte2084", "\(codec)")
+            #expect(x.sideData("Mastering display metadata")?.max_luminance == "1000/1", "\(codec)")
+            #expect(x.sideData("Content light level metadata")?.max_content == 1000, "\(codec)")
+        }
+
         await #expect { _ = try await transcode(source, segmentSeconds: 1) { $0.video?.pixelFormat = "yuv420p" } } throws: {
             ($0 as? SettingsError)?.field == "pixel-format" && "\($0)".contains("--tone-map")
         }

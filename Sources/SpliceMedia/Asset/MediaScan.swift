@@ -9,8 +9,7 @@ struct MediaScan: Sendable {
     var audio: [Int: AudioTrackTimeline]
 
     /// Scans `location`. `video` is the track whose keyframes are wanted (nil: none); `audio`
-    /// the tracks to place. `until` stops reading once every wanted stream has passed that asset
-    /// time (nil: to the end).
+    /// the tracks to place.
     static func scan(location: String, origin: MediaTime, video: Int?, audio: [Int]) throws(MediaError) -> MediaScan {
         let demuxer = try Demuxer(location: location)
         var keyframes: [Int64] = []

@@ -94,7 +94,7 @@ struct ExportPlan: Sendable {
                                 allowed: "written to an .mp4 or .mov output (a .\(fileType) file has no timed-metadata tracks)")
         }
         try TimedAnnotation.validate(annotations)
-        var tracks = try OutputTracks.resolve(request, asset: asset, fileType: fileType)
+        let tracks = try OutputTracks.resolve(request, asset: asset, fileType: fileType)
         if let range = timeRange {
             if range.start < .zero {
                 throw SettingsError(field: "start", value: "\(range.start)", allowed: "zero or later")
@@ -135,7 +135,6 @@ struct ExportPlan: Sendable {
         if let tc = timecode, start > .zero {
             timecode = OutputTracks.timecode(tc, advancedBy: start, rate: tracks.video?.track.frameRate)
         }
-        if timecode == nil { tracks.timecode = nil }
         var hdr: HDRMetadata?
         if case .encode(let enc)? = tracks.video?.route { hdr = enc.hdr }
         return ExportPlan(

@@ -88,9 +88,7 @@ public struct SegmentPlanner: Sendable {
             throw SettingsError(field: "start", value: "\(zero)", allowed: "before the end of '\(asset.location)' (\(d))")
         }
         // Copied video can only begin and end at keyframes: the range widens to them.
-        var copiesVideo = false
         if let video = tracks.video, case .copy = video.route {
-            copiesVideo = true
             let snappedStart = keyframes.last { $0 <= zero } ?? keyframes.first ?? zero
             if snappedStart != zero {
                 notices.append("the output starts at the keyframe at \(snappedStart), not \(zero): copied video cuts at keyframes only")

@@ -128,8 +128,9 @@ struct OutputTracks: Sendable {
         for track in asset.tracks where track.kind == .attachment {
             notices.append("attachment #\(track.id) (\(track.codecName)) left out")
         }
-        for track in asset.tracks where track.kind == .audio && !out.audio.contains(where: { $0.track.id == track.id })
-            && { if case .drop = request.audio { return false } else { return true } }() {
+        let audioWanted: Bool
+        if case .drop = request.audio { audioWanted = false } else { audioWanted = true }
+        for track in asset.tracks where audioWanted && track.kind == .audio && !out.audio.contains(where: { $0.track.id == track.id }) {
             notices.append("audio track #\(track.id) left out (--audio-tracks \(request.audioTracks))")
         }
         out.notices = notices
