@@ -135,8 +135,9 @@ enum EndToEndMedia {
         seconds: "6", width: 640, height: 360,
         videoCodec: ["-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-keyint_min", "30",
                      "-sc_threshold", "0", "-pix_fmt", "yuv420p"])
-    /// One segment per second of source.
-    static let segments = 6
+    /// One video segment per second of source, and one audio segment (audio is cut on its own,
+    /// in segments of 60 s by default).
+    static let segments = 7
     /// The same flags for the cluster and for the oracle. A slowish preset keeps each segment
     /// busy long enough for the kill and cancel tests to land inside an encode.
     static func flags(preset: String = "slow") -> [String] {

@@ -3,10 +3,10 @@ import Foundation
 /// Audio oracles: decode with ffmpeg, then measure alignment and quality in plain arithmetic.
 /// (Floating point is fine here: these are signal measurements, not media timestamps.)
 public enum AudioAnalysis {
-    /// The first audio track decoded by ffmpeg to mono 32-bit float at its own rate (edit lists
-    /// applied, so priming is already trimmed).
-    public static func decodeMono(_ path: String) async throws -> [Float] {
-        let out = try await ExternalTool.check("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a:0", "-ac", "1",
+    /// An audio track (the first unless `stream` says) decoded by ffmpeg to mono 32-bit float at
+    /// its own rate (edit lists applied, so priming is already trimmed).
+    public static func decodeMono(_ path: String, stream: String = "0:a:0") async throws -> [Float] {
+        let out = try await ExternalTool.check("ffmpeg", ["-v", "error", "-i", path, "-map", stream, "-ac", "1",
                                                     "-f", "f32le", "-"])
         return out.stdout.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
     }

@@ -118,6 +118,27 @@ public enum Fixtures {
         return path
     }
 
+    private static let made = LockedBox<[String: String]>([:])
+
+    /// A file made once per process by `ffmpeg` with `arguments` (the output path appended), named
+    /// `name` in ``scratch``: fixtures the clip generator cannot describe (rewritten timestamps,
+    /// several tracks, HDR metadata). `extraFiles` are written beside it first (subtitles, chapters).
+    public static func generated(_ name: String, extraFiles: [String: String] = [:], ffmpeg arguments: [String]) async throws -> String {
+        try await ExternalTool.offPool {
+            generating.lock()
+            defer { generating.unlock() }
+            if let path = made.value[name] { return path }
+            let dir = scratch.appendingPathComponent("gen-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            for (file, text) in extraFiles { try Data(text.utf8).write(to: dir.appendingPathComponent(file)) }
+            let path = dir.appendingPathComponent(name).path
+            let resolved = arguments.map { $0.replacingOccurrences(of: "{dir}", with: dir.path) }
+            try ExternalTool.checkBlocking("ffmpeg", ["-v", "error", "-y"] + resolved + [path])
+            made.value[name] = path
+            return path
+        }
+    }
+
     /// An lavfi audio source: a tone sweeping smoothly between 200 Hz and 1.4 kHz (frequency
     /// modulated at 0.37 Hz, so no block size divides its period) over pink noise at −20 dB.
     /// Not periodic, so a lag of one sample shows up; continuous, so a lossless encode of it has

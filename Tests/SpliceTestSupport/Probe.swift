@@ -26,11 +26,22 @@ public struct Probe: Sendable {
         public var profile: String?
         public var side_data_list: [SideData]?
         public var tags: [String: String]?
+        public var codec_tag_string: String?
+        public var color_range: String?
+        public var color_space: String?
+        public var color_transfer: String?
+        public var color_primaries: String?
+        public var disposition: [String: Int]?
 
         public struct SideData: Sendable, Decodable {
             public var side_data_type: String?
             public var rotation: Int?
+            public var max_content: Int?
+            public var max_luminance: String?
         }
+
+        /// The side data entry of a type ("Mastering display metadata").
+        public func sideData(_ type: String) -> SideData? { side_data_list?.first { $0.side_data_type == type } }
 
         /// ffprobe's display-matrix rotation (counter-clockwise degrees), 0 when none.
         public var rotation: Int { side_data_list?.compactMap(\.rotation).first ?? 0 }
@@ -54,6 +65,7 @@ public struct Probe: Sendable {
         public var dts: Int64?
         public var duration: Int64?
         public var flags: String
+        public var size: String?
         public var isKeyframe: Bool { flags.hasPrefix("K") }
     }
 
@@ -91,6 +103,21 @@ public struct Probe: Sendable {
     /// The first stream of a type ("video", "audio").
     public func first(_ type: String) -> Stream? { streams.first { $0.codec_type == type } }
 
+    /// Every stream of a type, in order.
+    public func all(_ type: String) -> [Stream] { streams.filter { $0.codec_type == type } }
+
+    /// Chapter marks as ffprobe reads them: start and end in microseconds, and title.
+    public static func chapters(_ path: String) async throws -> [(start: Int64, end: Int64, title: String?)] {
+        try await ExternalTool.offPool {
+            struct Chapter: Decodable { var start_time: String; var end_time: String; var tags: [String: String]? }
+            struct Doc: Decodable { var chapters: [Chapter] }
+            let out = try ExternalTool.checkBlocking("ffprobe", ["-v", "error", "-print_format", "json", "-show_chapters", path])
+            return try JSONDecoder().decode(Doc.self, from: out.stdout).chapters.map {
+                (microseconds($0.start_time) ?? -1, microseconds($0.end_time) ?? -1, $0.tags?["title"])
+            }
+        }
+    }
+
     /// Every packet of the streams `select` picks ("v:0", "a:0").
     public static func packets(_ path: String, select: String) async throws -> [Packet] {
         try await ExternalTool.offPool { try packetsBlocking(path, select: select) }
@@ -98,7 +125,16 @@ public struct Probe: Sendable {
 
     private static func packetsBlocking(_ path: String, select: String) throws -> [Packet] {
         try document(["-v", "error", "-print_format", "json", "-select_streams", select,
-                      "-show_entries", "packet=stream_index,pts,dts,duration,flags", path]).packets ?? []
+                      "-show_entries", "packet=stream_index,pts,dts,duration,flags,size", path]).packets ?? []
+    }
+
+    /// The payload digest of every packet of `map` (as `ffmpeg -map`), in order: equal lists mean
+    /// bit-identical packets.
+    public static func packetDigests(_ path: String, map: String) async throws -> [String] {
+        let out = try await ExternalTool.check("ffmpeg", ["-v", "error", "-i", path, "-map", map, "-c", "copy",
+                                                      "-f", "framemd5", "-"])
+        return out.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
     }
 
     /// Every decoded frame's timing for `select`.

@@ -28,8 +28,24 @@ struct MediaCommandTests {
         #expect(error?.contains(message) == true, "got: \(error ?? "no error")")
     }
 
-    @Test func transcodeRefusesPassThroughAndTinySegments() {
-        #expect(usageError(["in.mp4", "out.mp4", "--copy-audio"], for: TranscodeCommand.self)?.contains("splice export") == true)
+    @Test func transcodeCopiesOneKindOfTrackButRefusesARemuxAndTinySegments() throws {
+        // Copied tracks are taken from the source by the stitcher; something must still be encoded.
+        #expect(usageError(["in.mp4", "out.mp4", "--copy-audio"], for: TranscodeCommand.self) == nil)
+        #expect(usageError(["in.mp4", "out.mp4", "--copy-video"], for: TranscodeCommand.self) == nil)
+        let copying = try parse(["in.mp4", "out.mp4", "--copy-audio", "--audio-tracks", "eng,fra", "--subtitles", "none"],
+                                as: TranscodeCommand.self).request
+        #expect(copying.copiesAudio && copying.audio == nil && copying.video != nil)
+        #expect(copying.audioTracks == .languages(["eng", "fra"]) && copying.subtitles == .none && copying.dataTracks == .copy)
+        #expect(usageError(["in.mp4", "out.mp4", "--copy-video", "--copy-audio"], for: TranscodeCommand.self)?
+            .contains("splice export") == true)
+        #expect(usageError(["in.mp4", "out.mp4", "--copy-video", "--no-audio"], for: TranscodeCommand.self)?
+            .contains("splice export") == true)
+        #expect(usageError(["in.mp4", "out.mp4", "--audio-tracks", "1,x"], for: TranscodeCommand.self)?
+            .contains("--audio-tracks") == true)
+        #expect(usageError(["in.mp4", "out.mp4", "--no-audio", "--audio-tracks", "2"], for: TranscodeCommand.self)?
+            .contains("--no-audio") == true)
+        #expect(usageError(["in.mp4", "out.mkv", "--annotations", "/nonexistent.json"], for: TranscodeCommand.self)?
+            .contains("--annotations") == true)
         #expect(usageError(["in.mp4", "out.mp4", "--segment-seconds", "0.5"], for: TranscodeCommand.self)?
             .contains("at least 1") == true)
         #expect(usageError(["in.mp4", "out.mp4", "--jobs", "0"], for: TranscodeCommand.self)?.contains("--jobs") == true)

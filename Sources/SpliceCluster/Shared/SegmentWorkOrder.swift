@@ -5,14 +5,15 @@ public import SpliceMedia
 /// plan cut down to that one segment, so every worker resolves identical encoder settings from
 /// identical inputs (and the stitcher can join what they write).
 public struct SegmentWorkOrder: Sendable, Codable, Hashable {
-    /// The job's plan with `segments` holding only the segment to encode.
+    /// The job's plan with `segments` holding only the segment to encode (and without what only
+    /// the stitcher reads: `SegmentPlan.forWorkers()`).
     public var plan: SegmentPlan
     /// The segment to encode.
     public var segment: Int
 
     /// The order for segment `index` of `plan`.
     public init(plan: SegmentPlan, segment index: Int) {
-        var single = plan
+        var single = plan.forWorkers()
         single.segments = plan.segments.filter { $0.index == index }
         self.plan = single
         self.segment = index

@@ -28,6 +28,8 @@ public struct Asset: Sendable, Codable, Hashable {
     public var preferredVideoTrackID: Int?
     /// The track FFmpeg would pick as the main audio, if any.
     public var preferredAudioTrackID: Int?
+    /// Chapter marks, in asset time.
+    public var chapters: [Chapter] = []
 
     /// The main video track, if any.
     public var videoTrack: Track? { preferredVideoTrackID.flatMap { id in tracks.first { $0.id == id } } }
@@ -93,6 +95,14 @@ public struct Asset: Sendable, Codable, Hashable {
         if tracks.allSatisfy({ $0.kind != .video && $0.kind != .audio }) {
             throw MediaError(.noUsableTrack, "'\(location)' has no audio or video track")
         }
+        chapters = (0..<Int(ctx.pointee.nb_chapters)).compactMap { i in
+            ctx.pointee.chapters[i].map { Chapter($0, origin: origin) }
+        }
+        // HDR10 metadata usually travels in the bitstream (SEI, AV1 metadata OBUs), not the
+        // container: read it from the first decoded picture of a PQ or HLG track.
+        for i in tracks.indices where tracks[i].kind == .video && tracks[i].isHDR && tracks[i].hdr == nil {
+            tracks[i].hdr = try? HDRProbe.firstFrameMetadata(location: location, stream: tracks[i].id)
+        }
     }
 
     /// The track with `id`, or nil.
@@ -156,7 +166,15 @@ extension Track {
         metadata = Dictionary(fromAVDictionary: st.pointee.metadata)
         language = metadata["language"].flatMap { $0 == "und" ? nil : $0 }
         isDefault = st.pointee.disposition & AV_DISPOSITION_DEFAULT != 0
+        isForced = st.pointee.disposition & AV_DISPOSITION_FORCED != 0
+        dispositions = (0..<32).compactMap { bit in
+            let flag = Int32(bitPattern: UInt32(1) << UInt32(bit))
+            return st.pointee.disposition & flag != 0 ? FFmpeg.string(av_disposition_to_string(flag)) : nil
+        }
         declaredFrameCount = st.pointee.nb_frames > 0 ? st.pointee.nb_frames : nil
+        codecTag = Track.fourCC(par.codec_tag)
+        title = metadata["title"]
+        containerTrackID = st.pointee.id > 0 ? Int(st.pointee.id) : nil
 
         if kind == .video {
             width = Int(par.width)
@@ -168,6 +186,14 @@ extension Track {
             frameRate = avg.isPositive ? avg.reduced : (real.isPositive ? real.reduced : nil)
             pixelFormat = FFmpeg.string(av_get_pix_fmt_name(AVPixelFormat(par.format)))
             hasReordering = par.video_delay > 0
+            if par.color_primaries != AVCOL_PRI_UNSPECIFIED {
+                colorPrimaries = FFmpeg.string(av_color_primaries_name(par.color_primaries))
+            }
+            if par.color_trc != AVCOL_TRC_UNSPECIFIED { colorTransfer = FFmpeg.string(av_color_transfer_name(par.color_trc)) }
+            if par.color_space != AVCOL_SPC_UNSPECIFIED { colorSpace = FFmpeg.string(av_color_space_name(par.color_space)) }
+            if par.color_range != AVCOL_RANGE_UNSPECIFIED { colorRange = FFmpeg.string(av_color_range_name(par.color_range)) }
+            if let desc = av_pix_fmt_desc_get(AVPixelFormat(par.format)) { bitDepth = Int(desc.pointee.comp.0.depth) }
+            hdr = HDRMetadata(streamSideDataOf: st)
         } else {
             width = nil
             height = nil
@@ -191,6 +217,14 @@ extension Track {
             channelLayout = nil
             sampleFormat = nil
         }
+    }
+
+    /// "mp4a" for a codec tag, nil when there is none or it is not printable.
+    static func fourCC(_ tag: UInt32) -> String? {
+        guard tag != 0 else { return nil }
+        let bytes = (0..<4).map { UInt8(truncatingIfNeeded: tag >> (8 * $0)) }
+        guard bytes.allSatisfy({ (0x20...0x7E).contains($0) }) else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The clockwise rotation (0/90/180/270) that makes the stream's picture upright.

@@ -27,7 +27,7 @@ enum KeyframeIndex {
     /// The MP4/MOV sample table lists every sample with its sync flag, so it is complete; its
     /// timestamps are decode times, which equal presentation times only without reordering.
     /// Other demuxers' indexes (Matroska cues, seek points) can be partial, so they are not used.
-    private static func indexTimestamps(demuxer: Demuxer, stream st: UnsafeMutablePointer<AVStream>) -> [Int64]? {
+    static func indexTimestamps(demuxer: Demuxer, stream st: UnsafeMutablePointer<AVStream>) -> [Int64]? {
         let format = FFmpeg.string(demuxer.context.pointee.iformat.pointee.name) ?? ""
         guard format.hasPrefix("mov,"), st.pointee.codecpar.pointee.video_delay == 0,
               st.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_VIDEO else { return nil }

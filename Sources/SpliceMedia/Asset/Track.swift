@@ -55,6 +55,30 @@ public struct Track: Sendable, Codable, Hashable, Identifiable {
     /// FFmpeg's sample format name ("fltp", "s16").
     public var sampleFormat: String?
 
+    // MARK: Added later (defaults keep older memberwise calls working)
+    /// The sample description's four-character code ("avc1", "mp4a", "mebx", "tmcd"), when the
+    /// container has one.
+    public var codecTag: String? = nil
+    /// The track's title (its "title" tag), when it has one.
+    public var title: String? = nil
+    /// The container's own track number (the MP4/MOV `tkhd` track ID, Matroska's track number).
+    public var containerTrackID: Int? = nil
+    /// Whether the container marks the track as forced (subtitles shown whatever the language).
+    public var isForced: Bool = false
+    /// Every flag the container sets on the track, by FFmpeg's name ("default", "forced",
+    /// "hearing_impaired", "comment"…).
+    public var dispositions: [String] = []
+    /// Colour description of a video track, by FFmpeg name ("bt709", "bt2020", "smpte2084",
+    /// "arib-std-b67", "tv"/"pc"), when the source says.
+    public var colorPrimaries: String? = nil
+    public var colorTransfer: String? = nil
+    public var colorSpace: String? = nil
+    public var colorRange: String? = nil
+    /// Bits per sample of a video track's pixel format (8, 10, 12).
+    public var bitDepth: Int? = nil
+    /// HDR10 static metadata of a video track (from the container, or its first frame).
+    public var hdr: HDRMetadata? = nil
+
     /// The upright display size: coded size with the pixel aspect ratio applied to the width,
     /// then width and height swapped for 90° and 270° rotations.
     public var displaySize: (width: Int, height: Int)? {
@@ -66,4 +90,31 @@ public struct Track: Sendable, Codable, Hashable, Identifiable {
         }
         return rotation % 180 == 0 ? (w, height) : (height, w)
     }
+
+    /// Whether the video is coded for a high dynamic range display (PQ or HLG transfer).
+    public var isHDR: Bool { colorTransfer == "smpte2084" || colorTransfer == "arib-std-b67" }
+}
+
+/// HDR10 static metadata: the mastering display's colour volume and the content light levels.
+/// Values are kept as FFmpeg's rationals so they travel exactly.
+public struct HDRMetadata: Sendable, Codable, Hashable {
+    /// The mastering display (SMPTE ST 2086): chromaticities of red, green, blue and white, and
+    /// its luminance range in cd/m².
+    public struct MasteringDisplay: Sendable, Codable, Hashable {
+        public var red: [Rational]
+        public var green: [Rational]
+        public var blue: [Rational]
+        public var whitePoint: [Rational]
+        public var minLuminance: Rational
+        public var maxLuminance: Rational
+    }
+
+    /// Content light levels (CTA-861.3): maximum content and maximum frame-average light, cd/m².
+    public struct ContentLightLevel: Sendable, Codable, Hashable {
+        public var maxContent: Int
+        public var maxFrameAverage: Int
+    }
+
+    public var masteringDisplay: MasteringDisplay?
+    public var contentLightLevel: ContentLightLevel?
 }

@@ -2,7 +2,7 @@ import Foundation
 
 /// Everything one pipeline run needs, resolved and checked before any file is touched.
 /// Built by ``ExportSession`` for whole-asset or time-range exports, and by the segment exporter
-/// for one planned segment.
+/// for one planned segment (a video range, or one audio track's sample range).
 struct ExportPlan: Sendable {
     enum Request<Settings: Sendable>: Sendable {
         case encode(Settings)
@@ -10,14 +10,17 @@ struct ExportPlan: Sendable {
         case drop
     }
 
-    enum VideoRoute: Sendable {
-        case encode(VideoEncoding)
+    typealias VideoRoute = OutputTracks.VideoRoute
+
+    enum AudioRoute: Sendable {
+        case encode(AudioEncoding, AudioPlacement)
         case copy
     }
 
-    enum AudioRoute: Sendable {
-        case encode(AudioEncoding)
-        case copy
+    /// One output audio track.
+    struct AudioTrack: Sendable {
+        var stream: Int
+        var route: AudioRoute
     }
 
     /// A span of asset time; `end == nil` runs to the end of the track.
@@ -25,13 +28,6 @@ struct ExportPlan: Sendable {
         var start: MediaTime
         var end: MediaTime?
         func contains(_ t: MediaTime) -> Bool { t >= start && (end.map { t < $0 } ?? true) }
-    }
-
-    /// Audio positions in samples at the output rate, counted from asset time zero.
-    struct SampleWindow: Sendable, Hashable {
-        var start: Int64
-        /// `nil` runs to the end of the source audio.
-        var end: Int64?
     }
 
     /// What the run writes.
@@ -51,17 +47,25 @@ struct ExportPlan: Sendable {
 
     var videoStream: Int?
     var video: VideoRoute?
-    var audioStream: Int?
-    var audio: AudioRoute?
+    var audio: [AudioTrack] = []
+    /// Subtitle tracks copied or converted (files only).
+    var subtitles: [OutputTracks.Subtitle] = []
+    /// Data tracks FFmpeg copies (files only).
+    var data: [Int] = []
+    /// Timed-metadata tracks written after FFmpeg is done (QuickTime files only).
+    var timedMetadata: [Int] = []
+    var annotations: [TimedAnnotation] = []
+    /// Chapters in output time.
+    var chapters: [Chapter] = []
+    /// The timecode of output time zero, on the video stream.
+    var timecode: String?
+    /// HDR10 metadata for the output video stream's container boxes.
+    var videoHDR: HDRMetadata?
 
-    /// Video frames presented in this window are written.
+    /// Video frames presented in this window are written; copied tracks are cut to it.
     var videoWindow: Window
-    /// Audio samples (output rate) in this window are encoded (encode route only).
-    var audioSamples: SampleWindow?
     /// The asset time that becomes output time zero.
     var outputZero: MediaTime
-    /// The output-rate sample position that becomes audio pts zero.
-    var audioZeroSample: Int64
 
     var fastStart: Bool
     var metadata: [String: String]
@@ -73,53 +77,24 @@ struct ExportPlan: Sendable {
     /// The span progress is measured against.
     var progressDuration: MediaTime?
 
-    /// Resolves an export of `asset` (all of it, or `timeRange`) into a plan.
-    static func make(asset: Asset, destination: String, fileType requested: OutputFileType?,
-                     video: Request<VideoSettings>, audio: Request<AudioSettings>, timeRange: MediaTimeRange?,
-                     fastStart: Bool, metadata: [String: String], codecThreads: Int,
-                     replacing: Bool) throws -> ExportPlan {
+    var audioStreams: [Int] { audio.map(\.stream) }
+
+    /// Resolves an export of `asset` (all of it, or `timeRange`) into a plan. Reads the source's
+    /// index (timed-metadata descriptions, and for a range the audio packets): call on a blocking thread.
+    static func make(asset: Asset, destination: String, fileType requested: OutputFileType?, tracks request: OutputTracks.Request,
+                     timeRange: MediaTimeRange?, fastStart: Bool, metadata: [String: String],
+                     annotations: [TimedAnnotation], codecThreads: Int, replacing: Bool) throws -> ExportPlan {
         let ext = URL(fileURLWithPath: destination).pathExtension
         guard let fileType = requested ?? OutputFileType(pathExtension: ext) else {
             throw SettingsError(field: "output", value: destination,
                                 allowed: "a file ending in .mp4, .mov, .mkv or .webm (or give the container explicitly)")
         }
-        var notices: [String] = []
-        var videoRoute: VideoRoute?
-        var videoStream: Int?
-        if let track = asset.videoTrack {
-            switch video {
-            case .encode(let settings):
-                videoRoute = .encode(try VideoEncoding.resolve(settings, source: track, fileType: fileType,
-                                                                threads: codecThreads, notices: &notices))
-                videoStream = track.id
-            case .copy:
-                try checkCopy(track, into: fileType)
-                videoRoute = .copy
-                videoStream = track.id
-            case .drop: break
-            }
-        } else if case .encode = video, asset.audioTrack == nil {
-            throw MediaError(.noUsableTrack, "'\(asset.location)' has no video track")
+        if !annotations.isEmpty && !fileType.isQuickTime {
+            throw SettingsError(field: "annotations", value: "\(annotations.count) annotations",
+                                allowed: "written to an .mp4 or .mov output (a .\(fileType) file has no timed-metadata tracks)")
         }
-        var audioRoute: AudioRoute?
-        var audioStream: Int?
-        if let track = asset.audioTrack {
-            switch audio {
-            case .encode(let settings):
-                audioRoute = .encode(try AudioEncoding.resolve(settings, source: track, fileType: fileType))
-                audioStream = track.id
-            case .copy:
-                try checkCopy(track, into: fileType)
-                audioRoute = .copy
-                audioStream = track.id
-            case .drop: break
-            }
-        }
-        guard videoRoute != nil || audioRoute != nil else {
-            throw MediaError(.noUsableTrack, "nothing to export from '\(asset.location)': no video or audio track selected")
-        }
-
-        let start = timeRange?.start ?? .zero
+        try TimedAnnotation.validate(annotations)
+        let tracks = try OutputTracks.resolve(request, asset: asset, fileType: fileType)
         if let range = timeRange {
             if range.start < .zero {
                 throw SettingsError(field: "start", value: "\(range.start)", allowed: "zero or later")
@@ -132,32 +107,70 @@ struct ExportPlan: Sendable {
                                     allowed: "before the end of '\(asset.location)' (\(d))")
             }
         }
+        let start = timeRange?.start ?? .zero
         let window = Window(start: start, end: timeRange?.end)
-        var sampleWindow: SampleWindow?
-        var zeroSample: Int64 = 0
-        if case .encode(let enc)? = audioRoute {
-            let unit = MediaTime(value: 1, timescale: Int32(enc.sampleRate))
-            let s = start.count(of: unit, rounding: .nearest)
-            sampleWindow = SampleWindow(start: s, end: window.end.map { $0.count(of: unit, rounding: .nearest) })
-            zeroSample = s
+
+        // Audio placed by the rule: from the track's first packet for a whole export, through a
+        // scan of the audio packets when a range starts or ends inside the track.
+        var audio: [AudioTrack] = []
+        let encoded = tracks.audio.filter { if case .encode = $0.route { return true } else { return false } }.map(\.track)
+        let scan = timeRange != nil && !encoded.isEmpty
+            ? try MediaScan.scan(location: asset.location, origin: asset.origin, video: nil, audio: encoded.map(\.id)) : nil
+        for (track, route) in tracks.audio {
+            switch route {
+            case .copy:
+                audio.append(AudioTrack(stream: track.id, route: .copy))
+            case .encode(let encoding):
+                let placement: AudioPlacement
+                if let timeline = scan?.audio[track.id] {
+                    placement = AudioPlacement.forRange(timeline: timeline, origin: asset.origin, zero: start,
+                                                        end: timeRange?.end, outputRate: encoding.sampleRate)
+                } else {
+                    placement = AudioPlacement(anchor: nil, firstSample: 0, lead: nil, encodeStart: 0, encodeEnd: nil)
+                }
+                audio.append(AudioTrack(stream: track.id, route: .encode(encoding, placement)))
+            }
         }
-        let progressDuration = timeRange?.duration ?? asset.duration
+        var timecode = tracks.timecode
+        if let tc = timecode, start > .zero {
+            timecode = OutputTracks.timecode(tc, advancedBy: start, rate: tracks.video?.track.frameRate)
+        }
+        var hdr: HDRMetadata?
+        if case .encode(let enc)? = tracks.video?.route { hdr = enc.hdr }
         return ExportPlan(
             location: asset.location, origin: asset.origin, destination: destination,
             output: .file(muxerName: fileType.muxerName, isQuickTime: fileType.isQuickTime, replacing: replacing),
-            videoStream: videoStream, video: videoRoute, audioStream: audioStream, audio: audioRoute,
-            videoWindow: window, audioSamples: sampleWindow, outputZero: start, audioZeroSample: zeroSample,
-            fastStart: fastStart, metadata: metadata, codecThreads: codecThreads, notices: notices,
-            progressDuration: progressDuration)
+            videoStream: tracks.video?.track.id, video: tracks.video?.route, audio: audio, subtitles: tracks.subtitles,
+            data: tracks.data.map(\.id), timedMetadata: tracks.timedMetadata.map(\.id), annotations: annotations,
+            chapters: Chapter.retimed(asset.chapters, zero: start, end: window.end), timecode: timecode, videoHDR: hdr,
+            videoWindow: window, outputZero: start, fastStart: fastStart, metadata: metadata, codecThreads: codecThreads,
+            notices: tracks.notices, progressDuration: timeRange?.duration ?? asset.duration)
     }
 
-    /// The plan for one segment of a ``SegmentPlan``: encode only, exact windows, absolute audio
-    /// positions, written to a segment file.
+    /// The plan for one segment of a ``SegmentPlan``: encode only, exact windows, written to a
+    /// segment file. A video segment carries video only; an audio segment one audio track.
     static func segment(_ plan: SegmentPlan, spec: SegmentSpec, asset: Asset, destination: String,
                         codecThreads: Int) throws -> ExportPlan {
         var notices: [String] = []
         var videoRoute: VideoRoute?, videoStream: Int?
-        if let settings = plan.videoSettings {
+        var audio: [AudioTrack] = []
+        if let audioRange = spec.audio {
+            guard let settings = plan.audioSettings, plan.audioTracks.indices.contains(audioRange.track),
+                  let framing = plan.audioTracks[audioRange.track].framing else {
+                throw MediaError(.invalidSettings, "segment \(spec.index) of plan \(plan.id) names no encoded audio track")
+            }
+            let planned = plan.audioTracks[audioRange.track]
+            guard let track = asset.track(planned.source), track.kind == .audio else {
+                throw MediaError(.noUsableTrack, "'\(asset.location)' has no audio track #\(planned.source)")
+            }
+            let encoding = try AudioEncoding.resolve(settings, source: track, fileType: plan.outputFileType)
+            guard encoding.sampleRate == framing.sampleRate else {
+                throw MediaError(.invalidSettings, "'\(asset.location)' track #\(planned.source) changed since plan \(plan.id) was made")
+            }
+            let placement = AudioPlacement(anchor: audioRange.anchor, firstSample: planned.firstSample, lead: planned.lead,
+                                           encodeStart: audioRange.encodeStart, encodeEnd: audioRange.encodeEnd)
+            audio.append(AudioTrack(stream: track.id, route: .encode(encoding, placement)))
+        } else if let settings = plan.videoSettings {
             guard let track = asset.videoTrack else {
                 throw MediaError(.noUsableTrack, "'\(asset.location)' has no video track")
             }
@@ -165,36 +178,65 @@ struct ExportPlan: Sendable {
                                                            threads: codecThreads, closedGOP: true, notices: &notices))
             videoStream = track.id
         }
-        var audioRoute: AudioRoute?, audioStream: Int?, samples: SampleWindow?, zeroSample: Int64 = 0
-        if let settings = plan.audioSettings, let range = spec.audio {
-            guard let track = asset.audioTrack else {
-                throw MediaError(.noUsableTrack, "'\(asset.location)' has no audio track")
-            }
-            let encoding = try AudioEncoding.resolve(settings, source: track, fileType: plan.outputFileType)
-            audioRoute = .encode(encoding)
-            audioStream = track.id
-            zeroSample = plan.outputZero.count(of: MediaTime(value: 1, timescale: Int32(encoding.sampleRate)), rounding: .nearest)
-            samples = SampleWindow(start: zeroSample + range.encodeStart, end: range.encodeEnd.map { zeroSample + $0 })
-        }
-        guard videoRoute != nil || audioRoute != nil else {
+        guard videoRoute != nil || !audio.isEmpty else {
             throw MediaError(.noUsableTrack, "segment \(spec.index) of '\(asset.location)' has nothing to encode")
         }
         return ExportPlan(
             location: asset.location, origin: asset.origin, destination: destination,
             output: .segment(planID: plan.id, index: spec.index),
-            videoStream: videoStream, video: videoRoute, audioStream: audioStream, audio: audioRoute,
+            videoStream: videoStream, video: videoRoute, audio: audio,
             videoWindow: Window(start: spec.videoStart ?? .distantPast, end: spec.videoEnd),
-            audioSamples: samples, outputZero: plan.outputZero, audioZeroSample: zeroSample,
-            fastStart: false, metadata: [:], codecThreads: codecThreads, notices: notices,
+            outputZero: plan.outputZero, fastStart: false, metadata: [:], codecThreads: codecThreads, notices: notices,
             progressDuration: plan.approximateDuration(of: spec))
     }
+}
 
-    /// Pass-through needs a container that can hold the source codec.
-    private static func checkCopy(_ track: Track, into fileType: OutputFileType) throws {
-        if !ContainerSupport.canHold(codecName: track.codecName, in: fileType.muxerName) {
-            let kind = track.kind == .video ? "video" : "audio"
-            throw SettingsError(field: "copy-\(kind)", value: track.codecName,
-                                allowed: "a codec the .\(fileType) container can hold; re-encode with --\(kind)-codec instead")
+/// Where one audio run's samples come from and go (see ``AudioTimeline`` for positions).
+///
+/// Output sample `y` is source position `firstSample + y·inputRate/outputRate` and is written
+/// with pts `lead + y` (the encoder's priming before it). The run encodes output samples
+/// `[encodeStart, encodeEnd)`.
+struct AudioPlacement: Sendable, Hashable {
+    /// The packet to start the rule from; nil: the track's first packet.
+    var anchor: AudioAnchor?
+    /// The source position (samples from the track's first) that becomes output sample 0.
+    var firstSample: Int64
+    /// Output samples between output time zero and output sample 0 (audio that starts after the
+    /// video or the range); nil: taken from the track's first packet's time.
+    var lead: Int64?
+    var encodeStart: Int64
+    /// nil: to the end of the track.
+    var encodeEnd: Int64?
+
+    /// The placement of a whole range `[zero, end)` (asset time) of a scanned track.
+    static func forRange(timeline: AudioTrackTimeline, origin: MediaTime, zero: MediaTime, end: MediaTime?,
+                         outputRate: Int) -> AudioPlacement {
+        let range = AudioPlacement.range(timeline: timeline, origin: origin, zero: zero, end: end, outputRate: outputRate)
+        let anchor = timeline.anchor(atOrBefore: range.firstSample)
+        return AudioPlacement(anchor: anchor, firstSample: range.firstSample, lead: range.lead, encodeStart: 0,
+                              encodeEnd: range.length)
+    }
+
+    /// Where a range of a scanned track starts and how long it is in output samples (nil: to
+    /// the end of the track).
+    static func range(timeline: AudioTrackTimeline, origin: MediaTime, zero: MediaTime, end: MediaTime?,
+                      outputRate: Int) -> (firstSample: Int64, lead: Int64, length: Int64?) {
+        let inRate = Int64(timeline.sampleRate), outRate = Int64(outputRate)
+        let startPosition = timeline.position(at: zero + origin)
+        let firstSample = max(0, startPosition)
+        // Audio that starts after output zero keeps its distance through the timestamps.
+        let leadTime: MediaTime
+        if startPosition < 0, let trackStart = timeline.startTime {
+            leadTime = MediaTime.max(.zero, trackStart - origin - zero)
+        } else {
+            leadTime = .zero
         }
+        let lead = leadTime.count(of: MediaTime(value: 1, timescale: Int32(outRate)), rounding: .nearest)
+        var length: Int64?
+        if let end {
+            let endPosition = min(timeline.length, timeline.position(at: end + origin))
+            length = max(0, MediaTime.rescale(endPosition - firstSample, multiplier: outRate, divisor: inRate, rounding: .down))
+        }
+        return (firstSample, lead, length)
     }
 }

@@ -37,6 +37,10 @@ public final class ExportSession: Sendable {
         var metadata: [String: String] = [:]
         var codecThreads = 0
         var overwritesExistingFile = false
+        var audioTrackSelection = AudioTrackSelection.all
+        var subtitles = TrackPolicy.copy
+        var dataTracks = TrackPolicy.copy
+        var annotations: [TimedAnnotation] = []
     }
 
     private struct State: Sendable {
@@ -87,10 +91,33 @@ public final class ExportSession: Sendable {
         get { configuration.withLock { $0.includesVideo } }
         set { configuration.withLock { $0.includesVideo = newValue } }
     }
-    /// Whether the output has the source's audio track (default true).
+    /// Whether the output has the source's audio (default true): the tracks
+    /// ``audioTrackSelection`` names.
     public var includesAudio: Bool {
         get { configuration.withLock { $0.includesAudio } }
         set { configuration.withLock { $0.includesAudio = newValue } }
+    }
+    /// Which audio tracks the output carries (default: all), each encoded with
+    /// ``audioSettings`` (or copied), keeping its language, title and flags.
+    public var audioTrackSelection: AudioTrackSelection {
+        get { configuration.withLock { $0.audioTrackSelection } }
+        set { configuration.withLock { $0.audioTrackSelection = newValue } }
+    }
+    /// Subtitle tracks: carried over, converted where the container needs it (default), or left out.
+    public var subtitles: TrackPolicy {
+        get { configuration.withLock { $0.subtitles } }
+        set { configuration.withLock { $0.subtitles = newValue } }
+    }
+    /// Data tracks — timed metadata, timecode — carried over (default) or left out.
+    public var dataTracks: TrackPolicy {
+        get { configuration.withLock { $0.dataTracks } }
+        set { configuration.withLock { $0.dataTracks = newValue } }
+    }
+    /// Timed annotations written as a metadata track beside the video, the way Apple's
+    /// AAPLTimedAnnotationWriter does (MP4/MOV outputs only).
+    public var annotations: [TimedAnnotation] {
+        get { configuration.withLock { $0.annotations } }
+        set { configuration.withLock { $0.annotations = newValue } }
     }
     /// The part of the asset (in asset time) to export; `nil` exports all of it. Re-encoded video
     /// is frame-accurate: decoding starts at the keyframe before the start and frames before it
@@ -179,23 +206,27 @@ public final class ExportSession: Sendable {
         }
         let config = configuration.withLock { $0 }
         do {
-            let plan = try ExportPlan.make(
-                asset: asset, destination: outputURL.path, fileType: config.outputFileType,
-                video: config.includesVideo ? (config.videoSettings.map { .encode($0) } ?? .copy) : .drop,
-                audio: config.includesAudio ? (config.audioSettings.map { .encode($0) } ?? .copy) : .drop,
-                timeRange: config.timeRange, fastStart: config.optimizesForNetworkUse,
-                metadata: config.metadata, codecThreads: config.codecThreads,
-                replacing: config.overwritesExistingFile)
             let flag = cancelFlag
-            let source = asset.location
-            let result = try await withTaskCancellationHandler {
+            let asset = self.asset
+            let destination = outputURL.path
+            let (plan, result) = try await withTaskCancellationHandler {
                 try await BlockingThread.run("splice.export") { [weak self] in
-                    try OutputDestination.check(output: plan.destination, inputs: [source],
+                    let request = OutputTracks.Request(
+                        video: config.includesVideo ? (config.videoSettings.map { .encode($0) } ?? .copy) : .drop,
+                        audio: config.includesAudio ? (config.audioSettings.map { .encode($0) } ?? .copy) : .drop,
+                        audioTracks: config.audioTrackSelection, subtitles: config.subtitles, dataTracks: config.dataTracks,
+                        codecThreads: config.codecThreads)
+                    let plan = try ExportPlan.make(
+                        asset: asset, destination: destination, fileType: config.outputFileType, tracks: request,
+                        timeRange: config.timeRange, fastStart: config.optimizesForNetworkUse, metadata: config.metadata,
+                        annotations: config.annotations, codecThreads: config.codecThreads,
+                        replacing: config.overwritesExistingFile)
+                    try OutputDestination.check(output: plan.destination, inputs: [asset.location],
                                                 overwrite: config.overwritesExistingFile)
                     let pipeline = ExportPipeline(plan: plan, isCancelled: { flag.isSet }) { fraction in
                         self?.report(progress: fraction)
                     }
-                    return try pipeline.run()
+                    return (plan, try pipeline.run())
                 }
             } onCancel: {
                 flag.set()

@@ -31,6 +31,25 @@ struct VideoEncoding: Sendable, Hashable, Codable {
     var profileNumber: Int?
     /// Encoder private options (preset, crf, profile, x265-params …).
     var options: [String: String]
+    /// HDR10 metadata the output carries (in the bitstream where the encoder can, and in the
+    /// container); nil for SDR output.
+    var hdr: HDRMetadata? = nil
+    /// The output's colour description, as FFmpeg's enum values (nil: unspecified, as the source).
+    var colorPrimaries: Int32? = nil
+    var colorTransfer: Int32? = nil
+    var colorSpace: Int32? = nil
+    /// Tone mapping from the source's HDR transfer to SDR BT.709, when asked for.
+    var toneMap: ToneMapping? = nil
+
+    /// What ``ToneMapper`` needs to know about the source.
+    struct ToneMapping: Sendable, Hashable, Codable {
+        /// FFmpeg's transfer name of the source ("smpte2084" or "arib-std-b67").
+        var transfer: String
+        /// The source's primaries ("bt2020" usually).
+        var primaries: String?
+        /// The brightest the content gets, cd/m² (mastering display or light level; 1000 when unknown).
+        var peak: Int
+    }
 
     /// The canvas the decoded picture is scaled into before rotation.
     var canvasWidth: Int { rotation % 180 == 0 ? width : height }
@@ -49,10 +68,16 @@ struct VideoEncoding: Sendable, Hashable, Codable {
                                 allowed: "a codec this FFmpeg can encode (no \(encoderName))")
         }
 
-        // Pixel format.
+        // Pixel format: the source's depth where the codec has it (H.264 High 10, HEVC Main 10,
+        // VP9 profile 2, AV1), 8-bit otherwise and for tone-mapped output.
+        let toneMaps = settings.toneMap == true && source.isHDR
+        if settings.toneMap == true && !source.isHDR {
+            notices.append("--tone-map has nothing to do: the source is not HDR (\(source.colorTransfer ?? "unspecified transfer"))")
+        }
+        let deep = (source.bitDepth ?? 8) > 8 && !toneMaps
         let defaultFormat: String = switch settings.codec {
         case .prores: settings.profile == "4444" || settings.profile == "4444xq" ? "yuv444p10le" : "yuv422p10le"
-        default: "yuv420p"
+        default: deep ? "yuv420p10le" : "yuv420p"
         }
         let pixelFormat = settings.pixelFormat ?? defaultFormat
         let supported = supportedPixelFormats(encoder)
@@ -65,6 +90,13 @@ struct VideoEncoding: Sendable, Hashable, Codable {
             throw SettingsError(field: "pixel-format", value: pixelFormat, allowed: "an FFmpeg pixel format name")
         }
         let alignX = 1 << Int(desc.pointee.log2_chroma_w), alignY = 1 << Int(desc.pointee.log2_chroma_h)
+        let outputDepth = Int(desc.pointee.comp.0.depth)
+        if source.isHDR && !toneMaps && outputDepth <= 8 {
+            // 8-bit PQ/HLG bands visibly and no HDR specification allows it.
+            throw SettingsError(field: "pixel-format", value: pixelFormat,
+                                allowed: "at least 10 bits (e.g. yuv420p10le) for this HDR source (\(source.colorTransfer ?? "HDR")); "
+                                    + "add --tone-map to make 8-bit SDR instead")
+        }
 
         // Size: upright source display size, a requested box, or one side with the aspect kept.
         guard let display = source.displaySize, display.width > 0, display.height > 0 else {
@@ -156,6 +188,43 @@ struct VideoEncoding: Sendable, Hashable, Codable {
         case .prores:
             options["profile"] = settings.profile ?? "standard"
         }
+        // Colour description and HDR10 metadata: kept, or BT.709 SDR when tone-mapped.
+        var hdr = source.isHDR && !toneMaps ? source.hdr : nil
+        var primaries = source.colorPrimaries.map { av_color_primaries_from_name($0) }.flatMap { $0 >= 0 ? $0 : nil }
+        var transfer = source.colorTransfer.map { av_color_transfer_from_name($0) }.flatMap { $0 >= 0 ? $0 : nil }
+        var space = source.colorSpace.map { av_color_space_from_name($0) }.flatMap { $0 >= 0 ? $0 : nil }
+        var toneMapping: ToneMapping?
+        if toneMaps {
+            let peak = source.hdr?.masteringDisplay.map { Int(MediaTime.rescale(Int64($0.maxLuminance.numerator), multiplier: 1,
+                                                                              divisor: Int64(max(1, $0.maxLuminance.denominator)))) }
+                ?? source.hdr?.contentLightLevel?.maxContent ?? 1000
+            toneMapping = ToneMapping(transfer: source.colorTransfer ?? "smpte2084", primaries: source.colorPrimaries,
+                                      peak: max(100, peak > 0 ? peak : 1000))
+            primaries = Int32(AVCOL_PRI_BT709.rawValue)
+            transfer = Int32(AVCOL_TRC_BT709.rawValue)
+            space = Int32(AVCOL_SPC_BT709.rawValue)
+            hdr = nil
+        }
+        if let hdr {
+            switch settings.codec {
+            case .h264:
+                var params: [String] = []
+                if let m = hdr.masteringDisplay { params.append("mastering-display=\(m.x26xParameter)") }
+                if let c = hdr.contentLightLevel { params.append("cll=\(c.maxContent),\(c.maxFrameAverage)") }
+                if !params.isEmpty { options["x264-params"] = params.joined(separator: ":") }
+            case .hevc:
+                x265.append("hdr10=1")
+                if let m = hdr.masteringDisplay { x265.append("master-display=\(m.x26xParameter)") }
+                if let c = hdr.contentLightLevel { x265.append("max-cll=\(c.maxContent),\(c.maxFrameAverage)") }
+            case .av1 where encoderName == "libsvtav1":
+                var params = options["svtav1-params"].map { [$0] } ?? []
+                if let m = hdr.masteringDisplay { params.append("mastering-display=\(m.svtParameter)") }
+                if let c = hdr.contentLightLevel { params.append("content-light=\(c.maxContent),\(c.maxFrameAverage)") }
+                options["svtav1-params"] = params.joined(separator: ":")
+            default:
+                break  // VP9, libaom: in the container only (Matroska MasteringMetadata, MP4 SmDm/CoLL).
+            }
+        }
         if settings.codec == .hevc { options["x265-params"] = x265.joined(separator: ":") }
 
         return VideoEncoding(
@@ -165,7 +234,8 @@ struct VideoEncoding: Sendable, Hashable, Codable {
             bitrate: bitrate, maxBitrate: settings.maxBitrate, bufferSize: settings.bufferSize,
             keyframeInterval: keyframeInterval,
             level: settings.codec == .h264 ? settings.level.flatMap(VideoSettings.levelNumber) : nil,
-            profileNumber: profileNumber, options: options)
+            profileNumber: profileNumber, options: options, hdr: hdr, colorPrimaries: primaries, colorTransfer: transfer,
+            colorSpace: space, toneMap: toneMapping)
     }
 
     /// The FFmpeg encoder used for a codec (AV1: SVT-AV1 when present, else libaom).

@@ -50,6 +50,9 @@ final class Muxer: PacketWriter {
 
     var formatName: String { FFmpeg.string(context.pointee.oformat.pointee.name) ?? "?" }
 
+    /// Streams added so far.
+    var streamCount: Int { Int(context.pointee.nb_streams) }
+
     /// Whether the container wants codec headers out of band (encoders must set GLOBAL_HEADER).
     var wantsGlobalHeader: Bool { context.pointee.oformat.pointee.flags & AVFMT_GLOBALHEADER != 0 }
 
@@ -71,6 +74,17 @@ final class Muxer: PacketWriter {
     /// Adds a stream from codec parameters (pass-through, stitching).
     func addStream(parameters par: UnsafePointer<AVCodecParameters>, timeBase: AVRational) throws(MediaError) -> Int {
         Int(try addStream(copying: par, timeBase: timeBase).pointee.index)
+    }
+
+    /// Adds a stream for packets described by a segment file's codec parameters.
+    func addStream(parameters params: CodecParameters) throws(MediaError) -> Int {
+        guard let par = avcodec_parameters_alloc() else { throw MediaError(.internalError, "out of memory") }
+        var owned: UnsafeMutablePointer<AVCodecParameters>? = par
+        defer { avcodec_parameters_free(&owned) }
+        try params.apply(to: par)
+        let out = try addStream(parameters: par, timeBase: params.timeBase.av)
+        if let rate = params.frameRate { context.pointee.streams[out]!.pointee.avg_frame_rate = rate.av }
+        return out
     }
 
     /// Adds a stream that receives copied packets with the given parameters.
@@ -137,12 +151,22 @@ final class Muxer: PacketWriter {
     /// Writes the trailer, closes the file and moves it to the destination (without replacing a
     /// file there unless `replacing`).
     func finish() throws(MediaError) {
+        try finish(appending: nil, isQuickTimeMovie: false, fastStart: false)
+    }
+
+    /// ``finish()``, first adding timed-metadata tracks FFmpeg cannot write to a QuickTime/MP4
+    /// file (`appending` non-nil, even empty: the muxer was told not to move its index first, so
+    /// `fastStart` does it here).
+    func finish(appending tracks: [TimedMetadataTrack]?, isQuickTimeMovie: Bool, fastStart: Bool) throws(MediaError) {
         precondition(headerWritten, "finish() before writeHeader()")
         FFmpeg.clearLastLog()
         var ret = av_write_trailer(context)
         if ret < 0 { throw FFmpeg.error(.writeFailed, "cannot finish '\(destination)'", ret, hint: "check free disk space") }
         ret = avio_closep(&context.pointee.pb)
         if ret < 0 { throw FFmpeg.error(.writeFailed, "cannot close '\(destination)'", ret, hint: "check free disk space") }
+        if let tracks {
+            try QuickTimeTrackAppender.append(tracks, to: temporaryPath, isQuickTimeMovie: isQuickTimeMovie, fastStart: fastStart)
+        }
         try OutputDestination.moveIntoPlace(temporaryPath, to: destination, replacing: replacing)
         finished = true
     }

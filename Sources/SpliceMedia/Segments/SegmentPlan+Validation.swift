@@ -10,23 +10,31 @@ extension SegmentPlan {
         do {
             try videoSettings?.validate()
             try audioSettings?.validate()
+            try TimedAnnotation.validate(annotations)
         } catch {
             throw refuse("\(error)")
         }
         guard !segments.isEmpty else { throw refuse("it has no segments") }
         // 2^52 samples is 3,000 years at 48 kHz: far beyond any file, far from Int64's edge.
         let sampleBound: Int64 = 1 << 52
-        if let framing = audioFraming {
-            guard (1...768_000).contains(framing.sampleRate), (1...65_536).contains(framing.samplesPerPacket),
-                  (0...65_536).contains(framing.priming), (0...4096).contains(framing.preRollPackets),
-                  (0...4096).contains(framing.tailPackets)
-            else { throw refuse("its audio framing is out of range") }
+        for track in audioTracks {
+            guard (0...Int(Int32.max)).contains(track.source), (-sampleBound...sampleBound).contains(track.firstSample),
+                  (-sampleBound...sampleBound).contains(track.lead) else { throw refuse("an audio track is out of range") }
+            if let framing = track.framing {
+                guard (1...768_000).contains(framing.sampleRate), (1...65_536).contains(framing.samplesPerPacket),
+                      (0...65_536).contains(framing.priming), (0...1_000_000).contains(framing.preRollPackets),
+                      (0...4096).contains(framing.tailPackets)
+                else { throw refuse("its audio framing is out of range") }
+            }
         }
         for spec in segments {
             guard (0...Int(Int32.max)).contains(spec.index) else { throw refuse("segment index \(spec.index)") }
             guard let audio = spec.audio else { continue }
-            guard audioFraming != nil else { throw refuse("segment \(spec.index) has audio but the plan no framing") }
-            for position in [audio.encodeStart, audio.encodeEnd, audio.keepStart, audio.keepEnd].compactMap({ $0 })
+            guard framing(of: audio) != nil else {
+                throw refuse("segment \(spec.index) has audio but its track \(audio.track) is not encoded")
+            }
+            let anchor = audio.anchor.map { [$0.position, $0.samples] } ?? []
+            for position in [audio.encodeStart, audio.encodeEnd, audio.keepStart, audio.keepEnd].compactMap({ $0 }) + anchor
             where !(-sampleBound...sampleBound).contains(position) {
                 throw refuse("segment \(spec.index) has an audio position of \(position) samples")
             }

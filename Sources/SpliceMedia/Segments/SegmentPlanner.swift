@@ -2,128 +2,233 @@ import Foundation
 
 /// Cuts an asset into segments.
 ///
-/// Video cuts are chosen by ``VideoCuts``: segments of equal work (encoding plus the decoding of
-/// each one's lead-in from the keyframe before it), as many as fill the `lanes` that encode them
-/// evenly, near ``targetDuration`` each, none shorter than ``minimumDuration``, moved onto source
-/// keyframes where one is close. Audio is cut independently on the output's packet grid (k·F − P)
-/// at the grid point nearest each video cut, so segments carry about the same span of both.
+/// **Video** cuts are chosen by ``VideoCuts``: segments of equal work (encoding plus the decoding
+/// of each one's lead-in from the keyframe before it), as many as fill the ``lanes`` that encode
+/// them evenly, near ``targetDuration`` each, none shorter than ``minimumDuration``, moved onto
+/// source keyframes where one is close.
+///
+/// **Audio** is cut independently, per track, in segments of about ``audioTargetDuration``
+/// (longer than video's by default: audio encodes at hundreds of times real time, and FFmpeg's
+/// AAC settles its rate control over about ten seconds), on the output packet grid (k·F − P).
+/// Each audio segment starts encoding ``AudioFraming/preRollPackets`` before its cut (12 s for
+/// AAC) and hands the stitcher whole packets that continue the previous segment's exactly.
+/// Positions are samples by ``AudioTimeline``'s rule; each segment gets the ``AudioAnchor`` it
+/// starts from.
+///
+/// Copied tracks, subtitles and data are not segmented: the stitcher takes them from the source.
 public struct SegmentPlanner: Sendable {
     public var targetDuration: MediaTime
     public var minimumDuration: MediaTime
-    /// Encoders that run at once (`transcode --jobs`, the cluster's free slots): the segment
-    /// count fills them evenly.
+    /// Length of audio segments; nil: the longer of ``targetDuration`` and 60 s.
+    public var audioTargetDuration: MediaTime?
+    /// Encoders that run at once (`transcode --jobs`, the cluster's free slots): the video
+    /// segment count fills them evenly.
     public var lanes: Int
 
     public init(targetDuration: MediaTime = MediaTime(seconds: 10), minimumDuration: MediaTime = MediaTime(seconds: 1),
-                lanes: Int = 1) {
+                audioTargetDuration: MediaTime? = nil, lanes: Int = 1) {
         self.targetDuration = targetDuration
         self.minimumDuration = minimumDuration
+        self.audioTargetDuration = audioTargetDuration
         self.lanes = max(1, lanes)
     }
 
-    /// Plans `asset` (all of it, or `range`) for the given output. Probes keyframes and the audio
-    /// encoder's framing, then calls ``plan(asset:keyframes:audioFraming:video:audio:fileType:range:fastStart:metadata:)``.
+    /// The audio segment length in effect.
+    var effectiveAudioTarget: MediaTime { audioTargetDuration ?? MediaTime.max(targetDuration, MediaTime(seconds: 60)) }
+
+    /// Plans `asset` for the given output (tests and tools; jobs come through
+    /// ``plan(source:request:)``).
     public func plan(asset: Asset, video: VideoSettings?, audio: AudioSettings?, fileType: OutputFileType,
                      range: MediaTimeRange? = nil, fastStart: Bool = false, metadata: [String: String] = [:]) async throws -> SegmentPlan {
-        let videoTrack = video == nil ? nil : asset.videoTrack
-        var keyframes: [MediaTime] = []
-        if let videoTrack { keyframes = try await asset.keyframes(of: videoTrack) }
-        var framing: AudioFraming?
-        if let audio, let track = asset.audioTrack {
-            framing = try AudioEncoding.resolve(audio, source: track, fileType: fileType).framing()
-        }
-        return try plan(asset: asset, keyframes: keyframes, audioFraming: framing, video: video, audio: audio,
-                        fileType: fileType, range: range, fastStart: fastStart, metadata: metadata)
+        let request = TranscodeRequest(video: video, audio: audio, fileType: fileType, range: range,
+                                       optimizesForNetworkUse: fastStart, segmentDuration: targetDuration)
+        return try await plan(asset: asset, request: request, metadata: metadata)
     }
 
-    /// The pure planning step: no I/O, deterministic.
-    public func plan(asset: Asset, keyframes: [MediaTime], audioFraming: AudioFraming?, video: VideoSettings?,
-                     audio: AudioSettings?, fileType: OutputFileType, range: MediaTimeRange? = nil,
-                     fastStart: Bool = false, metadata: [String: String] = [:]) throws -> SegmentPlan {
-        guard targetDuration >= minimumDuration, minimumDuration > .zero else {
-            throw SettingsError(field: "segment-seconds", value: "\(targetDuration)",
-                                allowed: "at least \(minimumDuration)")
-        }
-        let hasVideo = video != nil && asset.videoTrack != nil
-        let hasAudio = audio != nil && asset.audioTrack != nil && audioFraming != nil
-        guard hasVideo || hasAudio else {
-            throw MediaError(.noUsableTrack, "nothing to transcode in '\(asset.location)': no video or audio track selected")
-        }
-        let zero = range?.start ?? .zero
-        let end = range?.end
-        // Cut times in asset time.
-        var cuts: [MediaTime] = []
-        var costs: [Int64]?
-        if hasVideo {
-            let videoStart = range?.start ?? asset.videoTrack?.startTime ?? .zero
-            let videoEnd = end ?? asset.videoTrack.flatMap { t in t.duration.map { (t.startTime ?? .zero) + $0 } } ?? asset.duration
-            if let videoEnd, videoEnd > videoStart {
-                let chosen = VideoCuts(start: videoStart, end: videoEnd, keyframes: keyframes, target: targetDuration,
-                                       minimum: minimumDuration, lanes: lanes).choose()
-                cuts = chosen.cuts
-                costs = chosen.costs
+    /// Plans `asset` as `request` asks: resolves the tracks, scans the source once without
+    /// decoding (keyframes, audio packets), learns each audio encoder's framing, then cuts.
+    public func plan(asset: Asset, request: TranscodeRequest, metadata: [String: String]) async throws -> SegmentPlan {
+        let planner = self
+        return try await BlockingThread.run("splice.plan") {
+            let tracksRequest = OutputTracks.Request(
+                video: request.video.map { .encode($0) } ?? (request.copiesVideo ? .copy : .drop),
+                audio: request.audio.map { .encode($0) } ?? (request.copiesAudio ? .copy : .drop),
+                audioTracks: request.audioTracks, subtitles: request.subtitles, dataTracks: request.dataTracks,
+                closedGOP: true, codecThreads: 1)
+            let tracks = try OutputTracks.resolve(tracksRequest, asset: asset, fileType: request.fileType)
+            var encoded: [(track: Track, encoding: AudioEncoding)] = []
+            for (track, route) in tracks.audio {
+                if case .encode(let encoding) = route { encoded.append((track, encoding)) }
             }
-        } else if let total = end ?? audioEnd(asset) {
-            var t = zero + targetDuration
-            while total - t >= minimumDuration {
-                cuts.append(t)
-                t += targetDuration
+            let scan = try MediaScan.scan(location: asset.location, origin: asset.origin, video: tracks.video?.track.id,
+                                          audio: encoded.map(\.track.id))
+            var inputs: [AudioInput] = []
+            for (track, encoding) in encoded {
+                guard let timeline = scan.audio[track.id] else { continue }
+                inputs.append(AudioInput(track: track, framing: try encoding.framing(), timeline: timeline))
             }
+            return try planner.plan(asset: asset, tracks: tracks, keyframes: scan.keyframes, audio: inputs,
+                                    request: request, metadata: metadata)
         }
+    }
 
-        // Audio cut points on the packet grid, relative to output zero, one per cut.
-        var audioCuts: [Int64] = []
-        if hasAudio, let framing = audioFraming {
-            let unit = MediaTime(value: 1, timescale: Int32(framing.sampleRate))
-            let minimumGap = Int64(framing.primingPackets + framing.preRollPackets + framing.tailPackets + 1)
-                * Int64(framing.samplesPerPacket)
-            var previous = Int64(0)
-            for cut in cuts {
-                let point = framing.nearestGridPoint(to: (cut - zero).count(of: unit, rounding: .nearest))
-                guard point - previous >= minimumGap else {
-                    throw SettingsError(field: "segment-seconds", value: "\(targetDuration)",
-                                        allowed: "long enough that audio cuts are \(minimumGap) samples apart")
+    /// What planning knows about one encoded audio track.
+    struct AudioInput: Sendable {
+        var track: Track
+        var framing: AudioFraming
+        var timeline: AudioTrackTimeline
+    }
+
+    /// The pure planning step: no I/O, deterministic but for the plan's id.
+    func plan(asset: Asset, tracks: OutputTracks, keyframes: [MediaTime], audio: [AudioInput], request: TranscodeRequest,
+              metadata: [String: String]) throws -> SegmentPlan {
+        guard targetDuration >= minimumDuration, minimumDuration > .zero else {
+            throw SettingsError(field: "segment-seconds", value: "\(targetDuration)", allowed: "at least \(minimumDuration)")
+        }
+        var notices = tracks.notices
+        var zero = request.range?.start ?? .zero
+        var end = request.range?.end
+        if let d = asset.duration, zero >= d {
+            throw SettingsError(field: "start", value: "\(zero)", allowed: "before the end of '\(asset.location)' (\(d))")
+        }
+        // Copied video can only begin and end at keyframes: the range widens to them.
+        if let video = tracks.video, case .copy = video.route {
+            let snappedStart = keyframes.last { $0 <= zero } ?? keyframes.first ?? zero
+            if snappedStart != zero {
+                notices.append("the output starts at the keyframe at \(snappedStart), not \(zero): copied video cuts at keyframes only")
+            }
+            zero = snappedStart
+            if let e = end {
+                let snappedEnd = keyframes.first { $0 >= e }
+                if snappedEnd != e {
+                    notices.append("the output ends at \(snappedEnd.map { "the keyframe at \($0)" } ?? "the end of the source"), "
+                                   + "not \(e): copied video cuts at keyframes only")
                 }
-                audioCuts.append(point)
-                previous = point
+                end = snappedEnd
             }
         }
 
         var segments: [SegmentSpec] = []
-        for i in 0...cuts.count {
-            let last = i == cuts.count
-            var spec = SegmentSpec(index: i)
-            spec.cost = costs?[i]
-            if hasVideo {
-                spec.videoStart = i == 0 ? range?.start : cuts[i - 1]
-                spec.videoEnd = last ? end : cuts[i]
+        if let video = tracks.video, case .encode = video.route {
+            for (start, stop, cost) in videoCuts(asset: asset, keyframes: keyframes, zero: zero, end: end,
+                                                 hasRange: request.range != nil) {
+                var spec = SegmentSpec(index: segments.count, videoStart: start, videoEnd: stop)
+                spec.cost = cost
+                segments.append(spec)
             }
-            if hasAudio, let framing = audioFraming {
-                let keepStart: Int64? = i == 0 ? nil : audioCuts[i - 1]
-                let keepEnd: Int64? = last ? audioEnd(range: range, zero: zero, framing: framing) : audioCuts[i]
-                spec.audio = AudioSegmentRange(
-                    encodeStart: keepStart.map { framing.encodeStart(forKeepStart: $0) } ?? 0,
-                    encodeEnd: last ? keepEnd : keepEnd.map { $0 + Int64(framing.tailPackets * framing.samplesPerPacket) },
-                    keepStart: keepStart, keepEnd: keepEnd)
-            }
-            segments.append(spec)
         }
+
+        var audioTracks: [PlannedAudioTrack] = []
+        var passThrough: [PlannedPassThrough] = []
+        if let video = tracks.video, case .copy = video.route {
+            passThrough.append(PlannedPassThrough(source: video.track.id, kind: .video))
+        }
+        for (track, route) in tracks.audio {
+            switch route {
+            case .copy:
+                audioTracks.append(PlannedAudioTrack(source: track.id, copies: true, framing: nil,
+                                                     description: StreamDescription(track)))
+                passThrough.append(PlannedPassThrough(source: track.id, kind: .audio))
+            case .encode:
+                guard let input = audio.first(where: { $0.track.id == track.id }) else { continue }
+                let index = audioTracks.count
+                let range = AudioPlacement.range(timeline: input.timeline, origin: asset.origin, zero: zero, end: end,
+                                                 outputRate: input.framing.sampleRate)
+                audioTracks.append(PlannedAudioTrack(source: track.id, copies: false, framing: input.framing,
+                                                     firstSample: range.firstSample, lead: range.lead,
+                                                     description: StreamDescription(track)))
+                for unit in audioUnits(input, firstSample: range.firstSample, length: range.length) {
+                    var spec = SegmentSpec(index: segments.count)
+                    spec.audio = AudioSegmentRange(track: index, anchor: unit.anchor, encodeStart: unit.encodeStart,
+                                                   encodeEnd: unit.encodeEnd, keepStart: unit.keepStart, keepEnd: unit.keepEnd)
+                    // Audio encodes at a few hundred times real time; in the video's units (µs of
+                    // encoding) a second of it weighs about a fiftieth of a video second.
+                    let samples = (unit.encodeEnd ?? unit.encodeStart + (range.length ?? 0)) - unit.encodeStart
+                    spec.cost = max(1, samples * 1_000_000 / Int64(input.framing.sampleRate) / 50)
+                    segments.append(spec)
+                }
+            }
+        }
+        guard !segments.isEmpty else {
+            throw MediaError(.noUsableTrack, "nothing to transcode in '\(asset.location)': no video or audio track to encode")
+        }
+        for subtitle in tracks.subtitles {
+            passThrough.append(PlannedPassThrough(source: subtitle.track.id, kind: .subtitle, convertTo: subtitle.convertTo))
+        }
+        passThrough += tracks.data.map { PlannedPassThrough(source: $0.id, kind: .data) }
+        passThrough += tracks.timedMetadata.map { PlannedPassThrough(source: $0.id, kind: .timedMetadata) }
+        var timecode = tracks.timecode
+        if let tc = timecode, zero > .zero {
+            timecode = OutputTracks.timecode(tc, advancedBy: zero, rate: tracks.video?.track.frameRate)
+        }
+        var hdr: HDRMetadata?
+        if let video = tracks.video, case .encode(let encoding) = video.route { hdr = encoding.hdr }
         return SegmentPlan(
-            id: UUID().uuidString.lowercased(), source: asset.location,
-            videoSettings: hasVideo ? video : nil, audioSettings: hasAudio ? audio : nil,
-            outputFileType: fileType, optimizesForNetworkUse: fastStart, metadata: metadata,
-            outputZero: zero, outputEnd: end, assetDuration: asset.duration, audioFraming: hasAudio ? audioFraming : nil,
-            targetDuration: targetDuration, segments: segments)
+            id: UUID().uuidString.lowercased(), source: asset.location, videoSettings: request.video,
+            audioSettings: audioTracks.contains { !$0.copies } ? request.audio : nil,
+            outputFileType: request.fileType, optimizesForNetworkUse: request.optimizesForNetworkUse, metadata: metadata,
+            outputZero: zero, outputEnd: end, assetDuration: asset.duration, targetDuration: targetDuration,
+            segments: segments, videoTrack: tracks.video?.track.id,
+            videoDescription: tracks.video.map { StreamDescription($0.track) }, audioTracks: audioTracks, passThrough: passThrough,
+            chapters: Chapter.retimed(asset.chapters, zero: zero, end: end), timecode: timecode, videoHDR: hdr,
+            annotations: request.annotations, notices: notices)
     }
 
-    /// With a requested range the audio ends at its end (in output samples); otherwise with the source.
-    private func audioEnd(range: MediaTimeRange?, zero: MediaTime, framing: AudioFraming) -> Int64? {
-        guard let end = range?.end else { return nil }
-        return (end - zero).count(of: MediaTime(value: 1, timescale: Int32(framing.sampleRate)), rounding: .nearest)
+    // MARK: - Video
+
+    /// Video segment bounds: `[start, end)` pairs in asset time (nil: open), each with its cost
+    /// (``VideoCuts``).
+    private func videoCuts(asset: Asset, keyframes: [MediaTime], zero: MediaTime, end: MediaTime?,
+                           hasRange: Bool) -> [(MediaTime?, MediaTime?, Int64?)] {
+        let start = hasRange ? zero : (asset.videoTrack?.startTime ?? .zero)
+        let videoEnd = end ?? asset.videoTrack.flatMap { t in t.duration.map { (t.startTime ?? .zero) + $0 } } ?? asset.duration
+        guard let videoEnd, videoEnd > start else { return [(hasRange ? zero : nil, end, nil)] }
+        let chosen = VideoCuts(start: start, end: videoEnd, keyframes: keyframes, target: targetDuration,
+                               minimum: minimumDuration, lanes: lanes).choose()
+        let cuts = chosen.cuts
+        return (0...cuts.count).map { i in
+            (i == 0 ? (hasRange ? zero : nil) : cuts[i - 1], i == cuts.count ? end : cuts[i], chosen.costs[i])
+        }
     }
 
-    private func audioEnd(_ asset: Asset) -> MediaTime? {
-        if let track = asset.audioTrack, let d = track.duration { return (track.startTime ?? .zero) + d }
-        return asset.duration
+    // MARK: - Audio
+
+    struct AudioUnit: Sendable, Hashable {
+        var anchor: AudioAnchor?
+        var encodeStart: Int64
+        var encodeEnd: Int64?
+        var keepStart: Int64?
+        var keepEnd: Int64?
+    }
+
+    /// One track's audio segments: cuts on the packet grid, about ``effectiveAudioTarget`` apart,
+    /// spread evenly; `length` nil runs to the end of the track.
+    func audioUnits(_ input: AudioInput, firstSample: Int64, length: Int64?) -> [AudioUnit] {
+        let framing = input.framing
+        let inRate = Int64(input.timeline.sampleRate), outRate = Int64(framing.sampleRate)
+        let total = length ?? max(0, MediaTime.rescale(input.timeline.length - firstSample, multiplier: outRate,
+                                                      divisor: inRate, rounding: .down))
+        let target = max(1, effectiveAudioTarget.count(of: MediaTime(value: 1, timescale: Int32(outRate)), rounding: .nearest))
+        let count = max(1, Int((total + target / 2) / target))
+        var cuts: [Int64] = []
+        let f = Int64(framing.samplesPerPacket)
+        for j in 1..<max(1, count) {
+            let point = framing.nearestGridPoint(to: total * Int64(j) / Int64(count))
+            if point > (cuts.last ?? 0) + f && point < total { cuts.append(point) }
+        }
+        let g = MediaTime.gcd(inRate, outRate)
+        return (0...cuts.count).map { i in
+            let last = i == cuts.count
+            let keepStart: Int64? = i == 0 ? nil : cuts[i - 1]
+            let keepEnd: Int64? = last ? length : cuts[i]
+            let encodeStart = keepStart.map { framing.encodeStart(forKeepStart: $0) } ?? 0
+            let encodeEnd: Int64? = last ? length : keepEnd.map { min(total, $0 + Int64(framing.tailPackets) * f) }
+            // The packet to start placing samples from: at or before the first source sample fed.
+            let periodOut = outRate / g, periodIn = inRate / g
+            let feedStart = firstSample + floorDiv(encodeStart, periodOut) * periodIn
+            let anchor = input.timeline.anchor(atOrBefore: feedStart)
+            return AudioUnit(anchor: anchor, encodeStart: encodeStart, encodeEnd: encodeEnd, keepStart: keepStart,
+                             keepEnd: keepEnd)
+        }
     }
 }

@@ -3,7 +3,10 @@
 /// Fields left `nil` take defaults derived from the source when the export starts: size from the
 /// upright source, bitrate from pixels × bits-per-pixel (the MovieRecorder rule: 4.05 below
 /// 640×480, 10.1 at or above) unless a quality is given, one keyframe per second of source frames,
-/// 8-bit 4:2:0 (4:2:2 10-bit for ProRes).
+/// 4:2:0 at the source's bit depth (10-bit stays 10-bit for h264 High 10, hevc Main 10, vp9
+/// profile 2 and av1; 4:2:2 10-bit for ProRes), the source's colour description and HDR10
+/// metadata kept. An HDR (PQ or HLG) source is never written as 8-bit HDR: 8-bit output needs
+/// ``toneMap``.
 public struct VideoSettings: Sendable, Codable, Hashable {
     /// The video codecs Splice encodes.
     public enum Codec: String, Sendable, Codable, Hashable, CaseIterable, CustomStringConvertible {
@@ -41,11 +44,14 @@ public struct VideoSettings: Sendable, Codable, Hashable {
     public var frameRate: Rational?
     /// FFmpeg pixel format name ("yuv420p", "yuv420p10le", "yuv422p10le").
     public var pixelFormat: String?
+    /// Map an HDR (PQ or HLG) source to SDR BT.709 (Hable curve, peak from the mastering
+    /// display). Without it an HDR source keeps its transfer and at least 10 bits.
+    public var toneMap: Bool?
 
     public init(codec: Codec, width: Int? = nil, height: Int? = nil, quality: Int? = nil, bitrate: Int? = nil,
                 maxBitrate: Int? = nil, bufferSize: Int? = nil, profile: String? = nil, level: String? = nil,
                 preset: String? = nil, keyframeInterval: Int? = nil, frameRate: Rational? = nil,
-                pixelFormat: String? = nil) {
+                pixelFormat: String? = nil, toneMap: Bool? = nil) {
         self.codec = codec
         self.width = width
         self.height = height
@@ -59,6 +65,7 @@ public struct VideoSettings: Sendable, Codable, Hashable {
         self.keyframeInterval = keyframeInterval
         self.frameRate = frameRate
         self.pixelFormat = pixelFormat
+        self.toneMap = toneMap
     }
 
     static let x26xPresets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",

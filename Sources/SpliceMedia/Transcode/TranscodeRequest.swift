@@ -4,9 +4,10 @@
 /// (``validate()``: the CLI's `validate()`, the coordinator's SUBMIT) and typed from there on;
 /// planned by ``SegmentPlanner/plan(source:request:)`` in both modes.
 public struct TranscodeRequest: Sendable, Codable, Hashable {
-    /// Video settings; nil leaves video out of the output.
+    /// Video settings; nil leaves video out of the output (or copies it, with ``copiesVideo``).
     public var video: VideoSettings?
-    /// Audio settings; nil leaves audio out of the output.
+    /// Audio settings for every selected audio track; nil leaves audio out (or copies it, with
+    /// ``copiesAudio``).
     public var audio: AudioSettings?
     public var fileType: OutputFileType
     /// Part of the source to transcode; nil for all of it.
@@ -19,13 +20,32 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
     public var segmentDuration: MediaTime
     /// Whether an existing output may be replaced (`-y`); never the source.
     public var overwrite: Bool
+    /// Which audio tracks the output carries (`--audio-tracks`; default all).
+    public var audioTracks: AudioTrackSelection
+    /// The video packets are copied from the source by the stitcher (`--copy-video`); cuts then
+    /// fall on keyframes only.
+    public var copiesVideo: Bool
+    /// The selected audio tracks are copied from the source by the stitcher (`--copy-audio`).
+    public var copiesAudio: Bool
+    /// Subtitle tracks: carried (converted where the container needs it) or left out.
+    public var subtitles: TrackPolicy
+    /// Data tracks (timed metadata, timecode): carried or left out.
+    public var dataTracks: TrackPolicy
+    /// Timed annotations written as a metadata track beside the video (`--annotations`).
+    public var annotations: [TimedAnnotation]
+    /// Length of audio segments; nil: the longer of ``segmentDuration`` and 60 s (see
+    /// ``SegmentPlanner/audioTargetDuration``).
+    public var audioSegmentDuration: MediaTime?
 
     /// The shortest segment a request may ask for.
     public static let minimumSegmentDuration = MediaTime(seconds: 1)
 
     public init(video: VideoSettings?, audio: AudioSettings?, fileType: OutputFileType, range: MediaTimeRange? = nil,
                 optimizesForNetworkUse: Bool = false, metadata: [String: String] = [:],
-                segmentDuration: MediaTime = MediaTime(seconds: 10), overwrite: Bool = false) {
+                segmentDuration: MediaTime = MediaTime(seconds: 10), overwrite: Bool = false,
+                audioTracks: AudioTrackSelection = .all, copiesVideo: Bool = false, copiesAudio: Bool = false,
+                subtitles: TrackPolicy = .copy, dataTracks: TrackPolicy = .copy, annotations: [TimedAnnotation] = [],
+                audioSegmentDuration: MediaTime? = nil) {
         self.video = video
         self.audio = audio
         self.fileType = fileType
@@ -34,13 +54,22 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
         self.metadata = metadata
         self.segmentDuration = segmentDuration
         self.overwrite = overwrite
+        self.audioTracks = audioTracks
+        self.copiesVideo = copiesVideo
+        self.copiesAudio = copiesAudio
+        self.subtitles = subtitles
+        self.dataTracks = dataTracks
+        self.annotations = annotations
+        self.audioSegmentDuration = audioSegmentDuration
     }
 
     private enum CodingKeys: String, CodingKey {
-        case video, audio, fileType, range, optimizesForNetworkUse, metadata, segmentDuration, overwrite
+        case video, audio, fileType, range, optimizesForNetworkUse, metadata, segmentDuration, overwrite, audioTracks,
+             copiesVideo, copiesAudio, subtitles, dataTracks, annotations, audioSegmentDuration
     }
 
-    /// Decodes a request; `overwrite` may be missing (jobs stored before it existed).
+    /// Decodes a request; fields added after the first release may be missing (jobs stored
+    /// before they existed) and take their defaults.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         video = try container.decodeIfPresent(VideoSettings.self, forKey: .video)
@@ -51,7 +80,18 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
         metadata = try container.decode([String: String].self, forKey: .metadata)
         segmentDuration = try container.decode(MediaTime.self, forKey: .segmentDuration)
         overwrite = try container.decodeIfPresent(Bool.self, forKey: .overwrite) ?? false
+        audioTracks = try container.decodeIfPresent(AudioTrackSelection.self, forKey: .audioTracks) ?? .all
+        copiesVideo = try container.decodeIfPresent(Bool.self, forKey: .copiesVideo) ?? false
+        copiesAudio = try container.decodeIfPresent(Bool.self, forKey: .copiesAudio) ?? false
+        subtitles = try container.decodeIfPresent(TrackPolicy.self, forKey: .subtitles) ?? .copy
+        dataTracks = try container.decodeIfPresent(TrackPolicy.self, forKey: .dataTracks) ?? .copy
+        annotations = try container.decodeIfPresent([TimedAnnotation].self, forKey: .annotations) ?? []
+        audioSegmentDuration = try container.decodeIfPresent(MediaTime.self, forKey: .audioSegmentDuration)
     }
+
+    /// Whether the output has video (encoded or copied) and audio.
+    var hasVideo: Bool { video != nil || copiesVideo }
+    var hasAudio: Bool { (audio != nil || copiesAudio) && audioTracks != .none }
 
     /// Checks every setting on its own terms and against the container (the source-dependent
     /// checks happen when it is planned). Throws ``SettingsError`` naming the field as the CLI
@@ -61,16 +101,34 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
         try video?.validate(for: fileType)
         try audio?.validate()
         try audio?.validate(for: fileType)
-        guard video != nil || audio != nil else {
+        if copiesVideo && video != nil {
+            throw SettingsError(field: "copy-video", value: "with video settings", allowed: "alone: copied video is not encoded")
+        }
+        if copiesAudio && audio != nil {
+            throw SettingsError(field: "copy-audio", value: "with audio settings", allowed: "alone: copied audio is not encoded")
+        }
+        guard hasVideo || hasAudio else {
             throw SettingsError(field: "no-audio", value: "with --no-video", allowed: "not both: nothing would be made")
+        }
+        guard video != nil || (audio != nil && audioTracks != .none) else {
+            throw SettingsError(field: "copy-video", value: "with --copy-audio or no audio",
+                                allowed: "combined with something to encode; `splice export` copies tracks without segments")
         }
         guard segmentDuration >= Self.minimumSegmentDuration else {
             throw SettingsError(field: "segment-seconds", value: "\(segmentDuration)",
                                 allowed: "at least 1 second")
         }
+        if let audioSegmentDuration, audioSegmentDuration < Self.minimumSegmentDuration {
+            throw SettingsError(field: "audio-segment-seconds", value: "\(audioSegmentDuration)", allowed: "at least 1 second")
+        }
         if let range, range.duration <= .zero {
             throw SettingsError(field: "duration", value: "\(range.duration)", allowed: "longer than zero")
         }
+        if !annotations.isEmpty && !fileType.isQuickTime {
+            throw SettingsError(field: "annotations", value: "\(annotations.count) annotations",
+                                allowed: "written to an .mp4 or .mov output (a .\(fileType) file has no timed-metadata tracks)")
+        }
+        try TimedAnnotation.validate(annotations)
     }
 }
 
@@ -92,9 +150,9 @@ extension SegmentPlanner {
     /// tags (``OutputMetadata``).
     public static func plan(source: String, request: TranscodeRequest, lanes: Int = 1) async throws -> SegmentPlan {
         let asset = try await Asset.open(source)
-        return try await SegmentPlanner(targetDuration: request.segmentDuration, lanes: lanes).plan(
-            asset: asset, video: request.video, audio: request.audio, fileType: request.fileType, range: request.range,
-            fastStart: request.optimizesForNetworkUse,
-            metadata: OutputMetadata.merging(source: asset.metadata, requested: request.metadata))
+        var planner = SegmentPlanner(targetDuration: request.segmentDuration, lanes: lanes)
+        planner.audioTargetDuration = request.audioSegmentDuration
+        return try await planner.plan(asset: asset, request: request,
+                                      metadata: OutputMetadata.merging(source: asset.metadata, requested: request.metadata))
     }
 }

@@ -43,20 +43,29 @@ struct ProbeCommand: Command {
         out.writeLine("  duration   \(asset.duration.map { $0.clockDescription } ?? "unknown")"
                       + (asset.bitRate.map { "  \($0 / 1000) kb/s" } ?? ""))
         for track in asset.tracks {
-            var parts = ["#\(track.id)", track.kind.rawValue, track.codecName]
+            var parts = ["#\(track.id)", track.kind.rawValue, track.codecName == "none" ? (track.codecTag ?? "none") : track.codecName]
             if let p = track.profile { parts.append("(\(p))") }
             if let w = track.width, let h = track.height { parts.append("\(w)x\(h)") }
             if let sar = track.sampleAspectRatio { parts.append("SAR \(sar)") }
             if track.rotation != 0 { parts.append("rotate \(track.rotation)°") }
             if let r = track.frameRate { parts.append("\(r) fps") }
             if let f = track.pixelFormat { parts.append(f) }
+            if track.isHDR || track.colorPrimaries == "bt2020" {
+                parts.append([track.colorPrimaries, track.colorTransfer].compactMap { $0 }.joined(separator: "/"))
+            }
+            if track.hdr?.masteringDisplay != nil { parts.append("HDR10") }
             if let sr = track.sampleRate { parts.append("\(sr) Hz") }
             if let l = track.channelLayout { parts.append(l) }
             if let s = track.startTime { parts.append("start \(s)") }
             if let d = track.duration { parts.append("duration \(d)") }
             if let b = track.bitRate { parts.append("\(b / 1000) kb/s") }
             if let lang = track.language { parts.append("[\(lang)]") }
+            if let title = track.title { parts.append("\"\(title)\"") }
+            if track.isDefault && track.kind != .video { parts.append("default") }
             out.writeLine("  " + parts.joined(separator: "  "))
+        }
+        for chapter in asset.chapters {
+            out.writeLine("  chapter    \(chapter.start)–\(chapter.end)  \(chapter.metadata["title"] ?? "")")
         }
         if !keyframes.isEmpty {
             let shown = keyframes.prefix(20).map { $0.description }.joined(separator: " ")

@@ -16,6 +16,7 @@ struct SubmitCommand: ClientCommand {
     static let output = Positional<String>("output",
         help: "The file to write (.mp4, .mov, .mkv, .webm), as the coordinator sees it.") { $0 }
     static let segmentSeconds = TranscodeCommand.segmentSeconds
+    static let audioSegmentSeconds = TranscodeCommand.audioSegmentSeconds
     static let priority = Option<Int>("priority", valueName: "number",
         help: "Higher runs first, from -1000 to 1000 (default 0).")
     static let wait = Flag("wait",
@@ -34,7 +35,7 @@ struct SubmitCommand: ClientCommand {
             input, or whose output exists (unless -y), and paths outside its --input-root and \
             --output-root folders.
             """,
-        arguments: [input, output, segmentSeconds, priority, wait, json] + ExportOptions.arguments
+        arguments: [input, output, segmentSeconds, audioSegmentSeconds, priority, wait, json] + ExportOptions.arguments
             + OutputOptions.arguments + ClientOptions.arguments)
 
     let input: String
@@ -63,6 +64,7 @@ struct SubmitCommand: ClientCommand {
         wait = arguments[Self.wait]
         json = arguments[Self.json]
         request = try ExportOptions(arguments).request(output: output, segmentDuration: segmentDuration,
+                                                       audioSegmentDuration: arguments[Self.audioSegmentSeconds],
                                                        overwrite: try OutputOptions(arguments).overwrite)
         client = try ClientOptions(arguments)
         submissionKey = UUID().uuidString

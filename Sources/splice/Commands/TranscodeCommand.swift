@@ -8,6 +8,9 @@ struct TranscodeCommand: Command {
     static let output = Positional<String>("output", help: "The file to write (.mp4, .mov, .mkv, .webm).") { $0 }
     static let segmentSeconds = Option<MediaTime>("segment-seconds", valueName: "time",
         help: "Target segment length; cuts fall on source keyframes.", default: MediaTime(seconds: 10))
+    static let audioSegmentSeconds = Option<MediaTime>("audio-segment-seconds", valueName: "time",
+        help: "Target length of audio segments, cut independently of the video (default: the longer of "
+            + "--segment-seconds and 60; each AAC segment also encodes 12 s before its cut).")
     static let jobs = Option<Int>("jobs", short: "j", valueName: "count",
         help: "Segments encoded at once (default: number of cores).", default: ProcessInfo.processInfo.activeProcessorCount)
     static let keepSegments = Option<String>("keep-segments", valueName: "dir",
@@ -18,12 +21,14 @@ struct TranscodeCommand: Command {
         name: "transcode", abstract: "Transcode one file on this machine, segment-parallel.",
         discussion: """
             Cuts the source at keyframes into segments of about --segment-seconds, encodes --jobs of \
-            them at once and stitches them into one file that plays like a single-pass encode. \
+            them at once and stitches them into one file that plays like a single-pass encode. Audio \
+            is cut on its own, in longer segments, placed by its samples; copied tracks, subtitles, \
+            timed metadata and chapters are taken straight from the source by the stitcher. \
             Temporary segments are removed on success, failure and Ctrl-C. An existing output file \
             is kept and the transcode refused unless -y (--overwrite) is given; the input is never \
             replaced.
             """,
-        arguments: [input, output, segmentSeconds, jobs, keepSegments, json] + ExportOptions.arguments
+        arguments: [input, output, segmentSeconds, audioSegmentSeconds, jobs, keepSegments, json] + ExportOptions.arguments
             + OutputOptions.arguments, environment: [.ffmpegLog])
 
     let input: String
@@ -45,6 +50,7 @@ struct TranscodeCommand: Command {
         json = arguments[Self.json]
         destination = try OutputOptions(arguments)
         request = try ExportOptions(arguments).request(output: output, segmentDuration: segmentSeconds,
+                                                       audioSegmentDuration: arguments[Self.audioSegmentSeconds],
                                                        overwrite: destination.overwrite)
     }
 
@@ -75,6 +81,9 @@ struct TranscodeCommand: Command {
         _ = await progress.value
         bar.update(fraction: 1)
         bar.finish()
+        for notice in summary.plan.notices {
+            context.errorOutput.writeLine("note: \(notice)")
+        }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

@@ -1,3 +1,4 @@
+import Foundation
 import SpliceMedia
 
 /// One export flag, declared once: how it reads on the command line, which part of the output it
@@ -50,6 +51,13 @@ struct ExportFlag: Sendable {
         }
     }
 
+    /// A video encoder switch.
+    static func video(_ flag: Flag, _ set: @escaping @Sendable (inout VideoSettings) -> Void) -> ExportFlag {
+        ExportFlag(declaration: flag, scope: .video, isGiven: { $0[flag] }) { parsed, choices in
+            if parsed[flag] { set(&choices.video) }
+        }
+    }
+
     /// A flag without a value.
     static func flag(_ flag: Flag, _ set: @escaping @Sendable (inout ExportChoices) -> Void) -> ExportFlag {
         ExportFlag(declaration: flag, scope: .other, isGiven: { $0[flag] }) { parsed, choices in
@@ -71,6 +79,13 @@ struct ExportChoices: Sendable {
     var noVideo = false
     var noAudio = false
     var metadata: [String: String] = [:]
+    var audioTracks: AudioTrackSelection?
+    var subtitles = TrackPolicy.copy
+    var dataTracks = TrackPolicy.copy
+    var annotationsFile: String?
+
+    /// The audio tracks the output carries (`--no-audio` is `--audio-tracks none`).
+    var audioSelection: AudioTrackSelection { noAudio ? .none : (audioTracks ?? .all) }
 
     /// The part of the asset to export, nil for all of it.
     var timeRange: MediaTimeRange? {
@@ -108,8 +123,11 @@ struct ExportOptions: OptionGroup {
             { $0.keyframeInterval = $1 },
         .video(Option<Rational>("frame-rate", valueName: "rate",
             help: "Constant output frame rate (default: keep source timing).")) { $0.frameRate = $1 },
-        .video(Option<String>("pixel-format", valueName: "format", help: "Pixel format (yuv420p, yuv420p10le, …).")
+        .video(Option<String>("pixel-format", valueName: "format",
+            help: "Pixel format (yuv420p, yuv420p10le, …; default: 4:2:0 at the source's bit depth).")
             { $0 }) { $0.pixelFormat = $1 },
+        .video(Flag("tone-map", help: "Map an HDR (PQ/HLG) source to 8-bit SDR BT.709; without it HDR stays HDR, "
+            + "10-bit, and 8-bit output is refused.")) { $0.toneMap = true },
         // Audio
         .audio(Option<AudioSettings.Codec>("audio-codec", valueName: "codec",
             help: "Audio codec (default: aac, or opus for .webm).")) { $0.codec = $1 },
@@ -129,10 +147,25 @@ struct ExportOptions: OptionGroup {
             help: "Container (default: from the output extension).")) { $0.format = $1 },
         .flag(Flag("faststart", help: "Put the MP4/MOV index first so playback can start while downloading."))
             { $0.faststart = true },
-        .flag(Flag("copy-video", help: "Copy the video packets unchanged (no re-encode).")) { $0.copyVideo = true },
-        .flag(Flag("copy-audio", help: "Copy the audio packets unchanged (no re-encode).")) { $0.copyAudio = true },
-        .flag(Flag("no-audio", help: "Leave the audio out.")) { $0.noAudio = true },
+        .flag(Flag("copy-video", help: "Copy the video packets unchanged (no re-encode). In segment-parallel encodes the "
+            + "stitcher takes them from the source and the output starts and ends at keyframes.")) { $0.copyVideo = true },
+        .flag(Flag("copy-audio", help: "Copy the audio packets unchanged (no re-encode), priming and edit list included."))
+            { $0.copyAudio = true },
+        .flag(Flag("no-audio", help: "Leave the audio out (same as --audio-tracks none).")) { $0.noAudio = true },
         .flag(Flag("no-video", help: "Leave the video out.")) { $0.noVideo = true },
+        .other(Option<AudioTrackSelection>("audio-tracks", valueName: "all|none|N,M|LANG",
+            help: "Audio tracks to keep: all (default), none, track numbers as `splice probe` shows them (1,3), or "
+                + "languages (eng,fra). Each is encoded with the audio flags and keeps its language, title and flags."))
+            { $0.audioTracks = $1 },
+        .other(Option<TrackPolicy>("subtitles", valueName: "copy|none",
+            help: "Subtitle tracks: copy (default; converted to mov_text for .mp4/.mov, WebVTT for .webm) or none."))
+            { $0.subtitles = $1 },
+        .other(Option<TrackPolicy>("data-tracks", valueName: "copy|none",
+            help: "Timed metadata and timecode tracks: copy (default) or none. Only .mp4/.mov hold timed metadata."))
+            { $0.dataTracks = $1 },
+        .other(Option<String>("annotations", valueName: "file.json",
+            help: "Write a timed metadata track from a JSON list of {\"time\", \"duration\", \"value\"} (.mp4/.mov).")
+            { $0 }) { $0.annotationsFile = $1 },
         .repeated(Option<Tag>("metadata", valueName: "key=value", help: "A global tag for the output (repeatable).",
                               isRepeatable: true)) { choices, tags in
             choices.metadata = Dictionary(tags.map { ($0.key, $0.value) }) { _, last in last }
@@ -184,14 +217,22 @@ struct ExportOptions: OptionGroup {
         if choices.noAudio && (given(.audio) || choices.copyAudio) {
             throw UsageError("--no-audio leaves the audio out; drop the other audio flags")
         }
-        if choices.noAudio && choices.noVideo { throw UsageError("--no-audio with --no-video leaves nothing to export") }
+        if choices.noAudio, let tracks = choices.audioTracks, tracks != .none {
+            throw UsageError("--no-audio leaves the audio out; drop --audio-tracks \(tracks)")
+        }
+        if choices.audioTracks == AudioTrackSelection.none && (given(.audio) || choices.copyAudio) {
+            throw UsageError("--audio-tracks none leaves the audio out; drop the other audio flags")
+        }
+        if choices.audioSelection == .none && choices.noVideo {
+            throw UsageError("--no-audio with --no-video leaves nothing to export")
+        }
         if let duration = choices.duration, duration <= .zero { throw UsageError("--duration must be longer than zero") }
         do {
             if !choices.copyVideo && !choices.noVideo {
                 try choices.video.validate()
                 try choices.video.validate(for: type)
             }
-            if !choices.copyAudio && !choices.noAudio {
+            if !choices.copyAudio && choices.audioSelection != .none {
                 try choices.audio.validate()
                 try choices.audio.validate(for: type)
             }
@@ -202,17 +243,26 @@ struct ExportOptions: OptionGroup {
     }
 
     /// The segment-parallel request for `output` (`transcode`, `submit`), checked once here.
-    /// Copying tracks is for `export`, which does not cut the source.
-    func request(output: String, segmentDuration: MediaTime, overwrite: Bool) throws -> TranscodeRequest {
+    /// Copied tracks are not segmented: the stitcher takes them from the source.
+    func request(output: String, segmentDuration: MediaTime, audioSegmentDuration: MediaTime? = nil,
+                 overwrite: Bool) throws -> TranscodeRequest {
         let (type, choices) = try validChoices(output: output)
-        if choices.copyVideo || choices.copyAudio {
-            throw UsageError("--copy-video and --copy-audio are not for segment-parallel encodes, which re-encode every "
-                             + "segment; use `splice export` to copy tracks unchanged")
+        let encodesAudio = !choices.copyAudio && choices.audioSelection != .none
+        if choices.copyVideo && !encodesAudio {
+            throw UsageError("--copy-video needs audio to encode: a segment-parallel job with nothing to encode is a "
+                             + "remux; use `splice export --copy-video` for that")
+        }
+        if choices.noVideo && !encodesAudio {
+            throw UsageError("--no-video with copied or no audio leaves nothing to encode; use `splice export`")
         }
         let request = TranscodeRequest(
-            video: choices.noVideo ? nil : choices.video, audio: choices.noAudio ? nil : choices.audio, fileType: type,
+            video: choices.noVideo || choices.copyVideo ? nil : choices.video,
+            audio: encodesAudio ? choices.audio : nil, fileType: type,
             range: choices.timeRange, optimizesForNetworkUse: choices.faststart, metadata: choices.metadata,
-            segmentDuration: segmentDuration, overwrite: overwrite)
+            segmentDuration: segmentDuration, overwrite: overwrite, audioTracks: choices.audioSelection,
+            copiesVideo: choices.copyVideo, copiesAudio: choices.copyAudio && choices.audioSelection != .none,
+            subtitles: choices.subtitles, dataTracks: choices.dataTracks, annotations: try annotations(choices),
+            audioSegmentDuration: audioSegmentDuration)
         do {
             try request.validate()
         } catch {
@@ -226,12 +276,26 @@ struct ExportOptions: OptionGroup {
         let (type, choices) = try validChoices(output: output)
         session.outputFileType = type
         session.videoSettings = choices.copyVideo || choices.noVideo ? nil : choices.video
-        session.audioSettings = choices.copyAudio || choices.noAudio ? nil : choices.audio
+        session.audioSettings = choices.copyAudio || choices.audioSelection == .none ? nil : choices.audio
         session.includesVideo = !choices.noVideo
-        session.includesAudio = !choices.noAudio
+        session.includesAudio = choices.audioSelection != .none
+        session.audioTrackSelection = choices.audioSelection
+        session.subtitles = choices.subtitles
+        session.dataTracks = choices.dataTracks
+        session.annotations = try annotations(choices)
         session.timeRange = choices.timeRange
         session.optimizesForNetworkUse = choices.faststart
         session.metadata = choices.metadata
+    }
+
+    /// The annotations file, read and checked (`--annotations`).
+    private func annotations(_ choices: ExportChoices) throws -> [TimedAnnotation] {
+        guard let path = choices.annotationsFile else { return [] }
+        do {
+            return try TimedAnnotation.load(contentsOf: URL(fileURLWithPath: path))
+        } catch let error as SettingsError {
+            throw UsageError(error)
+        }
     }
 }
 

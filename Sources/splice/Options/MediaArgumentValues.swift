@@ -5,6 +5,16 @@ import SpliceMedia
 extension VideoSettings.Codec: ArgumentValue {}
 extension AudioSettings.Codec: ArgumentValue {}
 extension OutputFileType: ArgumentValue {}
+extension TrackPolicy: ArgumentValue {}
+
+extension AudioTrackSelection: ArgumentValue {
+    init(argument: String) throws {
+        guard let selection = AudioTrackSelection(parsing: argument) else {
+            throw InvalidArgumentValue(expected: "all, none, track numbers like 1,3, or languages like eng,fra")
+        }
+        self = selection
+    }
+}
 
 extension MediaTime: ArgumentValue {
     init(argument: String) throws {

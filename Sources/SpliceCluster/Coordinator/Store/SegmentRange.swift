@@ -4,7 +4,7 @@ import SpliceStore
 /// The exact media range a planned segment covers, as the `segments` table records it
 /// (`[start, end)` in `1/timescale` s). Informational for people and queries: workers get the
 /// whole segment spec from the plan. Video segments use their presentation range in asset time;
-/// audio-only segments their kept samples.
+/// audio segments their kept samples.
 struct SegmentRange {
     var start: Int64
     var end: Int64
@@ -13,7 +13,7 @@ struct SegmentRange {
 
     init(spec: SegmentSpec, in plan: SegmentPlan) throws {
         self.spec = spec
-        if plan.videoSettings == nil, let audio = spec.audio, let framing = plan.audioFraming {
+        if let audio = spec.audio, let framing = plan.framing(of: audio) {
             let rate = Int32(clamping: framing.sampleRate)
             let first = audio.keepStart ?? 0
             timescale = rate

@@ -1,3 +1,4 @@
+import SpliceMedia
 import SpliceWire
 
 /// `SegmentWorkOrder` as JSON, assembled from its parts: the plan without its segments and the
@@ -7,7 +8,7 @@ import SpliceWire
 enum SegmentWorkOrderJSON {
     /// A job's plan as the parts of its work orders.
     struct Parts: Sendable {
-        /// The plan's fields but `segments`.
+        /// The plan's fields but `segments` and those only the stitcher reads.
         var skeleton: [String: JSONValue]
         /// Each segment's spec, by its `index`.
         var specs: [Int: JSONValue]
@@ -18,6 +19,7 @@ enum SegmentWorkOrderJSON {
         guard case .object(var fields)? = try? JSONValue(parsing: Array(text.utf8)),
               case .array(let segments)? = fields.removeValue(forKey: "segments")
         else { return nil }
+        for key in SegmentPlan.stitcherOnlyKeys { fields[key] = nil }
         var specs: [Int: JSONValue] = [:]
         for spec in segments {
             guard case .object(let specFields) = spec, case .integer(let index)? = specFields["index"],

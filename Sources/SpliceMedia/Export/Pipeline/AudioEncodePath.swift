@@ -1,12 +1,15 @@
 internal import CFFmpeg
 
-/// Decode → resample/remix → encode for the audio track, cut to the sample.
+/// Decode → resample/remix → encode for one audio track, placed by samples (``AudioTimeline``).
 ///
-/// Positions are whole samples counted from asset time zero. The window `[start, end)` is in
-/// output samples. Resampling starts at a point where the input and output sample grids coincide
-/// (a multiple of `outputRate / gcd(inputRate, outputRate)` output samples), so two runs that
-/// overlap produce the same samples in the overlap — what lets independently encoded segments
-/// join without a phase step. Samples before `start` are produced and dropped.
+/// Every packet handed to the decoder is placed by the rule, starting at the placement's anchor
+/// (or the track's first packet); a decoded frame takes the position of the packet it came from,
+/// found by its timestamp. Packets before the anchor only warm the decoder up. Positions are
+/// source samples from the track's first; output sample `y` is source position
+/// `firstSample + y·in/out`. Resampling starts at a point where the input and output sample grids
+/// coincide (a multiple of `out / gcd(in, out)` output samples), so two runs that overlap produce
+/// the same samples in the overlap — what lets independently encoded segments join without a
+/// phase step. Output samples before `encodeStart` are produced and dropped.
 final class AudioEncodePath: TrackPath {
     let streamIndex: Int
     private let decoder: CodecContext
@@ -14,48 +17,84 @@ final class AudioEncodePath: TrackPath {
     private let sink: StreamSink
     private let inputTimeBase: Rational
     private let origin: MediaTime
-    private let window: ExportPlan.SampleWindow
-    private let zeroSample: Int64
+    private let outputZero: MediaTime
+    private let placement: AudioPlacement
     private let outputRate: Int
+    private let inputRate: Int
     private let outputLayout: ChannelLayout
     private let fifo: AudioFifo
     private let frameSize: Int
+    private let sizer: AudioPacketSizer
     private let encoderFrame = Frame()
     private let decoded = Frame()
     private let packet = Packet()
 
+    // Placing packets.
+    private var walker: AudioTimelineWalker
+    private var placing = false
+    /// Nominal position of the track's first sample, once known (unanchored runs).
+    private var trackOrigin: Int64?
+    /// Packets handed to the decoder since placing began: timestamp and position (from the
+    /// track's first sample), oldest first; trimmed as frames come out.
+    private var pending: [(stamp: Int64, position: Int64)] = []
+    private var lastFrameEnd: Int64?
+    private var lead: Int64?
+
     private var resampler: Resampler?
     private var resamplerInput: (format: Int32, rate: Int32, channels: Int32)?
-    private var inputRate = 0
     /// Source position where feeding the resampler begins, and where it may stop.
-    private var sourceStart: Int64 = 0
-    private var sourceLimit: Int64?
-    /// Next source position to feed; next expected decoded position.
-    private var cursor: Int64 = 0
-    private var expected: Int64?
+    private let sourceStart: Int64
+    private let sourceLimit: Int64?
+    /// Next source position to feed.
+    private var cursor: Int64
     /// Output position of the first sample in the FIFO.
-    private var fifoStart: Int64 = 0
-    private var started = false
+    private var fifoStart: Int64
     private var resamplerFlushed = false
 
     private(set) var isDone = false
     private(set) var samplesEncoded: Int64 = 0
     private(set) var outputTime = MediaTime.zero
 
-    init(plan: ExportPlan, encoding: AudioEncoding, demuxer: Demuxer, streamIndex: Int, writer: any PacketWriter) throws(MediaError) {
+    init(plan: ExportPlan, encoding: AudioEncoding, placement: AudioPlacement, demuxer: Demuxer, streamIndex: Int,
+         writer: any PacketWriter) throws(MediaError) {
         let stream = demuxer.stream(streamIndex)
         self.streamIndex = streamIndex
+        self.placement = placement
         decoder = try CodecContext.decoder(for: stream, location: plan.location, threads: plan.codecThreads)
         encoder = try CodecContext.encoder(named: encoding.encoderName)
         inputTimeBase = Rational(stream.pointee.time_base)
         origin = plan.origin
-        window = plan.audioSamples ?? ExportPlan.SampleWindow(start: 0, end: nil)
-        zeroSample = plan.audioZeroSample
+        outputZero = plan.outputZero
         outputRate = encoding.sampleRate
+        inputRate = Int(max(1, stream.pointee.codecpar.pointee.sample_rate))
+        sizer = AudioPacketSizer(stream: stream)
+        if let anchor = placement.anchor {
+            walker = AudioTimelineWalker(timeBase: inputTimeBase, sampleRate: inputRate, anchor: anchor)
+        } else {
+            walker = AudioTimelineWalker(timeBase: inputTimeBase, sampleRate: inputRate)
+            placing = true
+        }
+        lead = placement.lead
         guard let layout = ChannelLayout(name: encoding.channelLayout) else {
             throw MediaError(.invalidSettings, "unknown channel layout '\(encoding.channelLayout)'")
         }
         outputLayout = layout
+
+        // Where feeding starts and stops, aligned so overlapping runs resample identically.
+        let g = MediaTime.gcd(Int64(inputRate), Int64(outputRate))
+        let periodOut = Int64(outputRate) / g, periodIn = Int64(inputRate) / g
+        let alignedStart = floorDiv(placement.encodeStart, periodOut) * periodOut
+        sourceStart = placement.firstSample + alignedStart / periodOut * periodIn
+        fifoStart = alignedStart
+        cursor = sourceStart
+        if let end = placement.encodeEnd {
+            // Feed a margin past the end so the resampler's filter has real samples to look at.
+            let margin = inputRate == outputRate ? 0 : Int64(max(2048, inputRate / 20))
+            sourceLimit = placement.firstSample
+                + MediaTime.rescale(end, multiplier: Int64(inputRate), divisor: Int64(outputRate), rounding: .up) + margin
+        } else {
+            sourceLimit = nil
+        }
 
         let ctx = encoder.pointer
         ctx.pointee.sample_fmt = AudioEncodePath.preferredFormat(encoder.codec)
@@ -93,8 +132,12 @@ final class AudioEncodePath: TrackPath {
         return first
     }
 
+    /// The container time of the anchor packet, so the demuxer can be put before it.
+    var anchorTime: MediaTime? { placement.anchor.map { MediaTime(value: $0.stamp, timeBase: inputTimeBase) - origin } }
+
     func handle(_ packet: Packet) throws(MediaError) {
         guard !isDone else { return }
+        place(packet)
         try decoder.decode(packet, into: decoded, while: { !isDone }) { frame throws(MediaError) in try accept(frame) }
     }
 
@@ -105,43 +148,62 @@ final class AudioEncodePath: TrackPath {
         isDone = true
     }
 
-    private func begin(with frame: Frame) {
-        inputRate = Int(frame.pointer.pointee.sample_rate)
-        let g = MediaTime.gcd(Int64(inputRate), Int64(outputRate))
-        let periodOut = Int64(outputRate) / g, periodIn = Int64(inputRate) / g
-        let alignedStart = floorDiv(window.start, periodOut) * periodOut
-        sourceStart = alignedStart / periodOut * periodIn
-        fifoStart = alignedStart
-        cursor = sourceStart
-        if let end = window.end {
-            // Feed a margin past the end so the resampler's filter has real samples to look at.
-            let margin = Int64(max(2048, inputRate / 20))
-            sourceLimit = MediaTime.rescale(end, multiplier: Int64(inputRate), divisor: Int64(outputRate), rounding: .up) + margin
+    // MARK: - Positions
+
+    /// Applies the rule to a packet about to be decoded.
+    private func place(_ packet: Packet) {
+        if !placing {
+            guard let anchor = placement.anchor else { return }
+            let stamp = packet.pts != FFmpeg.noPTS ? packet.pts : packet.dts
+            guard stamp == anchor.stamp else {
+                sizer.skip(packet)  // decoder warm-up; keeps a Vorbis parser's state
+                return
+            }
+            sizer.skip(packet)
+            placing = true
+            trackOrigin = 0
+            pending.append((anchor.stamp, anchor.position))
+            return
         }
-        started = true
+        let info = sizer.info(packet)
+        let nominal = walker.place(stamp: info.stamp, samples: info.samples)
+        if trackOrigin == nil, info.outputSamples > 0 {
+            trackOrigin = nominal + info.skipStart
+            if lead == nil, let stamp = info.stamp {
+                // The track's first sample, relative to output zero: audio that starts after the
+                // video keeps that distance.
+                let first = MediaTime(value: stamp, timeBase: inputTimeBase) + MediaTime(value: info.skipStart, timescale: Int32(inputRate))
+                let distance = first - origin - outputZero
+                lead = distance > .zero ? distance.count(of: MediaTime(value: 1, timescale: Int32(outputRate)), rounding: .nearest) : 0
+            }
+        }
+        if let stamp = info.stamp { pending.append((stamp, nominal)) }
+    }
+
+    /// The position of a decoded frame: its packet's position plus whatever the decoder skipped
+    /// at the packet's start (the frame's timestamp moved by as much).
+    private func position(of frame: Frame) -> Int64? {
+        guard let originNominal = trackOrigin else { return nil }
+        let ts = frame.pts != FFmpeg.noPTS ? frame.pts : frame.bestEffortTimestamp
+        guard ts != FFmpeg.noPTS, let k = pending.lastIndex(where: { $0.stamp <= ts }) else {
+            return lastFrameEnd
+        }
+        let entry = pending[k]
+        pending.removeFirst(k)
+        let offset = MediaTime.rescale(ts - entry.stamp, multiplier: Int64(inputTimeBase.numerator) * Int64(inputRate),
+                                       divisor: Int64(inputTimeBase.denominator))
+        let base = placement.anchor == nil ? entry.position - originNominal : entry.position
+        return base + offset
     }
 
     private func accept(_ frame: Frame) throws(MediaError) {
-        let ts = frame.bestEffortTimestamp
-        if !started {
-            guard ts != FFmpeg.noPTS else { return }
-            begin(with: frame)
-        }
+        guard placing, let position = position(of: frame) else { return }  // warm-up frames
         let count = Int64(frame.sampleCount)
-        var position: Int64
-        let unit = MediaTime(value: 1, timescale: Int32(inputRate))
-        let stamped = ts != FFmpeg.noPTS ? (MediaTime(value: ts, timeBase: inputTimeBase) - origin).count(of: unit, rounding: .nearest) : nil
-        if let expected, let stamped {
-            // Container timestamps may be rounded (1 ms in Matroska); trust the running sample
-            // count unless the stream really jumps (more than 20 ms).
-            position = abs(stamped - expected) <= Int64(inputRate / 50) ? expected : stamped
-        } else {
-            position = stamped ?? expected ?? cursor
-        }
-        expected = position + count
+        lastFrameEnd = position + count
         if try ensureResampler(for: frame) == false { return }
         let limit = sourceLimit ?? Int64.max
         if position > cursor && cursor < limit {
+            // A real gap (the rule said so): silence, as every segment does.
             let gap = min(position, limit) - cursor
             try feedSilence(Int(gap), like: frame)
             cursor += gap
@@ -157,6 +219,8 @@ final class AudioEncodePath: TrackPath {
             isDone = true
         }
     }
+
+    // MARK: - Resampling and encoding
 
     private func ensureResampler(for frame: Frame) throws(MediaError) -> Bool {
         let f = frame.pointer.pointee
@@ -227,16 +291,17 @@ final class AudioEncodePath: TrackPath {
         try drainFifo(final: false)
     }
 
-    /// Drops what precedes the window, then encodes whole frames (and, when `final`, the rest).
+    /// Drops what precedes `encodeStart`, then encodes whole frames (and, when `final`, the rest)
+    /// up to `encodeEnd`.
     private func drainFifo(final: Bool) throws(MediaError) {
-        if fifoStart < window.start {
-            let d = Int(min(Int64(fifo.count), window.start - fifoStart))
+        if fifoStart < placement.encodeStart {
+            let d = Int(min(Int64(fifo.count), placement.encodeStart - fifoStart))
             fifo.drain(d)
             fifoStart += Int64(d)
         }
         while true {
             var n = min(fifo.count, frameSize)
-            if let end = window.end { n = Int(max(0, min(Int64(n), end - fifoStart))) }
+            if let end = placement.encodeEnd { n = Int(max(0, min(Int64(n), end - fifoStart))) }
             guard n == frameSize || (final && n > 0) else { break }
             try encode(count: n)
         }
@@ -248,10 +313,11 @@ final class AudioEncodePath: TrackPath {
         }
         encoderFrame.pointer.pointee.nb_samples = Int32(count)
         let n = fifo.read(into: encoderFrame, count: count)
-        encoderFrame.pts = fifoStart - zeroSample
+        let lead = self.lead ?? 0
+        encoderFrame.pts = fifoStart + lead
         fifoStart += Int64(n)
         samplesEncoded += Int64(n)
-        outputTime = MediaTime(value: fifoStart - zeroSample, timescale: Int32(outputRate))
+        outputTime = MediaTime(value: fifoStart + lead, timescale: Int32(outputRate))
         while try !encoder.send(frame: encoderFrame) {
             try drainEncoder()
         }

@@ -3,15 +3,18 @@ import Foundation
 
 /// Runs one ``ExportPlan`` on the calling thread (a dedicated one — see ``BlockingThread``):
 /// demux, route each packet to its track path, flush, and finish the file.
+///
+/// Audio and video paths drive the run: it reads until they are complete. Subtitle and data
+/// tracks ride along; when the run starts mid-file (a seek), they are read from the file's start
+/// by a second demuxer, so a cue that began before the seek point is still found, and merged in
+/// by time.
 final class ExportPipeline {
     struct Result: Sendable {
         var videoFrames: Int
+        /// Samples encoded for the first audio track.
         var audioSamples: Int64
         /// Output pts of every video frame written (encoder time base), for segment bookkeeping.
         var videoTimestamps: [Int64]
-        /// Audio encoder priming and packet size, when audio was encoded.
-        var audioPriming: Int?
-        var audioPacketSamples: Int?
         /// SHA-256 of a segment file.
         var checksum: String?
     }
@@ -29,9 +32,9 @@ final class ExportPipeline {
     func run() throws(MediaError) -> Result {
         _ = FFmpeg.setUp
         let demuxer = try Demuxer(location: plan.location)
-        var keep = Set<Int>()
+        let cueStreams = plan.subtitles.map(\.track.id) + plan.data + plan.timedMetadata
+        var keep = Set(plan.audioStreams + cueStreams)
         if let v = plan.videoStream { keep.insert(v) }
-        if let a = plan.audioStream { keep.insert(a) }
         demuxer.discardAll(except: keep)
 
         let writer: any PacketWriter
@@ -47,44 +50,106 @@ final class ExportPipeline {
             segmentWriter = s
             writer = s
         }
+
+        // Paths: audio and video first (they drive the run), then the riders.
         var paths: [any TrackPath] = []
         var videoEncode: VideoEncodePath?
-        var audioEncode: AudioEncodePath?
+        var audioEncodes: [AudioEncodePath] = []
+        var needs: [Int: MediaTime] = [:]
+        var videoOutput: Int?
+        var pictureSize: (width: Int, height: Int)?
         if let v = plan.videoStream, let route = plan.video {
             switch route {
             case .encode(let encoding):
                 let path = try VideoEncodePath(plan: plan, encoding: encoding, demuxer: demuxer, streamIndex: v,
                                                writer: writer, extraOptions: plan.extraVideoOptions)
                 videoEncode = path
+                videoOutput = path.outputIndex
+                pictureSize = (encoding.width, encoding.height)
                 paths.append(path)
             case .copy:
                 guard let muxer else { throw MediaError(.internalError, "segments are always encoded") }
-                paths.append(try CopyPath(plan: plan, demuxer: demuxer, streamIndex: v, muxer: muxer))
+                let path = try CopyPath(plan: plan, demuxer: demuxer, streamIndex: v, muxer: muxer)
+                videoOutput = muxer.streamCount - 1
+                let par = demuxer.stream(v).pointee.codecpar.pointee
+                pictureSize = (Int(par.width), Int(par.height))
+                paths.append(path)
+            }
+            needs[v] = plan.videoWindow.start
+            if case .encode = route, ExportPipeline.mayHaveOpenGOPs(demuxer.stream(v)), plan.videoWindow.start > .zero {
+                // A keyframe of an open GOP (MPEG-2, HEVC CRA) has leading pictures that need the
+                // GOP before: start decoding one keyframe earlier.
+                needs[v] = plan.videoWindow.start - MediaTime(value: 1, timeBase: Rational(demuxer.stream(v).pointee.time_base))
             }
         }
-        if let a = plan.audioStream, let route = plan.audio {
-            switch route {
-            case .encode(let encoding):
-                let path = try AudioEncodePath(plan: plan, encoding: encoding, demuxer: demuxer, streamIndex: a, writer: writer)
-                audioEncode = path
+        for track in plan.audio {
+            let stream = demuxer.stream(track.stream)
+            switch track.route {
+            case .encode(let encoding, let placement):
+                let path = try AudioEncodePath(plan: plan, encoding: encoding, placement: placement, demuxer: demuxer,
+                                               streamIndex: track.stream, writer: writer)
+                if let muxer { muxer.describe(stream: muxer.streamCount - 1, like: stream) }
+                audioEncodes.append(path)
                 paths.append(path)
+                needs[track.stream] = path.anchorTime.map { $0 - Positioner.audioWarmUp } ?? .zero
             case .copy:
                 guard let muxer else { throw MediaError(.internalError, "segments are always encoded") }
-                paths.append(try CopyPath(plan: plan, demuxer: demuxer, streamIndex: a, muxer: muxer))
+                paths.append(try CopyPath(plan: plan, demuxer: demuxer, streamIndex: track.stream, muxer: muxer))
+                needs[track.stream] = plan.videoWindow.start
             }
         }
+        let drivers = paths.count
+        var collectors: [TimedMetadataPath] = []
         if let muxer {
+            for subtitle in plan.subtitles {
+                if let target = subtitle.convertTo {
+                    paths.append(try SubtitleConvertPath(plan: plan, demuxer: demuxer, streamIndex: subtitle.track.id,
+                                                         targetCodec: target, muxer: muxer, pictureSize: pictureSize))
+                } else {
+                    paths.append(try CopyPath(plan: plan, demuxer: demuxer, streamIndex: subtitle.track.id, muxer: muxer))
+                }
+            }
+            for d in plan.data {
+                paths.append(try CopyPath(plan: plan, demuxer: demuxer, streamIndex: d, muxer: muxer))
+            }
+            if !plan.timedMetadata.isEmpty, let infos = QuickTimeTrackInfo.read(path: plan.location) {
+                for m in plan.timedMetadata {
+                    let id = Int(demuxer.stream(m).pointee.id)
+                    guard let info = infos.first(where: { $0.trackID == id }) else { continue }
+                    let path = TimedMetadataPath(plan: plan, demuxer: demuxer, streamIndex: m, info: info)
+                    collectors.append(path)
+                    paths.append(path)
+                }
+            }
+            if let videoOutput {
+                let st = muxer.context.pointee.streams[videoOutput]!
+                if let v = plan.videoStream { muxer.describe(stream: videoOutput, like: demuxer.stream(v)) }
+                if let tc = plan.timecode { av_dict_set(&st.pointee.metadata, "timecode", tc, 0) }
+                if case .encode? = plan.video { plan.videoHDR?.attach(to: st) }
+            }
+            muxer.setChapters(plan.chapters)
             try muxer.writeHeader(metadata: outputMetadata(demuxer), options: muxerOptions(muxer))
         } else {
             try writer.writeHeader(metadata: [:], options: [:])
         }
 
-        var pending = try Positioner(plan: plan, demuxer: demuxer).position()
+        var pending = try Positioner(plan: plan, demuxer: demuxer, needs: needs).position()
+        // Riders of a run that seeks come from the start of the file, read ahead (they are small).
+        var riders: [(time: MediaTime, packet: Packet)] = []
+        let riderStreams = Set(cueStreams)
+        let seeked = !pending.isEmpty
+        if seeked && !riderStreams.isEmpty {
+            riders = try readRiders(riderStreams)
+            pending.removeAll { riderStreams.contains(Int($0.streamIndex)) }
+        }
+
         let packet = Packet()
         var reachedEnd = false
         var lastReported = -1
         let byStream = Dictionary(uniqueKeysWithValues: paths.map { ($0.streamIndex, $0) })
-        while !paths.allSatisfy(\.isDone) {
+        let driving = paths.prefix(drivers)
+        var riderIndex = 0
+        while !driving.allSatisfy(\.isDone) {
             if isCancelled() { throw MediaError.cancelled("the export to '\(plan.destination)'") }
             let next: Packet
             if !pending.isEmpty {
@@ -96,17 +161,27 @@ final class ExportPipeline {
                 }
                 next = packet
             }
-            if let path = byStream[Int(next.streamIndex)] {
-                try path.handle(next)
+            let index = Int(next.streamIndex)
+            if seeked && riderStreams.contains(index) { continue }
+            if seeked, riderIndex < riders.count, let t = time(of: next, in: demuxer) {
+                while riderIndex < riders.count && riders[riderIndex].time <= t {
+                    try byStream[Int(riders[riderIndex].packet.streamIndex)]?.handle(riders[riderIndex].packet)
+                    riderIndex += 1
+                }
             }
+            try byStream[index]?.handle(next)
             if let total = plan.progressDuration, total > .zero {
-                let done = paths.map(\.outputTime).max() ?? .zero
+                let done = driving.map(\.outputTime).max() ?? .zero
                 let permille = Int(min(999, max(0, done.permille(of: total))))
                 if permille > lastReported {
                     lastReported = permille
                     onProgress(Double(permille) / 1000)
                 }
             }
+        }
+        while riderIndex < riders.count {
+            try byStream[Int(riders[riderIndex].packet.streamIndex)]?.handle(riders[riderIndex].packet)
+            riderIndex += 1
         }
         if reachedEnd {
             for path in paths { try path.endOfInput() }
@@ -120,11 +195,54 @@ final class ExportPipeline {
             throw MediaError(.decodeFailed, "no video frame of '\(plan.location)' could be decoded in the requested range",
                              isRetryable: false)
         }
-        try writer.finish()
+        if let muxer, case .file(let muxerName, let isQuickTime, _) = plan.output {
+            var extra = collectors.map(\.track)
+            if !plan.annotations.isEmpty {
+                extra.append(TimedAnnotation.track(plan.annotations, zero: plan.outputZero, end: plan.videoWindow.end))
+            }
+            let postProcess = isQuickTime && (!extra.isEmpty || !plan.timedMetadata.isEmpty || !plan.annotations.isEmpty)
+            try muxer.finish(appending: postProcess ? extra : nil, isQuickTimeMovie: muxerName == "mov",
+                             fastStart: plan.fastStart)
+        } else {
+            try writer.finish()
+        }
         onProgress(1)
-        return Result(videoFrames: videoEncode?.framesWritten ?? 0, audioSamples: audioEncode?.samplesEncoded ?? 0,
-                      videoTimestamps: videoEncode?.writtenTimestamps ?? [], audioPriming: audioEncode?.priming,
-                      audioPacketSamples: audioEncode?.samplesPerPacket, checksum: segmentWriter?.checksum)
+        return Result(videoFrames: videoEncode?.framesWritten ?? 0, audioSamples: audioEncodes.first?.samplesEncoded ?? 0,
+                      videoTimestamps: videoEncode?.writtenTimestamps ?? [], checksum: segmentWriter?.checksum)
+    }
+
+    /// Whether the codec's keyframes may open GOPs whose leading pictures reference the GOP
+    /// before (H.264 sync samples are IDR pictures; MPEG-2, HEVC and MPEG-4 Part 2 keyframes
+    /// need not be).
+    static func mayHaveOpenGOPs(_ st: UnsafeMutablePointer<AVStream>) -> Bool {
+        let id = st.pointee.codecpar.pointee.codec_id
+        return id == AV_CODEC_ID_MPEG2VIDEO || id == AV_CODEC_ID_HEVC || id == AV_CODEC_ID_MPEG4
+            || id == AV_CODEC_ID_MPEG1VIDEO || id == AV_CODEC_ID_VC1
+    }
+
+    /// Asset time of a packet, when it has one.
+    private func time(of packet: Packet, in demuxer: Demuxer) -> MediaTime? {
+        let stamp = packet.pts != FFmpeg.noPTS ? packet.pts : packet.dts
+        guard stamp != FFmpeg.noPTS else { return nil }
+        return MediaTime(value: stamp, timeBase: Rational(demuxer.stream(Int(packet.streamIndex)).pointee.time_base)) - plan.origin
+    }
+
+    /// Every packet of the rider streams up to the window's end, from the start of the file.
+    private func readRiders(_ streams: Set<Int>) throws(MediaError) -> [(time: MediaTime, packet: Packet)] {
+        let side = try Demuxer(location: plan.location)
+        side.discardAll(except: streams)
+        var out: [(time: MediaTime, packet: Packet)] = []
+        while true {
+            let p = Packet()
+            guard try side.read(into: p) else { break }
+            let tb = Rational(side.stream(Int(p.streamIndex)).pointee.time_base)
+            let stamp = p.pts != FFmpeg.noPTS ? p.pts : p.dts
+            guard stamp != FFmpeg.noPTS else { continue }
+            let t = MediaTime(value: stamp, timeBase: tb) - plan.origin
+            if let end = plan.videoWindow.end, t >= end { continue }
+            out.append((t, p))
+        }
+        return out.sorted { $0.time < $1.time }
     }
 
     private func outputMetadata(_ demuxer: Demuxer) -> [String: String] {
@@ -134,7 +252,9 @@ final class ExportPipeline {
 
     private func muxerOptions(_ muxer: Muxer) -> [String: String] {
         guard case .file(_, isQuickTime: true, _) = plan.output else { return plan.muxerOptions }
-        return muxer.quickTimeOptions(fastStart: plan.fastStart, customTags: !plan.metadata.isEmpty)
+        // Timed metadata is added after FFmpeg is done; the index is then moved first by Splice.
+        let appends = !plan.timedMetadata.isEmpty || !plan.annotations.isEmpty
+        return muxer.quickTimeOptions(fastStart: plan.fastStart && !appends, customTags: !plan.metadata.isEmpty)
             .merging(plan.muxerOptions) { _, explicit in explicit }
     }
 }

@@ -18,6 +18,8 @@ final class VideoConverter {
     /// What the encoder receives.
     private let output = Frame()
     private var allocated = false
+    /// HDR → SDR, when the encoding asks for it.
+    private let toneMapper: ToneMapper?
 
     init(encoding: VideoEncoding) {
         self.encoding = encoding
@@ -30,6 +32,7 @@ final class VideoConverter {
             canvasFormat = format
         }
         geometry = PlaneGeometry(format: canvasFormat)
+        toneMapper = encoding.toneMap.map(ToneMapper.init)
     }
 
     private var padded: Bool {
@@ -54,7 +57,8 @@ final class VideoConverter {
     }
 
     /// The encoder-ready picture for `frame` (which may be `frame` itself).
-    func convert(_ frame: Frame) throws(MediaError) -> Frame {
+    func convert(_ decoded: Frame) throws(MediaError) -> Frame {
+        let frame = try toneMapper?.map(decoded) ?? decoded
         let f = frame.pointer.pointee
         if encoding.rotation == 0 && !padded && Int(f.width) == encoding.width && Int(f.height) == encoding.height
             && f.format == format.rawValue && f.color_range != AVCOL_RANGE_JPEG {
@@ -77,10 +81,11 @@ final class VideoConverter {
                                       rect: PixelRect(x: 0, y: 0, width: encoding.width, height: encoding.height))
             }
         }
-        // Carry colour description; the converter always produces limited range.
-        output.pointer.pointee.colorspace = f.colorspace
-        output.pointer.pointee.color_primaries = f.color_primaries
-        output.pointer.pointee.color_trc = f.color_trc
+        // Carry the colour description (the encoding's: the source's, or BT.709 after tone
+        // mapping); the converter always produces limited range.
+        output.pointer.pointee.colorspace = encoding.colorSpace.map { AVColorSpace(UInt32($0)) } ?? f.colorspace
+        output.pointer.pointee.color_primaries = encoding.colorPrimaries.map { AVColorPrimaries(UInt32($0)) } ?? f.color_primaries
+        output.pointer.pointee.color_trc = encoding.colorTransfer.map { AVColorTransferCharacteristic(UInt32($0)) } ?? f.color_trc
         output.pointer.pointee.color_range = AVCOL_RANGE_MPEG
         return output
     }

@@ -28,6 +28,8 @@ final class VideoEncodePath: TrackPath {
     /// Output pts (encoder time base) of every frame written, in order.
     private(set) var writtenTimestamps: [Int64] = []
     private(set) var outputTime = MediaTime.zero
+    /// The output stream this path writes.
+    var outputIndex: Int { sink.index }
 
     init(plan: ExportPlan, encoding: VideoEncoding, demuxer: Demuxer, streamIndex: Int, writer: any PacketWriter,
          extraOptions: [String: String]) throws(MediaError) {
@@ -57,10 +59,9 @@ final class VideoEncodePath: TrackPath {
         if let l = encoding.level { ctx.pointee.level = Int32(l) }
         if let p = encoding.profileNumber { ctx.pointee.profile = Int32(p) }
         ctx.pointee.thread_count = Int32(plan.codecThreads)
-        let src = stream.pointee.codecpar.pointee
-        ctx.pointee.colorspace = src.color_space
-        ctx.pointee.color_primaries = src.color_primaries
-        ctx.pointee.color_trc = src.color_trc
+        if let p = encoding.colorPrimaries { ctx.pointee.color_primaries = AVColorPrimaries(UInt32(p)) }
+        if let t = encoding.colorTransfer { ctx.pointee.color_trc = AVColorTransferCharacteristic(UInt32(t)) }
+        if let c = encoding.colorSpace { ctx.pointee.colorspace = AVColorSpace(UInt32(c)) }
         ctx.pointee.color_range = AVCOL_RANGE_MPEG
         if writer.wantsGlobalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         try encoder.open(options: encoding.options.merging(extraOptions) { _, extra in extra })
