@@ -84,10 +84,6 @@ public enum SQLState {
     public static let serializationFailure = "40001"
     /// 40P01: the transaction was chosen as a deadlock victim; retry it.
     public static let deadlockDetected = "40P01"
-    /// 23505: a unique constraint was violated.
-    public static let uniqueViolation = "23505"
-    /// 23514: a CHECK constraint was violated.
-    public static let checkViolation = "23514"
     /// 42P04: CREATE DATABASE of a name that exists.
     public static let duplicateDatabase = "42P04"
 }
