@@ -98,7 +98,9 @@ let package = Package(
             dependencies: ["SpliceMedia", "SpliceTestSupport"],
             swiftSettings: strict
         ),
-        .testTarget(name: "SpliceWireIntegrationTests", dependencies: ["SpliceWire"], swiftSettings: strict),
+        .testTarget(
+            name: "SpliceWireIntegrationTests", dependencies: ["SpliceWire", "CZeroMQ", "CSpliceShims"], swiftSettings: strict
+        ),
         .testTarget(
             name: "SpliceStoreIntegrationTests",
             dependencies: ["SpliceStore", "SpliceTestSupport"],

@@ -33,7 +33,7 @@ private final class Acknowledged: Sendable {
             == [queued.id: .queued, planning.id: .planning, running.id: .running, stitching.id: .stitching])
         let segments = try await second.segments(ofJob: running.id)
         #expect(segments.map(\.state) == [.done, .leased, .leased, .pending])
-        #expect(try await second.leasedSegments(ofWorker: worker.id).map(\.lease) == leases.dropFirst().map(\.reference))
+        #expect(segments.filter { $0.leasedBy == worker.id }.map(\.lease) == leases.dropFirst().map(\.reference))
 
         // Workers resend their results to the new coordinator with the tokens the old one issued.
         #expect(try await second.completeSegment(leases[0].reference, outputURL: "o0", checksum: "c0") == .alreadyCompleted)

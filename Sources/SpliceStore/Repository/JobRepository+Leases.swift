@@ -15,12 +15,6 @@ extension JobRepository {
 
     // MARK: - Extending
 
-    /// Pushes a lease's expiry to `duration` from now. Returns the new expiry, or nil when the lease
-    /// is no longer current (the worker should drop the segment).
-    public func extendLease(_ lease: LeaseReference, by duration: Duration) async throws -> Date? {
-        try await extendLeases([lease], by: duration)[lease]
-    }
-
     /// Extends several leases in one statement (a worker's heartbeat lists all of its segments).
     /// Leases missing from the answer are no longer current.
     public func extendLeases(_ leases: [LeaseReference], by duration: Duration) async throws -> [LeaseReference: Date] {
@@ -68,12 +62,9 @@ extension JobRepository {
         try await completionBatcher.submit(SegmentCompletion(lease: lease, outputURL: outputURL, checksum: checksum))
     }
 
-    /// Records several results in one transaction; answers in the same order.
-    public func completeSegments(_ completions: [SegmentCompletion]) async throws -> [CompletionOutcome] {
-        try await Self.writeCompletions(completions, on: client)
-    }
-
-    static func writeCompletions(_ completions: [SegmentCompletion], on client: PostgresClient) async throws
+    /// Records several results in one transaction; answers in the same order (the group
+    /// committer's write, and the tests').
+    package static func writeCompletions(_ completions: [SegmentCompletion], on client: PostgresClient) async throws
         -> [CompletionOutcome] {
         guard !completions.isEmpty else { return [] }
         // Found by primary key, the state checked by the UPDATE (see `extendLeases`).

@@ -182,19 +182,6 @@ public final class JobRepository: Sendable {
             .map(Segment.init(row:))
     }
 
-    /// The segments currently leased to a worker (a reconnecting worker's work in progress).
-    public func leasedSegments(ofWorker workerID: UUID) async throws -> [Segment] {
-        try await client.query("""
-            SELECT \(Segment.columns) FROM segments WHERE leased_by = \(workerID) AND state = 'leased' ORDER BY id
-            """).map(Segment.init(row:))
-    }
-
-    /// A job's audit log, oldest first.
-    public func events(ofJob jobID: UUID) async throws -> [JobEvent] {
-        try await client.query("SELECT \(JobEvent.columns) FROM job_events WHERE job_id = \(jobID) ORDER BY id")
-            .map(JobEvent.init(row:))
-    }
-
     // MARK: - Shared steps (inside a caller's transaction)
 
     func lockJob(_ jobID: UUID, on connection: PostgresConnection) async throws -> Job? {

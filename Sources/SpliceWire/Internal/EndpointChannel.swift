@@ -16,7 +16,6 @@ enum EndpointCommand: Sendable {
     case sendAll([(frames: [Data], target: SendTarget)], reply: CheckedContinuation<[Result<Void, WireError>], Never>)
     /// Sends `farewell` to every connection of `key`, then forgets them; replies with their count.
     case disconnect(key: CurvePublicKey, farewell: [Data]?, reply: CheckedContinuation<Int, Never>)
-    case inspect(reply: CheckedContinuation<[String: Int64], Never>)
     case close(linger: Duration?, reply: CheckedContinuation<Void, Never>?)
 
     /// Answers the command as if the endpoint were closed.
@@ -25,7 +24,6 @@ enum EndpointCommand: Sendable {
         case .send(_, _, let reply): reply.resume(returning: .failure(.endpointClosed))
         case .sendAll(let sends, let reply): reply.resume(returning: sends.map { _ in .failure(.endpointClosed) })
         case .disconnect(_, _, let reply): reply.resume(returning: 0)
-        case .inspect(let reply): reply.resume(returning: [:])
         case .close(_, let reply): reply?.resume()
         }
     }

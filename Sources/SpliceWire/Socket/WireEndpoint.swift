@@ -201,11 +201,4 @@ public final class WireEndpoint: Sendable {
             channel.submit(.close(linger: linger, reply: reply))
         }
     }
-
-    /// The socket's integer options as libzmq reports them (for tests).
-    package func appliedOptions() async -> [String: Int64] {
-        await withCheckedContinuation { reply in
-            channel.submit(.inspect(reply: reply))
-        }
-    }
 }
