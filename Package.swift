@@ -17,6 +17,7 @@ let package = Package(
     products: [
         .executable(name: "splice", targets: ["splice"]),
         .executable(name: "splice-bench", targets: ["splice-bench"]),
+        .library(name: "SpliceCore", targets: ["SpliceCore"]),
         .library(name: "SpliceMedia", targets: ["SpliceMedia"]),
         .library(name: "SpliceWire", targets: ["SpliceWire"]),
         .library(name: "SpliceStore", targets: ["SpliceStore"]),
@@ -39,27 +40,33 @@ let package = Package(
         // MARK: - Splice modules
         // Key=value logging on stderr, shared by the `splice` tool and the cluster services.
         .target(name: "SpliceLog", swiftSettings: strict),
-        .target(name: "SpliceMedia", dependencies: ["CFFmpeg", "CSpliceShims"], swiftSettings: strict),
-        .target(name: "SpliceWire", dependencies: ["CZeroMQ", "CSpliceShims"], swiftSettings: strict),
+        // The vocabulary every module shares along a job's path: ids, the segment digest, the error shape.
+        .target(name: "SpliceCore", swiftSettings: strict),
+        .target(name: "SpliceMedia", dependencies: ["SpliceCore", "CFFmpeg", "CSpliceShims"], swiftSettings: strict),
+        .target(name: "SpliceWire", dependencies: ["SpliceCore", "CZeroMQ", "CSpliceShims"], swiftSettings: strict),
         .target(
             name: "SpliceStore",
-            dependencies: ["CLibPQ", "CSpliceShims"],
+            dependencies: ["SpliceCore", "CLibPQ", "CSpliceShims"],
             swiftSettings: strict,
             plugins: ["EmbedMigrations"]
         ),
         .target(
             name: "SpliceCluster",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog"],
+            dependencies: ["SpliceCore", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog"],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "splice",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "CSpliceShims"],
+            dependencies: [
+                "SpliceCore", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "CSpliceShims",
+            ],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "splice-bench",
-            dependencies: ["SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "CZeroMQ"],
+            dependencies: [
+                "SpliceCore", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "CZeroMQ",
+            ],
             swiftSettings: strict
         ),
 
@@ -79,36 +86,43 @@ let package = Package(
         // run ffmpeg/ffprobe as the independent oracle.
         .target(
             name: "SpliceTestSupport",
-            dependencies: ["SpliceMedia", "SpliceStore"],
+            dependencies: ["SpliceCore", "SpliceMedia", "SpliceStore"],
             path: "Tests/SpliceTestSupport",
             swiftSettings: strict
         ),
+        .testTarget(name: "SpliceCoreTests", dependencies: ["SpliceCore"], swiftSettings: strict),
         .testTarget(name: "SpliceMediaTests", dependencies: ["SpliceMedia"], swiftSettings: strict),
-        .testTarget(name: "SpliceWireTests", dependencies: ["SpliceWire"], swiftSettings: strict),
+        .testTarget(name: "SpliceWireTests", dependencies: ["SpliceCore", "SpliceWire"], swiftSettings: strict),
         .testTarget(name: "SpliceStoreTests", dependencies: ["SpliceStore"], swiftSettings: strict),
-        .testTarget(name: "SpliceClusterTests", dependencies: ["SpliceCluster", "SpliceStore"], swiftSettings: strict),
+        .testTarget(
+            name: "SpliceClusterTests", dependencies: ["SpliceCore", "SpliceCluster", "SpliceStore", "SpliceTestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(name: "SpliceLogTests", dependencies: ["SpliceLog"], swiftSettings: strict),
         .testTarget(
             name: "spliceTests",
-            dependencies: ["splice", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster"],
+            dependencies: [
+                "splice", "SpliceCore", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster", "SpliceTestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "SpliceMediaIntegrationTests",
-            dependencies: ["SpliceMedia", "SpliceTestSupport"],
+            dependencies: ["SpliceCore", "SpliceMedia", "SpliceTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
-            name: "SpliceWireIntegrationTests", dependencies: ["SpliceWire", "CZeroMQ", "CSpliceShims"], swiftSettings: strict
+            name: "SpliceWireIntegrationTests",
+            dependencies: ["SpliceCore", "SpliceWire", "SpliceTestSupport", "CZeroMQ", "CSpliceShims"], swiftSettings: strict
         ),
         .testTarget(
             name: "SpliceStoreIntegrationTests",
-            dependencies: ["SpliceStore", "SpliceTestSupport"],
+            dependencies: ["SpliceCore", "SpliceStore", "SpliceTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "SpliceClusterIntegrationTests",
-            dependencies: ["SpliceCluster", "SpliceWire", "SpliceTestSupport"],
+            dependencies: ["SpliceCore", "SpliceCluster", "SpliceWire", "SpliceTestSupport"],
             swiftSettings: strict
         ),
     ],

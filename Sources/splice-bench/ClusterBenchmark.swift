@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCluster
+import SpliceCore
 import SpliceLog
 import SpliceMedia
 import SpliceStore

@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCluster
+import SpliceCore
 import SpliceStore
 import SpliceTestSupport
 import SpliceWire
@@ -346,7 +347,7 @@ struct LocalCluster {
     }
 
     func events(of job: String) async throws -> [JobEvent] {
-        try await repository.events(ofJob: try #require(JobID(rawValue: job).uuid))
+        try await repository.events(ofJob: try #require(JobID(job)))
     }
 
     /// For each segment done, the worker (store id) whose result was committed.

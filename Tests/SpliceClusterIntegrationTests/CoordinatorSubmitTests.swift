@@ -115,7 +115,7 @@ struct CoordinatorSubmitTests {
             configuration.mediaTasks = .childProcess(executable: script.path)
         }
         try await Task.sleep(for: .seconds(1))
-        #expect(try await again.repository.job(id: #require(job.uuid))?.state == .failed)
+        #expect(try await again.repository.job(id: job)?.state == .failed)
         try await again.stop()
     }
 

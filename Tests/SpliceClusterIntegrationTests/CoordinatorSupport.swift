@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCluster
+import SpliceCore
 import SpliceLog
 import SpliceMedia
 import SpliceStore
@@ -102,7 +103,7 @@ struct CoordinatorUnderTest: Sendable {
 
     /// The job's events of one kind, oldest first.
     func events(_ kind: String, of job: JobID) async throws -> [JobEvent] {
-        try await repository.events(ofJob: #require(job.uuid)).filter { $0.kind == kind }
+        try await repository.events(ofJob: job).filter { $0.kind == kind }
     }
 }
 
@@ -326,7 +327,7 @@ enum SegmentEncoder {
         let result = try await SegmentExporter(plan: order.plan).export(segment: order.segment, to: output)
         let elapsed = ContinuousClock.now - started
         return Complete(
-            attempt: assign.attempt, outputPath: result.path, checksum: "sha256:" + result.checksum,
+            attempt: assign.attempt, outputPath: result.path, checksum: result.checksum,
             sizeBytes: result.bytes, encodeMilliseconds: Int(elapsed.components.seconds * 1000))
     }
 }

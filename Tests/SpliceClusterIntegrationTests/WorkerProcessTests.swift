@@ -56,7 +56,7 @@ struct WorkerProcessTests {
         // …the running one completes…
         let complete = try #require(await coordinator.next(within: .seconds(60)) { $0.asComplete }, "no COMPLETE")
         #expect(complete.attempt == assign.attempt)
-        #expect(complete.checksum == "sha256:" + (try await sha256(assign.outputPath)))
+        #expect(complete.checksum.description == "sha256:" + (try await sha256(assign.outputPath)))
         #expect(process.isRunning, "exited before its result was acknowledged")
         try await coordinator.send(.ack(Ack(attempt: assign.attempt, acknowledges: .complete, outcome: .accepted)))
         // …and the worker says goodbye and exits 0.

@@ -1,4 +1,6 @@
 import Foundation
+import SpliceCore
+import SpliceTestSupport
 import SpliceWire
 import Testing
 
@@ -16,12 +18,14 @@ private let other = WirePeer(routingID: RoutingID("w:two"), publicKey: otherKey)
 private let workerID = UUID()
 private let otherID = UUID()
 
-private func attempt(_ segment: Int, job: JobID = "job-1", number: Int = 1) -> SegmentAttempt {
-    SegmentAttempt(job: job, segment: segment, attempt: number, leaseToken: LeaseToken(rawValue: "\(job)-\(segment)-\(number)"))
+/// Attempt `number` at segment `segment` of job `job`; each has its own lease token.
+private func attempt(_ segment: Int, job: Int = 1, number: Int = 1) -> SegmentAttempt {
+    SegmentAttempt(job: .numbered(job), segment: segment, attempt: number,
+                   leaseToken: .numbered(job * 1_000_000 + segment * 100 + number))
 }
 
 private func complete(_ attempt: SegmentAttempt) -> Complete {
-    Complete(attempt: attempt, outputPath: "/spool/\(attempt.segment)", checksum: "sha256:" + String(repeating: "a", count: 64),
+    Complete(attempt: attempt, outputPath: "/spool/\(attempt.segment)", checksum: .filled(0xAA),
              sizeBytes: 10, encodeMilliseconds: 5)
 }
 
@@ -284,7 +288,7 @@ struct CoordinatorStateMachineTests {
         let answered = harness.machine.onLeasesExtended(
             [attempt(0)], worker: .key(workerKey), check: check, current: [attempt(0).leaseToken], now: harness.now)
         #expect(acks(answered) == [Ack(attempt: attempt(0), acknowledges: isProgress ? .progress : .accept, outcome: .accepted)])
-        #expect(harness.machine.runningProgress(ofJob: "job-1") == (isProgress ? 0.25 : 0))
+        #expect(harness.machine.runningProgress(ofJob: .numbered(1)) == (isProgress ? 0.25 : 0))
         #expect(harness.machine.onLeaseExtensionFailed([attempt(0)], worker: .key(workerKey), check: check,
                                                        now: harness.now).isEmpty, "no ACK without a commit")
     }
@@ -312,10 +316,10 @@ struct CoordinatorStateMachineTests {
         harness.welcome()
         _ = harness.assign([attempt(0), attempt(1)])
         _ = harness.machine.onLeasesTakenBack(
-            [TakenBackLease(job: "job-1", leaseToken: attempt(0).leaseToken, jobFailed: false)], now: harness.now)
+            [TakenBackLease(job: .numbered(1), leaseToken: attempt(0).leaseToken, jobFailed: false)], now: harness.now)
         #expect(harness.receive(.accept(Accept(attempt: attempt(0))))
             == [.extendLeases([attempt(0)], worker: .key(workerKey), check: .accept)])
-        _ = harness.machine.onJobEnded("job-1", reason: .jobCancelled, now: harness.now)
+        _ = harness.machine.onJobEnded(.numbered(1), reason: .jobCancelled, now: harness.now)
         #expect(harness.receive(.accept(Accept(attempt: attempt(1))))
             == [.extendLeases([attempt(1)], worker: .key(workerKey), check: .accept)])
     }
@@ -397,13 +401,13 @@ struct CoordinatorStateMachineTests {
     func reportedAttemptsAreNotCancelled() {
         var harness = Harness()
         harness.welcome(slots: 3)
-        let other = attempt(0, job: "job-2")
+        let other = attempt(0, job: 2)
         _ = harness.assign([attempt(0), attempt(1), other])
         _ = harness.receive(.complete(complete(attempt(0))))
         _ = harness.receive(.complete(complete(other)))
         _ = harness.machine.onResultCommitFailed(.complete(complete(other)), now: harness.now)
         #expect(harness.machine.sessionSnapshots(now: harness.now).first?.running == 2)
-        let ended = harness.machine.onJobEnded("job-1", reason: .jobCancelled, now: harness.now)
+        let ended = harness.machine.onJobEnded(.numbered(1), reason: .jobCancelled, now: harness.now)
         #expect(cancels(ended) == [Cancel(attempt: attempt(1), reason: .jobCancelled)])
         #expect(harness.machine.sessionSnapshots(now: harness.now).first?.running == 0)
     }
@@ -416,12 +420,12 @@ struct CoordinatorStateMachineTests {
         _ = harness.assign([attempt(0)])
         _ = harness.assign([attempt(1)], to: other)
         let directives = harness.machine.onLeasesTakenBack(
-            [TakenBackLease(job: "job-1", leaseToken: attempt(0).leaseToken, jobFailed: true)], now: harness.now)
+            [TakenBackLease(job: .numbered(1), leaseToken: attempt(0).leaseToken, jobFailed: true)], now: harness.now)
         #expect(directives.compactMap { $0.sent.map { [$0.peer: $0.message] } } == [
             [worker: .cancel(Cancel(attempt: attempt(0), reason: .leaseLost))],
             [other: .cancel(Cancel(attempt: attempt(1), reason: .jobFailed))],
         ])
-        #expect(directives.contains(.removeJobFiles("job-1")))
+        #expect(directives.contains(.removeJobFiles(.numbered(1))))
     }
 
     // MARK: Results
@@ -493,7 +497,7 @@ struct CoordinatorStateMachineTests {
         var harness = Harness()
         harness.welcome(slots: 3)
         harness.welcome(other, id: otherID, slots: 3)
-        _ = harness.assign([attempt(0), attempt(1), attempt(0, job: "job-2")])
+        _ = harness.assign([attempt(0), attempt(1), attempt(0, job: 2)])
         _ = harness.assign([attempt(2)], to: other)
         let failure = Fail(attempt: attempt(0), code: "undecodable-input", reason: "bad bytes", retryable: false)
         _ = harness.receive(.fail(failure))
@@ -502,7 +506,7 @@ struct CoordinatorStateMachineTests {
         #expect(acks(committed) == [Ack(attempt: attempt(0), acknowledges: .fail, outcome: .accepted)])
         #expect(Set(cancels(committed)) == [Cancel(attempt: attempt(1), reason: .jobFailed),
                                             Cancel(attempt: attempt(2), reason: .jobFailed)])
-        #expect(committed.contains(.removeJobFiles("job-1")))
+        #expect(committed.contains(.removeJobFiles(.numbered(1))))
     }
 
     @Test("a cancelled job: CANCEL job-cancelled to every worker holding one of its attempts, files removed")
@@ -510,14 +514,14 @@ struct CoordinatorStateMachineTests {
         var harness = Harness()
         harness.welcome()
         harness.welcome(other, id: otherID)
-        _ = harness.assign([attempt(0), attempt(0, job: "job-2")])
+        _ = harness.assign([attempt(0), attempt(0, job: 2)])
         _ = harness.assign([attempt(1)], to: other)
-        let directives = harness.machine.onJobEnded("job-1", reason: .jobCancelled, now: harness.now)
+        let directives = harness.machine.onJobEnded(.numbered(1), reason: .jobCancelled, now: harness.now)
         #expect(Set(directives.compactMap(\.sent).map { "\($0.peer.routingID!) \($0.message)" }) == [
             "w:one \(CoordinatorMessage.cancel(Cancel(attempt: attempt(0), reason: .jobCancelled)))",
             "w:two \(CoordinatorMessage.cancel(Cancel(attempt: attempt(1), reason: .jobCancelled)))",
         ])
-        #expect(directives.last == .removeJobFiles("job-1"))
+        #expect(directives.last == .removeJobFiles(.numbered(1)))
         #expect(harness.machine.sessionSnapshots(now: harness.now).map(\.running).sorted() == [0, 1], "job-2's attempt still runs")
     }
 
@@ -654,7 +658,7 @@ struct CoordinatorStateMachineTests {
         #expect(silent.contains { if case .releaseWorker(workerID, _) = $0 { true } else { false } })
         // The store's answer: the lease is taken back, the (possibly late) worker is told to stop.
         let taken = harness.machine.onLeasesTakenBack(
-            [TakenBackLease(job: "job-1", leaseToken: attempt(0).leaseToken, jobFailed: false)], now: harness.now)
+            [TakenBackLease(job: .numbered(1), leaseToken: attempt(0).leaseToken, jobFailed: false)], now: harness.now)
         #expect(cancels(taken) == [Cancel(attempt: attempt(0), reason: .leaseLost)])
         #expect(harness.machine.heldLeaseTokens.isEmpty)
     }
@@ -806,9 +810,9 @@ struct CoordinatorStateMachineTests {
     @Test("the answer memory keeps the newest outcomes only")
     func answeredBounded() {
         var answered = AnsweredResults(capacity: 3)
-        for index in 0..<10 { answered.record(.stale, for: LeaseToken(rawValue: "t\(index)")) }
+        for index in 0..<10 { answered.record(.stale, for: .numbered(index)) }
         #expect(answered.count == 3)
-        #expect(answered[LeaseToken(rawValue: "t9")] == .stale)
-        #expect(answered[LeaseToken(rawValue: "t6")] == nil)
+        #expect(answered[.numbered(9)] == .stale)
+        #expect(answered[.numbered(6)] == nil)
     }
 }

@@ -176,7 +176,7 @@ struct WorkerAssignmentTests {
         #expect(w.at(.milliseconds(2500), .tick).sent.contains(.complete(complete(1))))
         #expect(w.at(.milliseconds(4500), .tick).sent.contains(.complete(complete(1))))
         // An ACK for another attempt changes nothing.
-        w.at(.seconds(5), .received(.ack(Ack(attempt: attempt(1, "other"), acknowledges: .complete, outcome: .accepted))))
+        w.at(.seconds(5), .received(.ack(Ack(attempt: attempt(1, 99), acknowledges: .complete, outcome: .accepted))))
         #expect(w.machine.heldResults == [.complete(complete(1))])
         let acked = w.at(.seconds(5), ack(1, .complete, .duplicate))
         #expect(acked == [.notice(.resultAcknowledged(attempt(1), .complete, .duplicate))])

@@ -1,4 +1,5 @@
 public import Foundation
+public import SpliceCore
 public import SpliceStore
 
 // Repository calls only the tests make: they read what the coordinator never needs to read back
@@ -17,7 +18,7 @@ extension JobRepository {
     }
 
     /// A job's audit log, oldest first.
-    public func events(ofJob jobID: UUID) async throws -> [JobEvent] {
+    public func events(ofJob jobID: JobID) async throws -> [JobEvent] {
         try await client.query("SELECT \(JobEvent.columns) FROM job_events WHERE job_id = \(jobID) ORDER BY id")
             .map(JobEvent.init(row:))
     }

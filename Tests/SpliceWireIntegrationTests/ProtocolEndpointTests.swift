@@ -1,10 +1,11 @@
 import Foundation
+import SpliceTestSupport
 import SpliceWire
 import Testing
 
 @Suite("The cluster protocol over real sockets", .timeLimit(.minutes(1)))
 struct ProtocolEndpointTests {
-    private let attempt = SegmentAttempt(job: "job-1", segment: 3, attempt: 1, leaseToken: "lease-a")
+    private let attempt = SegmentAttempt(job: .numbered(1), segment: 3, attempt: 1, leaseToken: .numbered(1))
 
     @Test("a burst is read in order, at most `upTo` at a time, garbage in place as rejections, nothing lost")
     func burstReceive() async throws {
@@ -63,8 +64,8 @@ struct ProtocolEndpointTests {
         let peer = try #require(await within(.seconds(30)) { await coordinator.receiveMessage() }).1
         let stranger = WirePeer(routingID: RoutingID("nobody"), publicKey: nil)
         let cancels = (0..<5).map { index in
-            CoordinatorMessage.cancel(Cancel(attempt: SegmentAttempt(job: "job-1", segment: index, attempt: 1,
-                                                                     leaseToken: LeaseToken(rawValue: "lease-\(index)")), reason: .jobCancelled))
+            CoordinatorMessage.cancel(Cancel(attempt: SegmentAttempt(job: .numbered(1), segment: index, attempt: 1,
+                                                                     leaseToken: .numbered(index)), reason: .jobCancelled))
         }
         let results = await coordinator.send(all: cancels.enumerated().map { ($1, $0 == 2 ? stranger : peer) })
         #expect(results.count == 5)
@@ -179,7 +180,7 @@ struct ProtocolEndpointTests {
         ))
 
         let complete = Complete(
-            attempt: attempt, outputPath: "/spool/job-1/3-lease-a.mkv", checksum: "sha256:00", sizeBytes: 42,
+            attempt: attempt, outputPath: "/spool/job-1/3-lease-a.mkv", checksum: .filled(0), sizeBytes: 42,
             encodeMilliseconds: 5
         )
         try await worker.send(.hello(Hello(workerName: "w", slots: 1, encoders: ["libx264"])))
@@ -245,10 +246,10 @@ struct ProtocolEndpointTests {
                 )
             }
         }
-        let reply = try await client.request(.status(JobStatusQuery(job: "job-9")))
-        #expect(reply == .submitted(JobSubmitted(job: "job-9")))
+        let reply = try await client.request(.status(JobStatusQuery(job: .numbered(9))))
+        #expect(reply == .submitted(JobSubmitted(job: .numbered(9))))
         let unanswered = await wireError {
-            _ = try await client.request(.status(JobStatusQuery(job: "job-10")), timeout: .milliseconds(300))
+            _ = try await client.request(.status(JobStatusQuery(job: .numbered(10))), timeout: .milliseconds(300))
         }
         #expect(unanswered?.code == .timedOut)
         #expect(unanswered?.isRetryable == true)

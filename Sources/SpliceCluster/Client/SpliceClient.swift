@@ -1,4 +1,5 @@
 import Foundation
+public import SpliceCore
 public import SpliceWire
 
 /// A client of the coordinator's API (`splice-api` 1, see docs/protocol.md): what `splice submit`,

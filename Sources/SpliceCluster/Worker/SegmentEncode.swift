@@ -38,11 +38,7 @@ struct SegmentEncode: Sendable {
         do {
             let result = try await SegmentExporter(plan: order.plan)
                 .export(segment: order.segment, to: output, codecThreads: codecThreads, progress: progress)
-            guard result.checksum.count == 64 else {
-                return .failed(code: "internal-error", reason: "the encoder reported no checksum for \(output.path)",
-                               retryable: true)
-            }
-            return .completed(checksum: "sha256:" + result.checksum, sizeBytes: result.bytes,
+            return .completed(checksum: result.checksum, sizeBytes: result.bytes,
                               encodeMilliseconds: Self.milliseconds(clock.now - started))
         } catch let error as MediaError {
             if error.code == .cancelled { return .cancelled }

@@ -1,4 +1,5 @@
 internal import Foundation
+internal import SpliceCore
 public import SpliceLog
 internal import SpliceMedia
 public import SpliceWire
@@ -211,7 +212,7 @@ public actor WorkerDaemon: Service {
             }
             switch outcome {
             case .completed(let checksum, let size, let milliseconds):
-                logger.info("segment encoded", ["checksum": checksum, "bytes": size, "encode_ms": milliseconds])
+                logger.info("segment encoded", ["checksum": checksum.description, "bytes": size, "encode_ms": milliseconds])
             case .failed(let code, let reason, let retryable):
                 logger.warning("segment failed", ["code": code, "reason": reason, "retryable": retryable])
             case .cancelled:
@@ -244,6 +245,6 @@ public actor WorkerDaemon: Service {
 
     /// The logger with the attempt's fields (`job=… segment=… attempt=…`).
     private nonisolated func log(_ attempt: SegmentAttempt) -> Logger {
-        logger.with(["job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt])
+        logger.with(["job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt])
     }
 }

@@ -1,3 +1,4 @@
+package import SpliceCore
 package import SpliceWire
 
 /// The worker's side of the `splice-worker` protocol as a plain state machine: events in
@@ -457,7 +458,7 @@ package struct WorkerStateMachine: Sendable {
     // MARK: - Helpers
 
     private static func order(_ a: SegmentAttempt, _ b: SegmentAttempt) -> Bool {
-        (a.job.rawValue, a.segment, a.attempt, a.leaseToken.rawValue)
-            < (b.job.rawValue, b.segment, b.attempt, b.leaseToken.rawValue)
+        (a.job.description, a.segment, a.attempt, a.leaseToken.description)
+            < (b.job.description, b.segment, b.attempt, b.leaseToken.description)
     }
 }

@@ -1,5 +1,6 @@
 internal import CFFmpeg
 public import Foundation
+public import SpliceCore
 
 /// What a stitch wrote.
 public struct StitchSummary: Sendable, Codable, Hashable {
@@ -32,7 +33,7 @@ public struct Stitcher: Sendable {
     /// already at `output` is an error (``MediaError/Code/outputExists``), checked before any
     /// segment is read and again when the finished file is moved into place; a segment file is
     /// never replaced (``OutputDestination``).
-    public func stitch(segments: [Int: String], checksums: [Int: String] = [:], to output: URL,
+    public func stitch(segments: [Int: String], checksums: [Int: SHA256Digest] = [:], to output: URL,
                        overwrite: Bool = false) async throws -> StitchSummary {
         let plan = self.plan
         return try await BlockingThread.run("splice.stitch") {
@@ -46,7 +47,7 @@ public struct Stitcher: Sendable {
 private struct StitchRun {
     let plan: SegmentPlan
     let segments: [Int: String]
-    let checksums: [Int: String]
+    let checksums: [Int: SHA256Digest]
     let destination: String
     let overwrite: Bool
 

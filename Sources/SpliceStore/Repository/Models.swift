@@ -1,4 +1,5 @@
 public import Foundation
+public import SpliceCore
 
 // MARK: - States
 
@@ -70,7 +71,7 @@ public struct JobSubmission: Sendable, Equatable {
 
 /// A job as stored.
 public struct Job: Sendable, Equatable, Identifiable {
-    public var id: UUID
+    public var id: JobID
     public var idempotencyKey: String
     public var sourceURL: String
     public var outputURL: String
@@ -120,14 +121,14 @@ public struct PlannedSegment: Sendable, Equatable {
 /// A segment as stored.
 public struct Segment: Sendable, Equatable, Identifiable {
     public var id: Int64
-    public var jobID: UUID
+    public var jobID: JobID
     public var plan: PlannedSegment
     public var state: SegmentState
     /// How many attempts have started (the current one included while leased).
     public var attempt: Int
     public var maxAttempts: Int
     /// The current lease's token while leased; afterwards the last attempt's.
-    public var leaseToken: UUID?
+    public var leaseToken: LeaseToken?
     public var leasedBy: UUID?
     public var leaseExpiresAt: Date?
     public var heartbeatAt: Date?
@@ -136,27 +137,32 @@ public struct Segment: Sendable, Equatable, Identifiable {
     /// Workers whose attempts failed or were taken back.
     public var failedWorkers: [UUID]
     public var outputURL: String?
-    public var checksum: String?
+    public var checksum: SHA256Digest?
     public var lastError: String?
     public var finishedAt: Date?
 
     /// The fence a worker must present to extend, complete or fail this attempt.
     public var lease: LeaseReference? {
-        leaseToken.map { LeaseReference(segmentID: id, token: $0) }
+        leaseToken.map { LeaseReference(job: jobID, segment: plan.index, token: $0) }
     }
 }
 
-/// Names one attempt at one segment: only the holder of the current token can act on it.
+/// Names one attempt at one segment — the job, the segment's index in its plan, the attempt's
+/// lease token, as the worker protocol names it too — so only the holder of the current token
+/// can act on it.
 public struct LeaseReference: Sendable, Hashable, CustomStringConvertible {
-    public var segmentID: Int64
-    public var token: UUID
+    public var job: JobID
+    /// The segment's index in the job's plan.
+    public var segment: Int
+    public var token: LeaseToken
 
-    public init(segmentID: Int64, token: UUID) {
-        self.segmentID = segmentID
+    public init(job: JobID, segment: Int, token: LeaseToken) {
+        self.job = job
+        self.segment = segment
         self.token = token
     }
 
-    public var description: String { "segment=\(segmentID) lease=\(token.uuidString.lowercased())" }
+    public var description: String { "job=\(job) segment=\(segment) lease=\(token)" }
 }
 
 /// A segment just leased to a worker.
@@ -171,9 +177,9 @@ public struct SegmentCompletion: Sendable, Equatable {
     public var lease: LeaseReference
     /// Where the attempt wrote its output (unique per attempt).
     public var outputURL: String
-    public var checksum: String
+    public var checksum: SHA256Digest
 
-    public init(lease: LeaseReference, outputURL: String, checksum: String) {
+    public init(lease: LeaseReference, outputURL: String, checksum: SHA256Digest) {
         self.lease = lease
         self.outputURL = outputURL
         self.checksum = checksum
@@ -220,7 +226,6 @@ public enum FailureOutcome: Sendable, Equatable {
 /// A lease the reaper (or a worker's revocation) took back.
 public struct ReleasedLease: Sendable, Equatable {
     public var reference: LeaseReference
-    public var jobID: UUID
     public var workerID: UUID
     public var outcome: AttemptOutcome
 }
@@ -243,7 +248,7 @@ public struct Worker: Sendable, Equatable, Identifiable {
 /// One line of a job's audit log.
 public struct JobEvent: Sendable, Equatable {
     public var id: Int64
-    public var jobID: UUID
+    public var jobID: JobID
     public var segmentID: Int64?
     public var at: Date
     /// `job_created`, `job_planning`, `segment_leased`, `segment_done`, `segment_retry`, …
@@ -252,6 +257,6 @@ public struct JobEvent: Sendable, Equatable {
     public var toState: String?
     public var attempt: Int?
     public var workerID: UUID?
-    public var leaseToken: UUID?
+    public var leaseToken: LeaseToken?
     public var detail: String?
 }

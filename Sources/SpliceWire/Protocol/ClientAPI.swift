@@ -1,3 +1,5 @@
+public import SpliceCore
+
 /// The client API: requests from `splice submit/status/jobs/cancel/workers` (DEALER) to the
 /// coordinator's API endpoint (ROUTER), each answered by exactly one reply carrying the same
 /// envelope `id`. Times are milliseconds since the Unix epoch (UTC).

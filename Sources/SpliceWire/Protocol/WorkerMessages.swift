@@ -1,3 +1,5 @@
+public import SpliceCore
+
 // The bodies of the worker protocol's messages. Durations are whole milliseconds: workers and
 // coordinator do not share a clock, so the protocol never sends absolute deadlines. A worker
 // computes its lease deadline on its own clock from when it *sent* an ACCEPT or PROGRESS that the
@@ -122,14 +124,16 @@ public struct Complete: MessageBody, Hashable {
     public var attempt: SegmentAttempt
     /// Where the output is (the ASSIGN's `outputPath`).
     public var outputPath: String
-    /// `sha256:` followed by 64 lowercase hex digits, over the whole output file.
-    public var checksum: String
+    /// The SHA-256 of the whole output file (`sha256:` + 64 hex digits on the wire).
+    public var checksum: SHA256Digest
     /// The output file's size.
     public var sizeBytes: Int64
     /// How long the encode took, for statistics.
     public var encodeMilliseconds: Int
 
-    public init(attempt: SegmentAttempt, outputPath: String, checksum: String, sizeBytes: Int64, encodeMilliseconds: Int) {
+    public init(
+        attempt: SegmentAttempt, outputPath: String, checksum: SHA256Digest, sizeBytes: Int64, encodeMilliseconds: Int
+    ) {
         self.attempt = attempt
         self.outputPath = outputPath
         self.checksum = checksum

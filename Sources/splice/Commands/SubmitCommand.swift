@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCluster
+import SpliceCore
 import SpliceMedia
 import SpliceWire
 import Synchronization
@@ -123,7 +124,7 @@ struct SubmitCommand: ClientCommand {
                 if json {
                     try context.output.writeJSON(JobSubmitted(job: job))
                 } else {
-                    context.output.writeLine(job.rawValue)
+                    context.output.writeLine(job.description)
                 }
                 return .success
             }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SpliceCore
 import SpliceLog
 import SpliceMedia
 import SpliceStore
@@ -79,17 +80,17 @@ final class ClientAPIHandler: Sendable {
         // A resend of a SUBMIT that created its job gets that job, whatever the files look like now
         // (its output may exist by now: the job wrote it).
         if let existing = try await repository.job(idempotencyKey: key) {
-            return .submitted(JobSubmitted(job: JobID(existing.id)))
+            return .submitted(JobSubmitted(job: existing.id))
         }
         try await checkPaths(input: submit.input, output: submit.output, overwrite: request.overwrite)
         let creation = try await repository.createJob(JobSubmission(
             idempotencyKey: key, sourceURL: submit.input, outputURL: submit.output,
             settings: try PostgresJSON(encoding: request), priority: submit.priority ?? 0, maxAttempts: maxAttempts))
         if creation.created {
-            logger.info("job submitted", ["job": creation.job.id.wireText, "input": submit.input, "output": submit.output])
+            logger.info("job submitted", ["job": creation.job.id.description, "input": submit.input, "output": submit.output])
             plannerWake.signal()
         }
-        return .submitted(JobSubmitted(job: JobID(creation.job.id)))
+        return .submitted(JobSubmitted(job: creation.job.id))
     }
 
     /// What the coordinator checks before it accepts a job, so a job that cannot succeed is refused
@@ -132,9 +133,9 @@ final class ClientAPIHandler: Sendable {
     }
 
     private func status(of job: JobID) async throws -> JobStatus {
-        guard let id = job.uuid, let stored = try await repository.job(id: id) else { throw notFound(job) }
-        let waiting = stored.state == .running ? try await repository.waitingReason(ofJob: id) : nil
-        return JobStatusMapping.status(of: stored, runningProgress: await shell.runningProgress(ofJob: id),
+        guard let stored = try await repository.job(id: job) else { throw notFound(job) }
+        let waiting = stored.state == .running ? try await repository.waitingReason(ofJob: job) : nil
+        return JobStatusMapping.status(of: stored, runningProgress: await shell.runningProgress(ofJob: job),
                                        waiting: waiting)
     }
 
@@ -161,20 +162,19 @@ final class ClientAPIHandler: Sendable {
     }
 
     private func cancel(_ job: JobID) async throws -> APIReply {
-        guard let id = job.uuid else { throw notFound(job) }
         let stored: Job
         do {
-            stored = try await repository.cancelJob(jobID: id, reason: "cancelled on request")
+            stored = try await repository.cancelJob(jobID: job, reason: "cancelled on request")
         } catch let error as StoreError where error.code == .notFound {
             throw notFound(job)
         } catch let error as StoreError where error.code == .invalidTransition {
             // Already finished: it keeps its state.
-            guard let finished = try await repository.job(id: id) else { throw notFound(job) }
+            guard let finished = try await repository.job(id: job) else { throw notFound(job) }
             return .cancelled(JobCancelled(job: job, state: JobStatusMapping.name(of: finished.state)))
         }
         if stored.state == .cancelled {
-            logger.info("job cancelled", ["job": id.wireText])
-            await shell.jobEnded(id, reason: .jobCancelled)
+            logger.info("job cancelled", ["job": job.description])
+            await shell.jobEnded(job, reason: .jobCancelled)
         }
         return .cancelled(JobCancelled(job: job, state: JobStatusMapping.name(of: stored.state)))
     }

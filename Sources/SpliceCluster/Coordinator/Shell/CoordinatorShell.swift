@@ -1,4 +1,5 @@
 import Foundation
+import SpliceCore
 import SpliceLog
 import SpliceStore
 import SpliceWire
@@ -62,7 +63,7 @@ actor CoordinatorShell {
     /// The store took leases back (reaper, or a worker's release).
     func takenBack(_ taken: CoordinatorStore.TakenBack) {
         for lease in taken.leases {
-            logger.info("lease taken back", ["job": lease.job.rawValue, "lease": lease.leaseToken.rawValue,
+            logger.info("lease taken back", ["job": lease.job.description, "lease": lease.leaseToken.description,
                                              "job_failed": lease.jobFailed])
         }
         if let retry = taken.firstRetry { wake(at: retry) }
@@ -74,8 +75,8 @@ actor CoordinatorShell {
     }
 
     /// A job was cancelled or failed outside the worker protocol (the API, the planner).
-    func jobEnded(_ job: UUID, reason: Cancel.Reason) {
-        apply { $0.onJobEnded(JobID(job), reason: reason, now: .now) }
+    func jobEnded(_ job: JobID, reason: Cancel.Reason) {
+        apply { $0.onJobEnded(job, reason: reason, now: .now) }
     }
 
     /// A worker key was revoked: its connections are already cut off.
@@ -113,8 +114,8 @@ actor CoordinatorShell {
     /// The lease tokens the sessions hold, for the orphan sweep.
     var heldLeaseTokens: Set<LeaseToken> { machine.heldLeaseTokens }
 
-    func runningProgress(ofJob job: UUID) -> Double {
-        machine.runningProgress(ofJob: JobID(job))
+    func runningProgress(ofJob job: JobID) -> Double {
+        machine.runningProgress(ofJob: job)
     }
 
     // MARK: - Carrying out directives
@@ -195,7 +196,7 @@ actor CoordinatorShell {
             await apply { $0.onResultCommitted(result, outcome: outcome, now: .now) }
         } catch {
             logger.warning("result not committed; the worker will resend it", [
-                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
                 "error": "\(error)",
             ])
             await apply { $0.onResultCommitFailed(result, now: .now) }
@@ -219,7 +220,7 @@ actor CoordinatorShell {
                 for (worker, claimed) in assignments {
                     for attempt in claimed.map(\.attempt) {
                         logger.debug("segment assigned", [
-                            "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                            "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
                             "worker": worker.description,
                         ])
                     }
@@ -236,7 +237,7 @@ actor CoordinatorShell {
         do {
             let (jobFailed, retryAt) = try await store.abandon(attempt, reason: reason, spendsAttempt: spendsAttempt)
             logger.info("attempt handed back", [
-                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt, "reason": reason,
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt, "reason": reason,
             ])
             if let retryAt { await wake(at: retryAt) }
             if jobFailed {
@@ -245,7 +246,7 @@ actor CoordinatorShell {
             }
         } catch {
             logger.warning("attempt not handed back; its lease will expire", [
-                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
                 "error": "\(error)",
             ])
         }
@@ -255,7 +256,7 @@ actor CoordinatorShell {
         do {
             await takenBack(try await store.releaseLeases(ofWorker: workerID, reason: reason))
         } catch {
-            logger.warning("leases not released; they will expire", ["worker_id": workerID.wireText, "error": "\(error)"])
+            logger.warning("leases not released; they will expire", ["worker_id": workerID.uuidString.lowercased(), "error": "\(error)"])
         }
     }
 
@@ -268,9 +269,8 @@ actor CoordinatorShell {
     }
 
     private nonisolated func removeFiles(of job: JobID) async {
-        guard let id = job.uuid else { return }
-        store.forget(job: id)
-        await spool.removeJob(id)
+        store.forget(job: job)
+        await spool.removeJob(job)
     }
 
     // MARK: - Logging
@@ -278,21 +278,21 @@ actor CoordinatorShell {
     private nonisolated func logCommitted(_ result: WorkerResult, outcome: ResultOutcome) {
         let attempt = result.attempt
         let fields: KeyValuePairs<String, any LogValue> = [
-            "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+            "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
         ]
         switch (result, outcome) {
         case (.complete, .completed(let ready)):
             logger.debug("segment done", fields)
-            if ready { logger.info("job ready to stitch", ["job": attempt.job.rawValue]) }
+            if ready { logger.info("job ready to stitch", ["job": attempt.job.description]) }
         case (.fail(let fail), .failureRecorded(let jobFailed)):
             logger.warning("segment attempt failed", [
-                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
                 "code": fail.code, "retryable": fail.retryable, "job_failed": jobFailed, "reason": fail.reason,
             ])
             if jobFailed { logJobFailed(attempt.job) }
         case (.fail(let fail), .returned):
             logger.warning("segment refused by the worker; returned without spending an attempt", [
-                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
                 "code": fail.code, "reason": fail.reason,
             ])
         case (_, .stale):
@@ -306,7 +306,7 @@ actor CoordinatorShell {
     private nonisolated func logJobFailed(_ job: JobID) {
         Task {
             let reason = await store.jobError(job) ?? "unknown"
-            logger.error("job failed", ["job": job.rawValue, "error": reason])
+            logger.error("job failed", ["job": job.description, "error": reason])
         }
     }
 
@@ -315,7 +315,7 @@ actor CoordinatorShell {
         case .workerRegistering(let worker, let name, let slots):
             logger.info("worker registering", ["worker": worker.description, "name": name, "slots": slots])
         case .workerWelcomed(let worker, let workerID, let running):
-            logger.info("worker welcomed", ["worker": worker.description, "worker_id": workerID.wireText,
+            logger.info("worker welcomed", ["worker": worker.description, "worker_id": workerID.uuidString.lowercased(),
                                             "running": running])
         case .workerRefused(let worker, let reason):
             logger.warning("worker refused", ["worker": worker.description, "reason": reason])
@@ -337,12 +337,12 @@ actor CoordinatorShell {
             logger.warning("invalid HELLO", ["worker": worker.description, "detail": detail])
         case .leaseLost(let worker, let attempt):
             logger.info("lease lost: attempt cancelled", [
-                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
                 "worker": worker.description,
             ])
         case .orphanedAttempt(let worker, let attempt):
             logger.info("worker registered again without an attempt", [
-                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
                 "worker": worker.description,
             ])
         case .undeliverable(let worker, let type, let error):
@@ -352,7 +352,7 @@ actor CoordinatorShell {
                                                                    "reason": reason])
         case .notAccepted(let worker, let attempt):
             logger.warning("assignment not accepted in time: taken back", [
-                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
                 "worker": worker.description,
             ])
         }

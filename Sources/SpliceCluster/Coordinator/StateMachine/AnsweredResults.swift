@@ -1,3 +1,4 @@
+import SpliceCore
 import SpliceWire
 
 /// The committed outcome of recent COMPLETE/FAIL reports, by lease token, so that a resend is

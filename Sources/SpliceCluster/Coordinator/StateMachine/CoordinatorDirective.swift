@@ -1,4 +1,5 @@
 public import Foundation
+public import SpliceCore
 public import SpliceWire
 
 /// What the coordinator's state machine asks its shell to do. The state machine never performs

@@ -1,4 +1,5 @@
 public import Foundation
+public import SpliceCore
 public import SpliceWire
 
 /// The coordinator's side of the worker protocol as a plain state machine: every event goes in

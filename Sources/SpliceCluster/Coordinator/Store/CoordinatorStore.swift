@@ -1,12 +1,14 @@
 import Foundation
+import SpliceCore
 import SpliceMedia
 import SpliceStore
 import SpliceWire
 
-/// The coordinator's use of the job store: it turns wire attempts into fenced lease references,
-/// claimed segments into ASSIGN payloads, and store answers into state machine outcomes. Every
-/// write is the repository's fenced, retry-safe transaction; the caches here only spare queries
-/// (segment ids and plans never change once a job is planned).
+/// The coordinator's use of the job store: it turns claimed segments into ASSIGN payloads and
+/// store answers into state machine outcomes. A wire attempt names its lease exactly as the store
+/// does (job, segment index, token), so nothing is looked up to fence a write. Every write is the
+/// repository's fenced, retry-safe transaction; the plan cache only spares queries (a job's plan
+/// never changes once recorded).
 final class CoordinatorStore: Sendable {
     /// What registering a worker found.
     enum Registration: Sendable, Equatable {
@@ -17,8 +19,6 @@ final class CoordinatorStore: Sendable {
     let repository: JobRepository
     let leaseDuration: Duration
     let spool: SpoolLayout
-    /// Segment id by index, per job.
-    private let segmentIDs = JobKeyedCache<[Int: Int64]>()
     /// The job's plan without its segments, and the segments by index.
     private let plans = JobKeyedCache<SegmentWorkOrderJSON.Parts>(limit: 128)
     /// Lease extensions are group-committed like completions: one statement for all that arrive
@@ -68,7 +68,7 @@ final class CoordinatorStore: Sendable {
     /// Commits a COMPLETE or FAIL, fenced on its token. Also returns when a retried segment
     /// becomes claimable again.
     func commit(_ result: WorkerResult) async throws -> (outcome: ResultOutcome, retryAt: Date?) {
-        guard let reference = try await reference(for: result.attempt) else { return (.stale, nil) }
+        let reference = result.attempt.lease
         switch result {
         case .complete(let complete):
             switch try await repository.completeSegment(
@@ -98,14 +98,12 @@ final class CoordinatorStore: Sendable {
     /// Extends the leases; returns the tokens that were current (and are now extended).
     func extend(_ attempts: [SegmentAttempt]) async throws -> Set<LeaseToken> {
         if attempts.count == 1, let attempt = attempts.first {  // ACCEPT and PROGRESS: no task group
-            guard let reference = try await reference(for: attempt) else { return [] }
-            return try await extensions.submit(reference) ? [attempt.leaseToken] : []
+            return try await extensions.submit(attempt.lease) ? [attempt.leaseToken] : []
         }
         return try await withThrowingTaskGroup(of: LeaseToken?.self) { group in
             for attempt in attempts {
                 group.addTask {
-                    guard let reference = try await self.reference(for: attempt) else { return nil }
-                    return try await self.extensions.submit(reference) ? attempt.leaseToken : nil
+                    try await self.extensions.submit(attempt.lease) ? attempt.leaseToken : nil
                 }
             }
             var current: Set<LeaseToken> = []
@@ -119,7 +117,7 @@ final class CoordinatorStore: Sendable {
     func abandon(_ attempt: SegmentAttempt, reason: String, spendsAttempt: Bool) async throws
         -> (jobFailed: Bool, retryAt: Date?)
     {
-        guard let reference = try await reference(for: attempt) else { return (false, nil) }
+        let reference = attempt.lease
         let outcome = spendsAttempt
             ? try await repository.failSegment(reference, failure: SegmentFailure(message: reason, isRetryable: true))
             : try await repository.returnSegment(reference, reason: reason)
@@ -142,13 +140,12 @@ final class CoordinatorStore: Sendable {
 
     /// Takes back leases no session holds (`held`) that nobody extended for `idle`.
     func releaseOrphanedLeases(held: Set<LeaseToken>, idle: Duration) async throws -> TakenBack {
-        TakenBack(try await repository.releaseOrphanedLeases(held: Set(held.compactMap(\.uuid)), idle: idle))
+        TakenBack(try await repository.releaseOrphanedLeases(held: held, idle: idle))
     }
 
     /// The reason a failed job records.
     func jobError(_ job: JobID) async -> String? {
-        guard let id = job.uuid else { return nil }
-        return try? await repository.job(id: id)?.error
+        try? await repository.job(id: job)?.error
     }
 
     /// Leases the store took back, in the state machine's terms.
@@ -159,10 +156,8 @@ final class CoordinatorStore: Sendable {
 
         init(_ released: [ReleasedLease]) {
             leases = released.map { lease in
-                if case .jobFailed = lease.outcome {
-                    return TakenBackLease(job: JobID(lease.jobID), leaseToken: LeaseToken(lease.reference.token), jobFailed: true)
-                }
-                return TakenBackLease(job: JobID(lease.jobID), leaseToken: LeaseToken(lease.reference.token), jobFailed: false)
+                let jobFailed = if case .jobFailed = lease.outcome { true } else { false }
+                return TakenBackLease(job: lease.reference.job, leaseToken: lease.reference.token, jobFailed: jobFailed)
             }
             firstRetry = released.compactMap { lease -> Date? in
                 if case .willRetry(let at) = lease.outcome { return at }
@@ -192,14 +187,12 @@ final class CoordinatorStore: Sendable {
     /// cannot be read, which no retry would change.
     private func assignment(for lease: SegmentLease) async -> Assignment? {
         let segment = lease.segment
-        segmentIDs.update(segment.jobID, initial: [:]) { $0[segment.plan.index] = segment.id }
-        let job = JobID(segment.jobID)
-        let token = LeaseToken(lease.reference.token)
+        let job = segment.jobID
+        let token = lease.reference.token
         let attempt = SegmentAttempt(job: job, segment: segment.plan.index, attempt: segment.attempt, leaseToken: token)
         do {
             let spec = try await workOrder(job: segment.jobID, segment: segment.plan.index)
-            let output = spool.segmentPath(
-                job: job.rawValue, segment: segment.plan.index, attempt: segment.attempt, leaseToken: token.rawValue)
+            let output = spool.segmentPath(job: job, segment: segment.plan.index, attempt: segment.attempt, leaseToken: token)
             return Assignment(attempt: attempt, outputPath: output, spec: spec)
         } catch {
             let failure = SegmentFailure(message: "the job's plan cannot be read: \(error)", isRetryable: false)
@@ -209,38 +202,28 @@ final class CoordinatorStore: Sendable {
     }
 
     /// The ASSIGN `spec`: `SegmentWorkOrder` — the job's plan cut down to one segment — as JSON.
-    private func workOrder(job: UUID, segment index: Int) async throws -> JSONValue {
+    private func workOrder(job: JobID, segment index: Int) async throws -> JSONValue {
         let repository = self.repository
         let parts = try await plans.value(for: job) { () async throws -> SegmentWorkOrderJSON.Parts? in
             guard let plan = try await repository.job(id: job)?.plan else { return nil }
             guard let parts = SegmentWorkOrderJSON.parts(ofPlan: plan.text) else {
-                throw CoordinatorError(.planUnreadable, "job \(job.wireText): its plan is not a segment plan")
+                throw CoordinatorError(.planUnreadable, "job \(job): its plan is not a segment plan")
             }
             return parts
         }
         guard let parts, let spec = parts.specs[index] else {
-            throw CoordinatorError(.planUnreadable, "job \(job.wireText) has no plan for segment \(index)")
+            throw CoordinatorError(.planUnreadable, "job \(job) has no plan for segment \(index)")
         }
         return SegmentWorkOrderJSON.order(skeleton: parts.skeleton, spec: spec, segment: index)
     }
 
     /// Drops what is cached about a job that has ended.
-    func forget(job: UUID) {
-        segmentIDs.forget(job)
+    func forget(job: JobID) {
         plans.forget(job)
     }
+}
 
-    // MARK: - Attempts to leases
-
-    /// The fenced reference of a wire attempt; nil when the job or segment does not exist (the
-    /// attempt is then answered as stale).
-    func reference(for attempt: SegmentAttempt) async throws -> LeaseReference? {
-        guard let jobID = attempt.job.uuid, let token = attempt.leaseToken.uuid else { return nil }
-        if let id = segmentIDs[jobID]?[attempt.segment] { return LeaseReference(segmentID: id, token: token) }
-        let segments = try await repository.segments(ofJob: jobID)
-        guard !segments.isEmpty else { return nil }
-        let ids = Dictionary(segments.map { ($0.plan.index, $0.id) }, uniquingKeysWith: { first, _ in first })
-        segmentIDs.store(ids, for: jobID)
-        return ids[attempt.segment].map { LeaseReference(segmentID: $0, token: token) }
-    }
+extension SegmentAttempt {
+    /// The store's name for this attempt's lease: the same job, segment and token.
+    var lease: LeaseReference { LeaseReference(job: job, segment: segment, token: leaseToken) }
 }

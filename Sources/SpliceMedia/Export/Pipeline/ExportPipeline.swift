@@ -1,5 +1,6 @@
 internal import CFFmpeg
 import Foundation
+import SpliceCore
 
 /// Runs one ``ExportPlan`` on the calling thread (a dedicated one — see ``BlockingThread``):
 /// demux, route each packet to its track path, flush, and finish the file.
@@ -13,7 +14,7 @@ final class ExportPipeline {
         var audioPriming: Int?
         var audioPacketSamples: Int?
         /// SHA-256 of a segment file.
-        var checksum: String?
+        var checksum: SHA256Digest?
     }
 
     private let plan: ExportPlan
