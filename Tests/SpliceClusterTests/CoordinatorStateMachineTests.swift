@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCore
+import SpliceStore
 import SpliceTestSupport
 import SpliceWire
 import Testing
@@ -230,10 +231,10 @@ struct CoordinatorStateMachineTests {
                                                    check: .helloRunning(incarnation: 1))))
         #expect(!messages(registered).contains(where: isWelcome), "WELCOME waits for the commits")
 
-        let first = harness.machine.onResultCommitted(.complete(complete(done)), outcome: .completed(readyToStitch: false),
+        let first = harness.machine.onResultCommitted(.complete(complete(done)), outcome: .completed(jobReadyToStitch: false),
                                                       now: harness.now)
         #expect(acks(first) == [Ack(attempt: done, acknowledges: .complete, outcome: .accepted)])
-        let second = harness.machine.onResultCommitted(.fail(failure), outcome: .failureRecorded(jobFailed: false),
+        let second = harness.machine.onResultCommitted(.fail(failure), outcome: .recorded(.willRetry(at: .distantPast)),
                                                        now: harness.now)
         #expect(acks(second) == [Ack(attempt: failed, acknowledges: .fail, outcome: .accepted)])
         #expect(!messages(second).contains(where: isWelcome))
@@ -351,7 +352,7 @@ struct CoordinatorStateMachineTests {
     }
 
     @Test("an extension that lost its lease to the attempt's own COMPLETE is a duplicate: no stale, no CANCEL",
-          arguments: [ResultOutcome?.none, .completed(readyToStitch: false)])
+          arguments: [ResultOutcome?.none, .completed(jobReadyToStitch: false)])
     func extensionRacingComplete(committed: ResultOutcome?) {
         var harness = Harness()
         harness.welcome()
@@ -378,7 +379,7 @@ struct CoordinatorStateMachineTests {
         _ = harness.receive(.complete(complete(attempt(1))))
         harness.machine.onWorkAvailable()
         #expect(harness.machine.dispatch(now: harness.now).isEmpty, "two results awaiting commit on one slot: the slot is taken")
-        _ = harness.machine.onResultCommitted(.complete(complete(attempt(0))), outcome: .completed(readyToStitch: false),
+        _ = harness.machine.onResultCommitted(.complete(complete(attempt(0))), outcome: .completed(jobReadyToStitch: false),
                                               now: harness.now)
         #expect(claimed(harness.machine.dispatch(now: harness.now)) == [1])
     }
@@ -390,7 +391,7 @@ struct CoordinatorStateMachineTests {
         _ = harness.assign([attempt(0)])
         _ = harness.receive(.accept(Accept(attempt: attempt(0))))
         _ = harness.receive(.complete(complete(attempt(0))))
-        _ = harness.machine.onResultCommitted(.complete(complete(attempt(0))), outcome: .completed(readyToStitch: false),
+        _ = harness.machine.onResultCommitted(.complete(complete(attempt(0))), outcome: .completed(jobReadyToStitch: false),
                                               now: harness.now)
         _ = harness.machine.onLeasesExtended([attempt(0)], worker: .key(workerKey), check: .accept,
                                              current: [attempt(0).leaseToken], now: harness.now)
@@ -438,7 +439,7 @@ struct CoordinatorStateMachineTests {
         let received = harness.receive(.complete(complete(attempt(0))))
         #expect(received == [.commitResult(.complete(complete(attempt(0))))])
         let committed = harness.machine.onResultCommitted(
-            .complete(complete(attempt(0))), outcome: .completed(readyToStitch: true), now: harness.now)
+            .complete(complete(attempt(0))), outcome: .completed(jobReadyToStitch: true), now: harness.now)
         #expect(acks(committed) == [Ack(attempt: attempt(0), acknowledges: .complete, outcome: .accepted)])
         #expect(committed.contains(.wakeStitcher))
     }
@@ -450,14 +451,14 @@ struct CoordinatorStateMachineTests {
         let result = complete(attempt(0))
         _ = harness.receive(.complete(result))
         #expect(harness.receive(.complete(result)).isEmpty, "no second commit")
-        let committed = harness.machine.onResultCommitted(.complete(result), outcome: .completed(readyToStitch: false),
+        let committed = harness.machine.onResultCommitted(.complete(result), outcome: .completed(jobReadyToStitch: false),
                                                           now: harness.now)
         #expect(acks(committed).map(\.outcome) == [.accepted, .duplicate])
     }
 
     @Test("resends after the commit get the same answer at once: duplicate, or stale for a stale one",
-          arguments: [(ResultOutcome.completed(readyToStitch: false), Ack.Outcome.duplicate),
-                      (.alreadyCompleted, .duplicate), (.stale, .stale)])
+          arguments: [(ResultOutcome.completed(jobReadyToStitch: false), Ack.Outcome.duplicate),
+                      (.alreadyCompleted, .duplicate), (.staleLease, .stale)])
     func resendAnswered(outcome: ResultOutcome, resent: Ack.Outcome) {
         var harness = Harness()
         harness.welcome()
@@ -478,7 +479,7 @@ struct CoordinatorStateMachineTests {
         harness.welcome()
         let failure = Fail(attempt: attempt(0), code: "undecodable-input", reason: "bad", retryable: false)
         #expect(harness.receive(.fail(failure)) == [.commitResult(.fail(failure))])
-        _ = harness.machine.onResultCommitted(.fail(failure), outcome: .failureRecorded(jobFailed: false), now: harness.now)
+        _ = harness.machine.onResultCommitted(.fail(failure), outcome: .recorded(.willRetry(at: .distantPast)), now: harness.now)
         #expect(acks(harness.receive(.fail(failure))) == [Ack(attempt: attempt(0), acknowledges: .fail, outcome: .duplicate)])
     }
 
@@ -501,7 +502,7 @@ struct CoordinatorStateMachineTests {
         _ = harness.assign([attempt(2)], to: other)
         let failure = Fail(attempt: attempt(0), code: "undecodable-input", reason: "bad bytes", retryable: false)
         _ = harness.receive(.fail(failure))
-        let committed = harness.machine.onResultCommitted(.fail(failure), outcome: .failureRecorded(jobFailed: true),
+        let committed = harness.machine.onResultCommitted(.fail(failure), outcome: .recorded(.jobFailed(segmentState: .dead)),
                                                           now: harness.now)
         #expect(acks(committed) == [Ack(attempt: attempt(0), acknowledges: .fail, outcome: .accepted)])
         #expect(Set(cancels(committed)) == [Cancel(attempt: attempt(1), reason: .jobFailed),
@@ -729,7 +730,7 @@ struct CoordinatorStateMachineTests {
         let snapshot = try #require(harness.machine.sessionSnapshots(now: harness.now).first)
         #expect(snapshot.quarantineRemaining == .seconds(10))
         #expect(snapshot.quarantineReason == "output-outside-spool: not in /srv/spool")
-        _ = harness.machine.onResultCommitted(.fail(refusal), outcome: .returned, now: harness.now)
+        _ = harness.machine.onResultCommitted(.fail(refusal), outcome: .recorded(.willRetry(at: .distantPast)), now: harness.now)
         harness.machine.onWorkAvailable()
         #expect(harness.machine.dispatch(now: harness.now).isEmpty, "quarantined: nothing is claimed for it")
 
@@ -742,7 +743,7 @@ struct CoordinatorStateMachineTests {
         let again = Fail(attempt: attempt(1), code: "spool-unwritable", reason: "read-only", retryable: true)
         #expect(harness.receive(.fail(again)).contains(.report(.workerQuarantined(
             .key(workerKey), for: .seconds(20), reason: "spool-unwritable: read-only"))), "doubled")
-        _ = harness.machine.onResultCommitted(.fail(again), outcome: .returned, now: harness.now)
+        _ = harness.machine.onResultCommitted(.fail(again), outcome: .recorded(.willRetry(at: .distantPast)), now: harness.now)
 
         harness.advance(.seconds(20))
         _ = harness.receive(.heartbeat(Heartbeat()))
@@ -751,7 +752,7 @@ struct CoordinatorStateMachineTests {
         _ = harness.machine.onClaimed([.key(workerKey): [assignment(attempt(2))]], demands: claim.demands,
                                       generation: claim.generation, now: harness.now)
         _ = harness.receive(.complete(complete(attempt(2))))
-        _ = harness.machine.onResultCommitted(.complete(complete(attempt(2))), outcome: .completed(readyToStitch: false),
+        _ = harness.machine.onResultCommitted(.complete(complete(attempt(2))), outcome: .completed(jobReadyToStitch: false),
                                               now: harness.now)
         let third = Fail(attempt: attempt(3), code: "encoder-missing", reason: "no libx265", retryable: true)
         #expect(harness.receive(.fail(third)).contains(.report(.workerQuarantined(
@@ -799,7 +800,7 @@ struct CoordinatorStateMachineTests {
         harness.machine.stopDispatching()
         #expect(harness.machine.dispatch(now: harness.now).isEmpty)
         let answered = harness.machine.onResultCommitted(.complete(complete(attempt(0))),
-                                                         outcome: .completed(readyToStitch: false), now: harness.now)
+                                                         outcome: .completed(jobReadyToStitch: false), now: harness.now)
         #expect(acks(answered).count == 1)
         let farewell = harness.machine.onShutdown(now: harness.now)
         #expect(Set(farewell.compactMap(\.sent?.peer)) == [worker, other])
@@ -810,9 +811,9 @@ struct CoordinatorStateMachineTests {
     @Test("the answer memory keeps the newest outcomes only")
     func answeredBounded() {
         var answered = AnsweredResults(capacity: 3)
-        for index in 0..<10 { answered.record(.stale, for: .numbered(index)) }
+        for index in 0..<10 { answered.record(.staleLease, for: .numbered(index)) }
         #expect(answered.count == 3)
-        #expect(answered[.numbered(9)] == .stale)
+        #expect(answered[.numbered(9)] == .staleLease)
         #expect(answered[.numbered(6)] == nil)
     }
 }

@@ -129,7 +129,7 @@ import Testing
             segmentBackoff: Backoff(base: .milliseconds(1), cap: .milliseconds(1)), deadAfterDistinctWorkers: 2))
         let job = try await store.makeRunningJob(segments: 1, maxAttempts: 10)
         let failure = SegmentFailure(message: "segfault", isRetryable: true)
-        var outcomes: [FailureOutcome] = []
+        var outcomes: [ResultOutcome] = []
         for name in ["a", "b"] {
             let worker = try await store.makeWorker(name)
             try await Task.sleep(for: .milliseconds(5))

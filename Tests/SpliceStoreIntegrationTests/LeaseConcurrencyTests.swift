@@ -85,7 +85,7 @@ import Testing
         try await Task.sleep(for: .milliseconds(5))
 
         enum Result: Sendable {
-            case completion(LeaseReference, CompletionOutcome)
+            case completion(LeaseReference, ResultOutcome)
             case reaped([ReleasedLease])
         }
         var completed: Set<LeaseReference> = []
@@ -161,13 +161,13 @@ import Testing
         let worker = try await store.makeWorker()
         let job = try await store.makeRunningJob(segments: 200)
         let leases = try await store.repository.claimSegments(for: worker.id, limit: 200, leaseDuration: .seconds(60))
-        let outcomes = try await withThrowingTaskGroup(of: CompletionOutcome.self) { group in
+        let outcomes = try await withThrowingTaskGroup(of: ResultOutcome.self) { group in
             for lease in leases {
                 group.addTask {
                     try await store.repository.completeSegment(lease.reference, outputURL: "o", checksum: .filled(0xC0))
                 }
             }
-            return try await group.reduce(into: [CompletionOutcome]()) { $0.append($1) }
+            return try await group.reduce(into: [ResultOutcome]()) { $0.append($1) }
         }
         #expect(outcomes.filter { $0 == .completed(jobReadyToStitch: true) }.count == 1)
         #expect(outcomes.filter { $0 == .completed(jobReadyToStitch: false) }.count == 199)

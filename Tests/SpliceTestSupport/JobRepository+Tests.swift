@@ -13,7 +13,7 @@ extension JobRepository {
     }
 
     /// Records several results in one transaction, as one batch of the group committer does.
-    public func completeSegments(_ completions: [SegmentCompletion]) async throws -> [CompletionOutcome] {
+    public func completeSegments(_ completions: [SegmentCompletion]) async throws -> [ResultOutcome] {
         try await Self.writeCompletions(completions, on: client)
     }
 

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import SpliceCore
 
 // Fixed ids and digests for tests: real values of their types (nothing here parses test text

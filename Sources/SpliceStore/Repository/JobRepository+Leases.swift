@@ -62,14 +62,14 @@ extension JobRepository {
     /// Concurrent calls are group-committed: while one batch is being written, new completions
     /// queue and go together in the next statement, so many completions share one commit.
     public func completeSegment(_ lease: LeaseReference, outputURL: String, checksum: SHA256Digest) async throws
-        -> CompletionOutcome {
+        -> ResultOutcome {
         try await completionBatcher.submit(SegmentCompletion(lease: lease, outputURL: outputURL, checksum: checksum))
     }
 
     /// Records several results in one transaction; answers in the same order (the group
     /// committer's write, and the tests').
     package static func writeCompletions(_ completions: [SegmentCompletion], on client: PostgresClient) async throws
-        -> [CompletionOutcome] {
+        -> [ResultOutcome] {
         guard !completions.isEmpty else { return [] }
         // Found by their (job, index) key, the state checked by the UPDATE (see `extendLeases`).
         let rows = try await client.query("""
@@ -117,7 +117,7 @@ extension JobRepository {
             ORDER BY keyed.n
             """)
         // The statement's snapshot predates its own writes: `earlier_*` is the state before this batch.
-        var outcomes: [CompletionOutcome] = []
+        var outcomes: [ResultOutcome] = []
         var counted: Set<LeaseReference> = []
         var lastOfJob: [JobID: Int] = [:]
         for (offset, row) in rows.enumerated() {
@@ -148,7 +148,7 @@ extension JobRepository {
     /// Records a failed attempt, only for the current lease. A retryable failure with attempts left
     /// puts the segment back with backoff; a permanent one, the last attempt, or failures on
     /// `deadAfterDistinctWorkers` different workers end the segment (`failed` / `dead`) and fail its job.
-    public func failSegment(_ lease: LeaseReference, failure: SegmentFailure) async throws -> FailureOutcome {
+    public func failSegment(_ lease: LeaseReference, failure: SegmentFailure) async throws -> ResultOutcome {
         try await client.transaction { connection in
             let locked = try await lockLeases(
                 where: """
@@ -158,7 +158,7 @@ extension JobRepository {
                 limit: 1, on: connection)
             guard let segment = locked.first else { return .staleLease }
             let outcome = try await endAttempt(segment, failure: failure, kind: "segment_failed", on: connection)
-            return outcome.map(FailureOutcome.recorded) ?? .staleLease
+            return outcome.map(ResultOutcome.recorded) ?? .staleLease
         }
     }
 
@@ -167,7 +167,7 @@ extension JobRepository {
     /// was leaving, an assignment that never reached it). The segment is claimable again at once
     /// and the worker is not counted among those it failed on; the event (`segment_returned`)
     /// keeps the reason, which `waitingReason(ofJob:)` shows while nothing else has happened.
-    public func returnSegment(_ lease: LeaseReference, reason: String) async throws -> FailureOutcome {
+    public func returnSegment(_ lease: LeaseReference, reason: String) async throws -> ResultOutcome {
         let rows = try await client.query("""
             WITH target AS (
                 SELECT id, leased_by FROM segments

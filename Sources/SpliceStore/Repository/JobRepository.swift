@@ -33,7 +33,7 @@ public final class JobRepository: Sendable {
 
     public let client: PostgresClient
     public let policy: Policy
-    let completionBatcher: GroupCommitter<SegmentCompletion, CompletionOutcome>
+    let completionBatcher: GroupCommitter<SegmentCompletion, ResultOutcome>
 
     public init(client: PostgresClient, policy: Policy = Policy()) {
         self.client = client

@@ -186,13 +186,21 @@ public struct SegmentCompletion: Sendable, Equatable {
     }
 }
 
-/// What `completeSegment` did.
-public enum CompletionOutcome: Sendable, Equatable {
-    /// Recorded. `jobReadyToStitch` is true when this was the job's last segment (the job is now `stitching`).
+/// What recording a worker's report of an attempt did — `completeSegment` (a result),
+/// `failSegment` (a failure), `returnSegment` (a hand-back). The coordinator acts on it as it is:
+/// it decides the ACK, whether the job is ready to stitch or has failed, and when the segment may
+/// be claimed again.
+public enum ResultOutcome: Sendable, Hashable {
+    /// The result is recorded. `jobReadyToStitch` is true when this was the job's last segment
+    /// (the job is now `stitching`).
     case completed(jobReadyToStitch: Bool)
     /// This very attempt had already completed: a duplicate report, acknowledged again, changing nothing.
     case alreadyCompleted
-    /// The token is not the segment's current lease (taken back, re-leased, cancelled): rejected.
+    /// The attempt ended without a result (a failure, a hand-back) and that is recorded: what
+    /// became of the segment.
+    case recorded(AttemptOutcome)
+    /// The token is not the segment's current lease (taken back, re-leased, cancelled, or the
+    /// failure was already recorded): no effect.
     case staleLease
 }
 
@@ -209,18 +217,11 @@ public struct SegmentFailure: Sendable, Equatable {
 }
 
 /// What happened to a segment whose attempt ended without a result (failure, expired or released lease).
-public enum AttemptOutcome: Sendable, Equatable {
+public enum AttemptOutcome: Sendable, Hashable {
     /// Back to `pending`, claimable again from `at`.
     case willRetry(at: Date)
     /// The segment is `failed` or `dead`, and its job has failed.
     case jobFailed(segmentState: SegmentState)
-}
-
-/// What `failSegment` did.
-public enum FailureOutcome: Sendable, Equatable {
-    case recorded(AttemptOutcome)
-    /// The token is not the segment's current lease (or the failure was already recorded): no effect.
-    case staleLease
 }
 
 /// A lease the reaper (or a worker's revocation) took back.

@@ -190,9 +190,9 @@ actor CoordinatorShell {
     private nonisolated func commit(_ result: WorkerResult) async {
         let attempt = result.attempt
         do {
-            let (outcome, retryAt) = try await store.commit(result)
+            let outcome = try await store.commit(result)
             logCommitted(result, outcome: outcome)
-            if let retryAt { await wake(at: retryAt) }
+            if let retryAt = outcome.retryAt { await wake(at: retryAt) }
             await apply { $0.onResultCommitted(result, outcome: outcome, now: .now) }
         } catch {
             logger.warning("result not committed; the worker will resend it", [
@@ -235,12 +235,12 @@ actor CoordinatorShell {
 
     private nonisolated func abandon(_ attempt: SegmentAttempt, reason: String, spendsAttempt: Bool) async {
         do {
-            let (jobFailed, retryAt) = try await store.abandon(attempt, reason: reason, spendsAttempt: spendsAttempt)
+            let outcome = try await store.abandon(attempt, reason: reason, spendsAttempt: spendsAttempt)
             logger.info("attempt handed back", [
                 "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt, "reason": reason,
             ])
-            if let retryAt { await wake(at: retryAt) }
-            if jobFailed {
+            if let retryAt = outcome.retryAt { await wake(at: retryAt) }
+            if outcome.failedJob {
                 logJobFailed(attempt.job)
                 await apply { $0.onJobEnded(attempt.job, reason: .jobFailed, now: .now) }
             }
@@ -284,18 +284,18 @@ actor CoordinatorShell {
         case (.complete, .completed(let ready)):
             logger.debug("segment done", fields)
             if ready { logger.info("job ready to stitch", ["job": attempt.job.description]) }
-        case (.fail(let fail), .failureRecorded(let jobFailed)):
-            logger.warning("segment attempt failed", [
-                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
-                "code": fail.code, "retryable": fail.retryable, "job_failed": jobFailed, "reason": fail.reason,
-            ])
-            if jobFailed { logJobFailed(attempt.job) }
-        case (.fail(let fail), .returned):
+        case (.fail(let fail), .recorded) where fail.blame != .segment:
             logger.warning("segment refused by the worker; returned without spending an attempt", [
                 "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
                 "code": fail.code, "reason": fail.reason,
             ])
-        case (_, .stale):
+        case (.fail(let fail), .recorded):
+            logger.warning("segment attempt failed", [
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
+                "code": fail.code, "retryable": fail.retryable, "job_failed": outcome.failedJob, "reason": fail.reason,
+            ])
+            if outcome.failedJob { logJobFailed(attempt.job) }
+        case (_, .staleLease):
             logger.info("stale result refused", fields)
         default:
             logger.debug("duplicate result", fields)

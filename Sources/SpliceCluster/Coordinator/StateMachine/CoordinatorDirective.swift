@@ -1,5 +1,6 @@
 public import Foundation
 public import SpliceCore
+import SpliceStore
 public import SpliceWire
 
 /// What the coordinator's state machine asks its shell to do. The state machine never performs
@@ -58,27 +59,29 @@ public enum WorkerResult: Hashable, Sendable {
     }
 }
 
-/// What committing a `WorkerResult` did.
-public enum ResultOutcome: Hashable, Sendable {
-    /// The segment is done; `readyToStitch` when it was the job's last one.
-    case completed(readyToStitch: Bool)
-    /// This very attempt had completed before (a resend).
-    case alreadyCompleted
-    /// The failure is recorded; `jobFailed` when it ended the segment and with it the job.
-    case failureRecorded(jobFailed: Bool)
-    /// The lease token is not current: the attempt was taken back, re-leased or cancelled.
-    case stale
-    /// A FAIL that was not the segment's fault (the worker's set-up, or it was leaving): the
-    /// segment went back to pending without spending the attempt.
-    case returned
-
-    /// The ACK outcome for the first report of the attempt.
+extension ResultOutcome {
+    /// The ACK for the first report of the attempt.
     var ackOutcome: Ack.Outcome {
         switch self {
-        case .completed, .failureRecorded, .returned: .accepted
+        case .completed, .recorded: .accepted
         case .alreadyCompleted: .duplicate
-        case .stale: .stale
+        case .staleLease: .stale
         }
+    }
+
+    /// The ACK for a report of an attempt already committed (a resend): the same every time.
+    var resendAckOutcome: Ack.Outcome {
+        self == .staleLease ? .stale : .duplicate
+    }
+
+    /// The job failed because of this attempt (the segment ran out of attempts or failed for good).
+    var failedJob: Bool {
+        if case .recorded(.jobFailed) = self { true } else { false }
+    }
+
+    /// When the segment may be claimed again, when it went back to pending.
+    var retryAt: Date? {
+        if case .recorded(.willRetry(let at)) = self { at } else { nil }
     }
 }
 

@@ -1,5 +1,6 @@
 public import Foundation
 public import SpliceCore
+public import SpliceStore
 public import SpliceWire
 
 /// The coordinator's side of the worker protocol as a plain state machine: every event goes in
@@ -322,7 +323,7 @@ public struct CoordinatorStateMachine: Sendable {
         guard let session = sessions[identity] else { return ([], false) }
         if let outcome = answered[token] {
             sessions[identity]?.held[token] = nil
-            let ack = Ack(attempt: result.attempt, acknowledges: result.acknowledged, outcome: Self.resendOutcome(outcome))
+            let ack = Ack(attempt: result.attempt, acknowledges: result.acknowledged, outcome: outcome.resendAckOutcome)
             return (send(.ack(ack), to: identity, now: now), false)
         }
         // The worker is no longer running the attempt; its slot frees when the result is committed.
@@ -348,7 +349,7 @@ public struct CoordinatorStateMachine: Sendable {
         let waiters = pendingResults.removeValue(forKey: token) ?? []
         for (position, waiter) in waiters.enumerated() {
             sessions[waiter.identity]?.held[token] = nil
-            let ackOutcome = position == 0 ? outcome.ackOutcome : Self.resendOutcome(outcome)
+            let ackOutcome = position == 0 ? outcome.ackOutcome : outcome.resendAckOutcome
             let ack = Ack(attempt: result.attempt, acknowledges: waiter.acknowledged, outcome: ackOutcome)
             directives += send(.ack(ack), to: waiter.identity, fallback: waiter.peer, now: now)
             if waiter.fromHello {
@@ -357,9 +358,9 @@ public struct CoordinatorStateMachine: Sendable {
         }
         if case .completed = outcome, let first = waiters.first { quarantines[first.identity] = nil }
         switch outcome {
-        case .completed(readyToStitch: true):
+        case .completed(jobReadyToStitch: true):
             directives.append(.wakeStitcher)
-        case .failureRecorded(jobFailed: true):
+        case .recorded(.jobFailed):
             directives += onJobEnded(result.attempt.job, reason: .jobFailed, now: now)
         default:
             break
@@ -379,11 +380,6 @@ public struct CoordinatorStateMachine: Sendable {
             }
         }
         return directives
-    }
-
-    /// How a resend of an already-committed result is answered.
-    static func resendOutcome(_ outcome: ResultOutcome) -> Ack.Outcome {
-        outcome == .stale ? .stale : .duplicate
     }
 
     // MARK: - Leases
@@ -420,7 +416,7 @@ public struct CoordinatorStateMachine: Sendable {
                     let ack = Ack(attempt: attempt, acknowledges: acknowledged, outcome: .accepted)
                     directives += send(.ack(ack), to: identity, now: now)
                 }
-            } else if pendingResults[token] != nil || answered[token].map({ $0 != .stale }) == true {
+            } else if pendingResults[token] != nil || answered[token].map({ $0 != .staleLease }) == true {
                 // The lease ended because this attempt's own COMPLETE/FAIL was committed (a
                 // PROGRESS raced it): nothing was lost, and a worker told `stale` or CANCEL might
                 // delete the very output whose COMPLETE is being acknowledged.

@@ -65,33 +65,19 @@ final class CoordinatorStore: Sendable {
 
     // MARK: - Results and leases
 
-    /// Commits a COMPLETE or FAIL, fenced on its token. Also returns when a retried segment
-    /// becomes claimable again.
-    func commit(_ result: WorkerResult) async throws -> (outcome: ResultOutcome, retryAt: Date?) {
+    /// Commits a COMPLETE or FAIL, fenced on its token.
+    func commit(_ result: WorkerResult) async throws -> ResultOutcome {
         let reference = result.attempt.lease
         switch result {
         case .complete(let complete):
-            switch try await repository.completeSegment(
+            return try await repository.completeSegment(
                 reference, outputURL: complete.outputPath, checksum: complete.checksum)
-            {
-            case .completed(let ready): return (.completed(readyToStitch: ready), nil)
-            case .alreadyCompleted: return (.alreadyCompleted, nil)
-            case .staleLease: return (.stale, nil)
-            }
         case .fail(let fail) where fail.blame != .segment:
             // Not the segment's fault: back at once, no attempt spent (docs/coordinator.md, Refusals).
-            let reason = "refused by worker: \(fail.code): \(fail.reason)"
-            switch try await repository.returnSegment(reference, reason: reason) {
-            case .recorded(.willRetry(let at)): return (.returned, at)
-            case .recorded(.jobFailed), .staleLease: return (.stale, nil)
-            }
+            return try await repository.returnSegment(reference, reason: "refused by worker: \(fail.code): \(fail.reason)")
         case .fail(let fail):
             let failure = SegmentFailure(message: "\(fail.code): \(fail.reason)", isRetryable: fail.retryable)
-            switch try await repository.failSegment(reference, failure: failure) {
-            case .recorded(.willRetry(let at)): return (.failureRecorded(jobFailed: false), at)
-            case .recorded(.jobFailed): return (.failureRecorded(jobFailed: true), nil)
-            case .staleLease: return (.stale, nil)
-            }
+            return try await repository.failSegment(reference, failure: failure)
         }
     }
 
@@ -113,19 +99,11 @@ final class CoordinatorStore: Sendable {
     }
 
     /// Ends an attempt that will never run: a retryable failure when it `spendsAttempt`, else a
-    /// hand-back. Returns whether that failed its job, and when the segment may be claimed again.
-    func abandon(_ attempt: SegmentAttempt, reason: String, spendsAttempt: Bool) async throws
-        -> (jobFailed: Bool, retryAt: Date?)
-    {
-        let reference = attempt.lease
-        let outcome = spendsAttempt
-            ? try await repository.failSegment(reference, failure: SegmentFailure(message: reason, isRetryable: true))
-            : try await repository.returnSegment(reference, reason: reason)
-        switch outcome {
-        case .recorded(.willRetry(let at)): return (false, at)
-        case .recorded(.jobFailed): return (true, nil)
-        case .staleLease: return (false, nil)
-        }
+    /// hand-back.
+    func abandon(_ attempt: SegmentAttempt, reason: String, spendsAttempt: Bool) async throws -> ResultOutcome {
+        spendsAttempt
+            ? try await repository.failSegment(attempt.lease, failure: SegmentFailure(message: reason, isRetryable: true))
+            : try await repository.returnSegment(attempt.lease, reason: reason)
     }
 
     /// Takes back the leases of a worker that left.
