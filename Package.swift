@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "splice", targets: ["splice"]),
         .executable(name: "splice-bench", targets: ["splice-bench"]),
         .library(name: "SpliceCore", targets: ["SpliceCore"]),
+        .library(name: "SpliceJSON", targets: ["SpliceJSON"]),
         .library(name: "SpliceMedia", targets: ["SpliceMedia"]),
         .library(name: "SpliceWire", targets: ["SpliceWire"]),
         .library(name: "SpliceStore", targets: ["SpliceStore"]),
@@ -42,8 +43,12 @@ let package = Package(
         .target(name: "SpliceLog", swiftSettings: strict),
         // The vocabulary every module shares along a job's path: ids, the segment digest, the error shape.
         .target(name: "SpliceCore", swiftSettings: strict),
+        // JSON typed in and out, fast enough for the protocol's envelopes (docs/protocol.md).
+        .target(name: "SpliceJSON", dependencies: ["SpliceCore"], swiftSettings: strict),
         .target(name: "SpliceMedia", dependencies: ["SpliceCore", "CFFmpeg", "CSpliceShims"], swiftSettings: strict),
-        .target(name: "SpliceWire", dependencies: ["SpliceCore", "CZeroMQ", "CSpliceShims"], swiftSettings: strict),
+        .target(
+            name: "SpliceWire", dependencies: ["SpliceCore", "SpliceJSON", "CZeroMQ", "CSpliceShims"], swiftSettings: strict
+        ),
         .target(
             name: "SpliceStore",
             dependencies: ["SpliceCore", "CLibPQ", "CSpliceShims"],
@@ -52,20 +57,22 @@ let package = Package(
         ),
         .target(
             name: "SpliceCluster",
-            dependencies: ["SpliceCore", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog"],
+            dependencies: ["SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog"],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "splice",
             dependencies: [
-                "SpliceCore", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "CSpliceShims",
+                "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog",
+                "CSpliceShims",
             ],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "splice-bench",
             dependencies: [
-                "SpliceCore", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "CZeroMQ",
+                "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog",
+                "CZeroMQ",
             ],
             swiftSettings: strict
         ),
@@ -91,18 +98,21 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "SpliceCoreTests", dependencies: ["SpliceCore"], swiftSettings: strict),
+        .testTarget(name: "SpliceJSONTests", dependencies: ["SpliceCore", "SpliceJSON"], swiftSettings: strict),
         .testTarget(name: "SpliceMediaTests", dependencies: ["SpliceMedia"], swiftSettings: strict),
-        .testTarget(name: "SpliceWireTests", dependencies: ["SpliceCore", "SpliceWire"], swiftSettings: strict),
+        .testTarget(name: "SpliceWireTests", dependencies: ["SpliceCore", "SpliceJSON", "SpliceWire"], swiftSettings: strict),
         .testTarget(name: "SpliceStoreTests", dependencies: ["SpliceStore"], swiftSettings: strict),
         .testTarget(
-            name: "SpliceClusterTests", dependencies: ["SpliceCore", "SpliceCluster", "SpliceStore", "SpliceTestSupport"],
+            name: "SpliceClusterTests",
+            dependencies: ["SpliceCore", "SpliceJSON", "SpliceCluster", "SpliceStore", "SpliceTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(name: "SpliceLogTests", dependencies: ["SpliceLog"], swiftSettings: strict),
         .testTarget(
             name: "spliceTests",
             dependencies: [
-                "splice", "SpliceCore", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster", "SpliceTestSupport",
+                "splice", "SpliceCore", "SpliceJSON", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster",
+                "SpliceTestSupport",
             ],
             swiftSettings: strict
         ),
@@ -113,7 +123,8 @@ let package = Package(
         ),
         .testTarget(
             name: "SpliceWireIntegrationTests",
-            dependencies: ["SpliceCore", "SpliceWire", "SpliceTestSupport", "CZeroMQ", "CSpliceShims"], swiftSettings: strict
+            dependencies: ["SpliceCore", "SpliceJSON", "SpliceWire", "SpliceTestSupport", "CZeroMQ", "CSpliceShims"],
+            swiftSettings: strict
         ),
         .testTarget(
             name: "SpliceStoreIntegrationTests",
@@ -122,7 +133,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SpliceClusterIntegrationTests",
-            dependencies: ["SpliceCore", "SpliceCluster", "SpliceWire", "SpliceTestSupport"],
+            dependencies: ["SpliceCore", "SpliceJSON", "SpliceCluster", "SpliceWire", "SpliceTestSupport"],
             swiftSettings: strict
         ),
     ],

@@ -14,7 +14,7 @@ public protocol UUIDIdentifier: Hashable, Sendable, Codable, CustomStringConvert
 extension UUIDIdentifier {
     /// Parses the text form (any case); nil when it is not a UUID.
     public init?(_ text: String) {
-        guard let uuid = UUID(uuidString: text) else { return nil }
+        guard let uuid = UUID(text: text) else { return nil }
         self.init(uuid)
     }
 
@@ -53,6 +53,33 @@ public struct LeaseToken: UUIDIdentifier {
 }
 
 extension UUID {
+    /// Parses `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` in either case, without going through
+    /// `UUID(uuidString:)` (which scans with `sscanf`; ids are read several times per segment on
+    /// the coordinator's hot path).
+    init?(text: String) {
+        var text = text
+        let parsed: uuid_t? = text.withUTF8 { utf8 -> uuid_t? in
+            guard utf8.count == 36 else { return nil }
+            var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            let complete = withUnsafeMutableBytes(of: &bytes) { out -> Bool in
+                var index = 0
+                for position in 0..<16 {
+                    if position == 4 || position == 6 || position == 8 || position == 10 {
+                        guard utf8[index] == UInt8(ascii: "-") else { return false }
+                        index += 1
+                    }
+                    guard let high = hexValue(utf8[index]), let low = hexValue(utf8[index + 1]) else { return false }
+                    out[position] = high << 4 | low
+                    index += 2
+                }
+                return true
+            }
+            return complete ? bytes : nil
+        }
+        guard let parsed else { return nil }
+        self.init(uuid: parsed)
+    }
+
     /// The lowercase text form, written without going through `uuidString` (ids are written
     /// several times per segment on the coordinator's hot path).
     var lowercaseText: String {
@@ -72,5 +99,15 @@ extension UUID {
                 return index
             }
         }
+    }
+}
+
+/// The value of one hex digit (either case).
+func hexValue(_ digit: UInt8) -> UInt8? {
+    switch digit {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+    default: nil
     }
 }

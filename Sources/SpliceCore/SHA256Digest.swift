@@ -21,7 +21,7 @@ public struct SHA256Digest: Hashable, Sendable, Codable, CustomStringConvertible
         bytes.reserveCapacity(32)
         var index = 0
         while index < 64 {
-            guard let high = Self.nibble(hex[index]), let low = Self.nibble(hex[index + 1]) else { return nil }
+            guard let high = hexValue(hex[index]), let low = hexValue(hex[index + 1]) else { return nil }
             bytes.append(high << 4 | low)
             index += 2
         }
@@ -53,14 +53,5 @@ public struct SHA256Digest: Hashable, Sendable, Codable, CustomStringConvertible
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(description)
-    }
-
-    private static func nibble(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import SpliceCluster
 import SpliceCore
+import SpliceJSON
 import SpliceStore
 import SpliceTestSupport
 import SpliceWire
@@ -17,7 +18,7 @@ struct ClientAPITests {
             reconnectBackoff: Backoff(base: .milliseconds(50), cap: .milliseconds(200)))
     }
 
-    static let submission = SubmitJob(input: "/in.mov", output: "/out.mp4", export: .object(["segmentDuration": .null]))
+    static let submission = SubmitJob(input: "/in.mov", output: "/out.mp4", export: JSONPayload(.object(["segmentDuration": .null])))
 
     @Test("a resend carries the same submission key under a fresh request id")
     func resendKeepsTheKey() async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import SpliceCluster
 import SpliceCore
+import SpliceJSON
 import SpliceLog
 import SpliceMedia
 import SpliceStore
@@ -148,7 +149,7 @@ struct TestClient: Sendable {
             video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: nil, fileType: .mp4,
             segmentDuration: MediaTime(seconds: segmentSeconds), overwrite: overwrite)
         return try await self.request(.submit(SubmitJob(
-            input: input, output: output, export: try JSONValue(encoding: request), submissionKey: key)))
+            input: input, output: output, export: try JSONPayload(encoding: request), submissionKey: key)))
     }
 
     func status(_ job: JobID) async throws -> JobStatus {

@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCluster
+import SpliceJSON
 import SpliceLog
 import SpliceMedia
 import SpliceTestSupport
@@ -178,7 +179,7 @@ enum WorkerMedia {
                                                           leaseToken: attempt.leaseToken)
         return Assign(attempt: attempt, outputPath: output.path, leaseMilliseconds: lease,
                       progressIntervalMilliseconds: progress,
-                      spec: try JSONValue(encoding: SegmentWorkOrder(plan: plan, segment: 0)))
+                      spec: try JSONPayload(encoding: SegmentWorkOrder(plan: plan, segment: 0)))
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCore
+import SpliceJSON
 import SpliceStore
 import SpliceTestSupport
 import SpliceWire
@@ -31,7 +32,7 @@ private func complete(_ attempt: SegmentAttempt) -> Complete {
 }
 
 private func assignment(_ attempt: SegmentAttempt) -> Assignment {
-    Assignment(attempt: attempt, outputPath: "/spool/\(attempt.segment)", spec: .object([:]))
+    Assignment(attempt: attempt, outputPath: "/spool/\(attempt.segment)", spec: JSONPayload(.object([:])))
 }
 
 /// A state machine with a clock the test moves.

@@ -1,5 +1,6 @@
 import SpliceCluster
 import SpliceCore
+import SpliceJSON
 import SpliceTestSupport
 import SpliceWire
 
@@ -52,7 +53,7 @@ func attempt(_ segment: Int, _ token: Int = 0) -> SegmentAttempt {
 
 func assign(_ segment: Int, lease: Int = 10_000, progress: Int = 2_000) -> Assign {
     Assign(attempt: attempt(segment), outputPath: "/spool/jobs/\(JobID.numbered(1))/segment-\(segment).splseg",
-           leaseMilliseconds: lease, progressIntervalMilliseconds: progress, spec: .null)
+           leaseMilliseconds: lease, progressIntervalMilliseconds: progress, spec: JSONPayload(.null))
 }
 
 func ack(_ segment: Int, _ acknowledges: Ack.Acknowledged, _ outcome: Ack.Outcome = .accepted) -> WorkerEvent {

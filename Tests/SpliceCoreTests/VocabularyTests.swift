@@ -14,6 +14,11 @@ struct IdentifierTests {
         #expect(JobID(job.description) == job)
         #expect(JobID("job-1") == nil)
         #expect(LeaseToken("") == nil)
+        for malformed in ["7c1e9d2a5b7e-4c11-9f00-abcdef012345-", "7c1e9d2a-5b7e-4c11-9f00-abcdef01234g",
+                          "7c1e9d2a-5b7e-4c11-9f00_abcdef012345", " 7c1e9d2a-5b7e-4c11-9f00-abcdef01234",
+                          "7c1e9d2a-5b7e-4c11-9f00-abcdef0123456", "7c1e9d2a-5b7e-4c11-9f00-abcdef01234é"] {
+            #expect(JobID(malformed) == nil, "\(malformed)")
+        }
         for _ in 0..<100 {
             let random = UUID()
             #expect(LeaseToken(random).description == random.uuidString.lowercased())

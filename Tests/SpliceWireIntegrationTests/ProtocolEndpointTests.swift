@@ -1,4 +1,5 @@
 import Foundation
+import SpliceJSON
 import SpliceTestSupport
 import SpliceWire
 import Testing
@@ -184,7 +185,7 @@ struct ProtocolEndpointTests {
             encodeMilliseconds: 5
         )
         try await worker.send(.hello(Hello(workerName: "w", slots: 1, encoders: ["libx264"])))
-        let spec: JSONValue = .object(["start": .integer(0), "duration": .integer(90_000)])
+        let spec = JSONPayload(.object(["start": .integer(0), "duration": .integer(90_000)]))
         let script: [(worker: WorkerMessage?, coordinator: CoordinatorMessage?)] = [
             (nil, .welcome(Welcome(session: "s1", heartbeatIntervalMilliseconds: 500, heartbeatLiveness: 3))),
             (nil, .assign(Assign(attempt: attempt, outputPath: complete.outputPath, leaseMilliseconds: 10_000,

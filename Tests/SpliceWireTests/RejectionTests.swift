@@ -1,4 +1,5 @@
 import Foundation
+import SpliceJSON
 import SpliceWire
 import Testing
 
@@ -125,7 +126,7 @@ struct RejectionTests {
         #expect(reason(try codec.encode(WorkerMessage.hello(Hello(workerName: "w", slots: 1024, encoders: []))))
                 == nil)
         let assign = Assign(attempt: attempt, outputPath: "/s", leaseMilliseconds: huge, progressIntervalMilliseconds: 1,
-                            spec: .object([:]))
+                            spec: JSONPayload(.object([:])))
         #expect(reason(try codec.encode(CoordinatorMessage.assign(assign)), as: CoordinatorMessage.self) == .outOfRange)
         var bigSegment = attempt
         bigSegment.segment = Int(Int32.max) + 1
@@ -140,7 +141,7 @@ struct RejectionTests {
         var negative = Samples.complete
         negative.sizeBytes = -1
         #expect(reason(try codec.encode(WorkerMessage.complete(negative))) == .outOfRange)
-        let submit = SubmitJob(input: "/a", output: "/b", export: .object([:]), priority: huge)
+        let submit = SubmitJob(input: "/a", output: "/b", export: JSONPayload(.object([:])), priority: huge)
         #expect(reason(try codec.encode(APIRequest.submit(submit)), as: APIRequest.self) == .outOfRange)
         #expect(reason(try codec.encode(APIRequest.list(ListJobs(limit: -3))), as: APIRequest.self) == .outOfRange)
     }

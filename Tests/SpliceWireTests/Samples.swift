@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCore
+import SpliceJSON
 import SpliceWire
 
 /// One sample of every message type of every direction, with optional fields both set and unset.
@@ -40,7 +41,7 @@ enum Samples {
         .welcome(Welcome(session: "c-1", heartbeatIntervalMilliseconds: 1000, heartbeatLiveness: 3)),
         .assign(Assign(
             attempt: attempt, outputPath: "/spool/job-7f3a/0012-2.mkv", leaseMilliseconds: 30_000,
-            progressIntervalMilliseconds: 1_000, spec: spec
+            progressIntervalMilliseconds: 1_000, spec: JSONPayload(spec)
         )),
         .cancel(Cancel(attempt: attempt, reason: .jobCancelled)),
         .ack(Ack(attempt: attempt, acknowledges: .complete, outcome: .accepted)),
@@ -57,9 +58,9 @@ enum Samples {
     )
 
     static let requests: [APIRequest] = [
-        .submit(SubmitJob(input: "/in/a.mov", output: "/out/a.mp4", export: spec, priority: 5,
+        .submit(SubmitJob(input: "/in/a.mov", output: "/out/a.mp4", export: JSONPayload(spec), priority: 5,
                           submissionKey: "0b7e2c1e-submit")),
-        .submit(SubmitJob(input: "/in/b.mov", output: "/out/b.mp4", export: .object([:]))),
+        .submit(SubmitJob(input: "/in/b.mov", output: "/out/b.mp4", export: JSONPayload(.object([:])))),
         .status(JobStatusQuery(job: job)),
         .list(ListJobs(state: "running", limit: 20)),
         .list(ListJobs()),

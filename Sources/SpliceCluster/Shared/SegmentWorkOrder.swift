@@ -18,6 +18,35 @@ public struct SegmentWorkOrder: Sendable, Codable, Hashable {
         self.plan = single
         self.segment = index
     }
+
+    /// The order for `spec`, from its plan with the segments left out (what the coordinator keeps
+    /// per job, so that building an order does not walk every segment of the plan).
+    init(skeleton: SegmentPlan, spec: SegmentSpec) {
+        var single = skeleton
+        single.segments = [spec]
+        self.plan = single
+        self.segment = spec.index
+    }
+}
+
+/// A job's plan as the coordinator keeps it to build work orders: decoded once, the segments
+/// apart by index.
+struct PlannedJob: Sendable {
+    /// The plan without its segments.
+    let skeleton: SegmentPlan
+    let specs: [Int: SegmentSpec]
+
+    init(_ plan: SegmentPlan) {
+        var skeleton = plan
+        skeleton.segments = []
+        self.skeleton = skeleton
+        specs = Dictionary(plan.segments.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The work order of segment `index`; nil when the plan has no such segment.
+    func order(_ index: Int) -> SegmentWorkOrder? {
+        specs[index].map { SegmentWorkOrder(skeleton: skeleton, spec: $0) }
+    }
 }
 
 /// Where segment files live in the spool directory that coordinator and workers share (a local

@@ -31,7 +31,7 @@ extension JobRepository {
             WITH target AS (
                 SELECT s.id, lease.token
                 FROM segments s
-                JOIN unnest(\(leases.map(\.job)), \(leases.map(\.segment)), \(leases.map(\.token)))
+                JOIN unnest(\(leases.map(\.job)), \(leases.map(\.index)), \(leases.map(\.token)))
                     AS lease(job_id, index, token)
                     ON s.job_id = lease.job_id AND s.index = lease.index AND s.lease_token = lease.token
                 ORDER BY s.id
@@ -74,15 +74,14 @@ extension JobRepository {
         // Found by their (job, index) key, the state checked by the UPDATE (see `extendLeases`).
         let rows = try await client.query("""
             WITH input AS (
-                SELECT * FROM unnest(\(completions.map(\.lease.job)), \(completions.map(\.lease.segment)),
+                SELECT * FROM unnest(\(completions.map(\.lease.job)), \(completions.map(\.lease.index)),
                                      \(completions.map(\.lease.token)), \(completions.map(\.outputURL)),
                                      \(completions.map(\.checksum)))
                     WITH ORDINALITY AS input(job_id, index, token, output_url, checksum, n)
-            ), keyed AS (
-                SELECT input.*, s.id FROM input LEFT JOIN segments s ON s.job_id = input.job_id AND s.index = input.index
             ), target AS (
-                SELECT s.id, s.leased_by, keyed.token, keyed.output_url, keyed.checksum
-                FROM segments s JOIN keyed ON s.id = keyed.id AND s.lease_token = keyed.token
+                SELECT s.id, s.leased_by, input.token, input.output_url, input.checksum
+                FROM segments s
+                JOIN input ON s.job_id = input.job_id AND s.index = input.index AND s.lease_token = input.token
                 ORDER BY s.id
                 FOR UPDATE OF s
             ), segment AS (
@@ -91,7 +90,7 @@ extension JobRepository {
                     updated_at = now(), leased_by = NULL, lease_expires_at = NULL
                 FROM target
                 WHERE s.id = target.id AND s.lease_token = target.token AND s.state = 'leased'
-                RETURNING s.id, s.job_id, s.attempt, s.lease_token, target.leased_by AS worker_id
+                RETURNING s.id, s.job_id, s.index, s.attempt, s.lease_token, target.leased_by AS worker_id
             ), counted AS (
                 SELECT job_id, count(*) AS done FROM segment GROUP BY job_id
             ), job AS (
@@ -108,13 +107,13 @@ extension JobRepository {
                 SELECT id, NULL, 'job_stitching', 'running', 'stitching', NULL, NULL, NULL
                 FROM job WHERE state = 'stitching'
             )
-            SELECT keyed.n, earlier.job_id,
-                   EXISTS (SELECT 1 FROM segment WHERE segment.id = keyed.id AND segment.lease_token = keyed.token)
-                       AS completed,
+            SELECT input.n, earlier.job_id,
+                   EXISTS (SELECT 1 FROM segment WHERE segment.job_id = input.job_id AND segment.index = input.index
+                                                       AND segment.lease_token = input.token) AS completed,
                    (SELECT state FROM job WHERE job.id = earlier.job_id) AS job_state,
-                   earlier.state AS earlier_state, earlier.lease_token = keyed.token AS same_token
-            FROM keyed LEFT JOIN segments earlier ON earlier.id = keyed.id
-            ORDER BY keyed.n
+                   earlier.state AS earlier_state, earlier.lease_token = input.token AS same_token
+            FROM input LEFT JOIN segments earlier ON earlier.job_id = input.job_id AND earlier.index = input.index
+            ORDER BY input.n
             """)
         // The statement's snapshot predates its own writes: `earlier_*` is the state before this batch.
         var outcomes: [ResultOutcome] = []

@@ -163,6 +163,9 @@ public struct LeaseReference: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "job=\(job) segment=\(segment) lease=\(token)" }
+
+    /// The segment index as the `segments.index` column holds it (`integer`).
+    var index: Int32 { Int32(clamping: segment) }
 }
 
 /// A segment just leased to a worker.

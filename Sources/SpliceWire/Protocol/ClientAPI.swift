@@ -1,4 +1,5 @@
 public import SpliceCore
+public import SpliceJSON
 
 /// The client API: requests from `splice submit/status/jobs/cancel/workers` (DEALER) to the
 /// coordinator's API endpoint (ROUTER), each answered by exactly one reply carrying the same
@@ -85,9 +86,9 @@ public struct SubmitJob: MessageBody, Hashable {
     public static let messageType = "SUBMIT"
     public var input: String
     public var output: String
-    /// The export settings (codec, size, bitrate, range, segment length…) as the cluster module
-    /// encodes them (`JobRequest`); exact times inside, never floating-point seconds.
-    public var export: JSONValue
+    /// The export settings (codec, size, bitrate, range, segment length…): the cluster module's
+    /// `JobRequest`, opaque to the wire layer; exact times inside, never floating-point seconds.
+    public var export: JSONPayload
     /// Higher runs first; nil is the default priority.
     public var priority: Int?
     /// Makes the submit safe to resend: the client picks it once per job (a UUID) and reuses it
@@ -96,7 +97,7 @@ public struct SubmitJob: MessageBody, Hashable {
     public var submissionKey: String?
 
     public init(
-        input: String, output: String, export: JSONValue, priority: Int? = nil, submissionKey: String? = nil
+        input: String, output: String, export: JSONPayload, priority: Int? = nil, submissionKey: String? = nil
     ) {
         self.input = input
         self.output = output

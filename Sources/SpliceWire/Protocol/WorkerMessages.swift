@@ -1,4 +1,5 @@
 public import SpliceCore
+public import SpliceJSON
 
 // The bodies of the worker protocol's messages. Durations are whole milliseconds: workers and
 // coordinator do not share a clock, so the protocol never sends absolute deadlines. A worker
@@ -72,13 +73,14 @@ public struct Assign: MessageBody, Hashable {
     public var leaseMilliseconds: Int
     /// How often to send PROGRESS (each one extends the lease).
     public var progressIntervalMilliseconds: Int
-    /// The segment spec (source range, export settings), encoded by the media module. Opaque to
-    /// the wire layer: decode it with `spec.decode(SegmentSpec.self)`.
-    public var spec: JSONValue
+    /// The segment's work order (the cluster layer's `SegmentWorkOrder`), opaque to the wire
+    /// layer: encoded once by the coordinator, decoded once by the worker
+    /// (`spec.decode(SegmentWorkOrder.self)`).
+    public var spec: JSONPayload
 
     public init(
         attempt: SegmentAttempt, outputPath: String, leaseMilliseconds: Int, progressIntervalMilliseconds: Int,
-        spec: JSONValue
+        spec: JSONPayload
     ) {
         self.attempt = attempt
         self.outputPath = outputPath

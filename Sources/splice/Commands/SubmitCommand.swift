@@ -1,6 +1,7 @@
 import Foundation
 import SpliceCluster
 import SpliceCore
+import SpliceJSON
 import SpliceMedia
 import SpliceWire
 import Synchronization
@@ -107,7 +108,7 @@ struct SubmitCommand: ClientCommand {
     /// The SUBMIT request: absolute paths, the export settings, the invocation's submission key.
     func submission() throws -> SubmitJob {
         SubmitJob(input: Self.absolutePath(input), output: Self.absolutePath(output),
-                  export: try JSONValue(encoding: jobRequest()), priority: priority, submissionKey: submissionKey)
+                  export: try JSONPayload(encoding: jobRequest()), priority: priority, submissionKey: submissionKey)
     }
 
     /// `path` made absolute against the working directory, with `.` and `..` resolved.

@@ -1,5 +1,6 @@
 public import Foundation
 public import SpliceCore
+public import SpliceJSON
 import SpliceStore
 public import SpliceWire
 
@@ -123,10 +124,10 @@ public struct Assignment: Hashable, Sendable {
     public var attempt: SegmentAttempt
     /// The attempt-unique output path in the shared spool.
     public var outputPath: String
-    /// The `SegmentWorkOrder` as JSON.
-    public var spec: JSONValue
+    /// The `SegmentWorkOrder`, encoded.
+    public var spec: JSONPayload
 
-    public init(attempt: SegmentAttempt, outputPath: String, spec: JSONValue) {
+    public init(attempt: SegmentAttempt, outputPath: String, spec: JSONPayload) {
         self.attempt = attempt
         self.outputPath = outputPath
         self.spec = spec

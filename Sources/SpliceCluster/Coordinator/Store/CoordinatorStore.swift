@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCore
+import SpliceJSON
 import SpliceMedia
 import SpliceStore
 import SpliceWire
@@ -19,8 +20,8 @@ final class CoordinatorStore: Sendable {
     let repository: JobRepository
     let leaseDuration: Duration
     let spool: SpoolLayout
-    /// The job's plan without its segments, and the segments by index.
-    private let plans = JobKeyedCache<SegmentWorkOrderJSON.Parts>(limit: 128)
+    /// Each job's plan, decoded once.
+    private let plans = JobKeyedCache<PlannedJob>(limit: 128)
     /// Lease extensions are group-committed like completions: one statement for all that arrive
     /// while the previous one is being written.
     private let extensions: GroupCommitter<LeaseReference, Bool>
@@ -179,20 +180,22 @@ final class CoordinatorStore: Sendable {
         }
     }
 
-    /// The ASSIGN `spec`: `SegmentWorkOrder` — the job's plan cut down to one segment — as JSON.
-    private func workOrder(job: JobID, segment index: Int) async throws -> JSONValue {
+    /// The ASSIGN `spec`: the `SegmentWorkOrder` — the job's plan cut down to one segment —
+    /// encoded once, here.
+    private func workOrder(job: JobID, segment index: Int) async throws -> JSONPayload {
         let repository = self.repository
-        let parts = try await plans.value(for: job) { () async throws -> SegmentWorkOrderJSON.Parts? in
+        let planned = try await plans.value(for: job) { () async throws -> PlannedJob? in
             guard let plan = try await repository.job(id: job)?.plan else { return nil }
-            guard let parts = SegmentWorkOrderJSON.parts(ofPlan: plan.text) else {
-                throw CoordinatorError(.planUnreadable, "job \(job): its plan is not a segment plan")
+            do {
+                return PlannedJob(try plan.decode(SegmentPlan.self))
+            } catch {
+                throw CoordinatorError(.planUnreadable, "job \(job): its plan is not a segment plan: \(error)")
             }
-            return parts
         }
-        guard let parts, let spec = parts.specs[index] else {
+        guard let order = planned?.order(index) else {
             throw CoordinatorError(.planUnreadable, "job \(job) has no plan for segment \(index)")
         }
-        return SegmentWorkOrderJSON.order(skeleton: parts.skeleton, spec: spec, segment: index)
+        return try JSONPayload(encoding: order)
     }
 
     /// Drops what is cached about a job that has ended.
