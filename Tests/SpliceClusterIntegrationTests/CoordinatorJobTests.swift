@@ -49,7 +49,7 @@ struct CoordinatorJobTests {
         let coordinator = try await CoordinatorUnderTest.start { configuration in
             // Silent after 600 ms, so the hung worker gets nothing new (but its session is kept);
             // leases of 4 s, which the other worker keeps up with PROGRESS every second.
-            configuration.sessions = CoordinatorStateMachine.Policy(
+            configuration.sessions = CoordinatorPolicy(
                 heartbeatInterval: .milliseconds(200), heartbeatLiveness: 3, leaseDuration: .seconds(4),
                 forgetAfter: .seconds(60))
         }

@@ -13,7 +13,7 @@ import Testing
 struct CoordinatorLossTests {
     /// Leases of a minute, so a segment that moves on within seconds proves it was not expiry.
     static func longLeases(_ configuration: inout CoordinatorConfiguration) {
-        configuration.sessions = CoordinatorStateMachine.Policy(
+        configuration.sessions = CoordinatorPolicy(
             heartbeatInterval: .milliseconds(250), heartbeatLiveness: 20, leaseDuration: .seconds(60),
             forgetAfter: .seconds(90))
     }

@@ -65,7 +65,7 @@ struct CoordinatorUnderTest: Sendable {
         CoordinatorConfiguration(
             database: .server(database), spool: spool, workersEndpoint: loopback, apiEndpoint: loopback,
             maxAttempts: 5,
-            sessions: CoordinatorStateMachine.Policy(
+            sessions: CoordinatorPolicy(
                 heartbeatInterval: .milliseconds(250), heartbeatLiveness: 20, leaseDuration: .seconds(30),
                 forgetAfter: .seconds(60)),
             segmentRetryBackoff: Backoff(base: .milliseconds(100), cap: .seconds(1)), pollInterval: .milliseconds(200),

@@ -19,7 +19,7 @@ actor CoordinatorShell {
     private let inFlight = InFlightWork()
 
     init(
-        policy: CoordinatorStateMachine.Policy, store: CoordinatorStore, outbox: Outbox, spool: SpoolCleaner,
+        policy: CoordinatorPolicy, store: CoordinatorStore, outbox: Outbox, spool: SpoolCleaner,
         stitcherWake: WakeSignal, logger: Logger
     ) {
         self.machine = CoordinatorStateMachine(policy: policy)
@@ -39,25 +39,22 @@ actor CoordinatorShell {
         for received in batch {
             switch received {
             case .message(let envelope, let peer):
-                execute(machine.onMessage(envelope.message, from: peer, now: now))
+                execute(machine.handle(.received(envelope.message, from: peer), at: now))
             case .rejected(let rejection, let peer):
-                execute(machine.onRejected(rejection, from: peer, now: now))
+                execute(machine.handle(.rejected(rejection, from: peer), at: now))
             }
         }
-        execute(machine.dispatch(now: now))
+        execute(machine.dispatch(at: now))
     }
 
     /// The timer: heartbeats and liveness.
     func tick() {
-        apply { $0.onTick(now: .now) }
+        apply(.tick)
     }
 
     /// Segments may be claimable (poll timer, NOTIFY, a lease taken back, a backoff ended).
     func workAvailable() {
-        apply {
-            $0.onWorkAvailable()
-            return []
-        }
+        apply(.workAvailable)
     }
 
     /// The store took leases back (reaper, or a worker's release).
@@ -68,32 +65,31 @@ actor CoordinatorShell {
         }
         if let retry = taken.firstRetry { wake(at: retry) }
         for job in Set(taken.leases.filter(\.jobFailed).map(\.job)) { logJobFailed(job) }
-        apply {
-            $0.onWorkAvailable()
-            return $0.onLeasesTakenBack(taken.leases, now: .now)
-        }
+        let now = ContinuousClock.now
+        execute(machine.handle(.workAvailable, at: now))
+        apply(.leasesTakenBack(taken.leases))
     }
 
     /// A job was cancelled or failed outside the worker protocol (the API, the planner).
     func jobEnded(_ job: JobID, reason: Cancel.Reason) {
-        apply { $0.onJobEnded(job, reason: reason, now: .now) }
+        apply(.jobEnded(job, reason))
     }
 
     /// A worker key was revoked: its connections are already cut off.
     func workerRevoked(_ identity: WorkerIdentity) {
-        apply { $0.onWorkerRevoked(identity) }
+        apply(.workerRevoked(identity))
     }
 
     /// A send from the outbox failed.
     func sendFailed(_ outgoing: Outbox.Outgoing, error: WireError) {
-        apply { $0.onSendFailed(outgoing.message, to: outgoing.peer, worker: outgoing.worker, error: error, now: .now) }
+        apply(.sendFailed(outgoing.message, to: outgoing.peer, worker: outgoing.worker, error: error))
     }
 
     // MARK: - Shutdown
 
     /// Graceful shutdown, step 1: no more claims.
     func stopDispatching() {
-        machine.stopDispatching()
+        execute(machine.handle(.drainStarted, at: .now))
     }
 
     /// Step 2: returns once every store task started so far (and those they started) is
@@ -104,7 +100,7 @@ actor CoordinatorShell {
 
     /// Step 3: DISCONNECT `shutdown` to every worker.
     func farewell() {
-        execute(machine.onShutdown(now: .now))
+        execute(machine.handle(.drained, at: .now))
     }
 
     // MARK: - Reading
@@ -121,9 +117,10 @@ actor CoordinatorShell {
     // MARK: - Carrying out directives
 
     /// Runs one event through the machine, carries out what it says, then lets it dispatch.
-    private func apply(_ event: @Sendable (inout CoordinatorStateMachine) -> [CoordinatorDirective]) {
-        execute(event(&machine))
-        execute(machine.dispatch(now: .now))
+    private func apply(_ event: CoordinatorEvent) {
+        let now = ContinuousClock.now
+        execute(machine.handle(event, at: now))
+        execute(machine.dispatch(at: now))
     }
 
     private func execute(_ directives: [CoordinatorDirective]) {
@@ -152,8 +149,8 @@ actor CoordinatorShell {
             stitcherWake.signal()
         case .removeJobFiles(let job):
             spawn { await self.removeFiles(of: job) }
-        case .report(let observation):
-            log(observation)
+        case .notice(let notice):
+            log(notice)
         }
     }
 
@@ -177,13 +174,13 @@ actor CoordinatorShell {
         do {
             switch try await store.register(identity, name: name, slots: slots, encoders: encoders) {
             case .registered(let workerID):
-                await apply { $0.onWorkerRegistered(identity, workerID: workerID, now: .now) }
+                await apply(.workerRegistered(identity, workerID: workerID))
             case .refused(let reason):
-                await apply { $0.onWorkerRefused(identity, reason: reason, now: .now) }
+                await apply(.workerRefused(identity, reason: reason))
             }
         } catch {
             logger.warning("worker registration failed", ["worker": identity.description, "error": "\(error)"])
-            await apply { $0.onRegistrationFailed(identity) }
+            await apply(.registrationFailed(identity))
         }
     }
 
@@ -193,23 +190,23 @@ actor CoordinatorShell {
             let outcome = try await store.commit(result)
             logCommitted(result, outcome: outcome)
             if let retryAt = outcome.retryAt { await wake(at: retryAt) }
-            await apply { $0.onResultCommitted(result, outcome: outcome, now: .now) }
+            await apply(.resultCommitted(result, outcome))
         } catch {
             logger.warning("result not committed; the worker will resend it", [
                 "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
                 "error": "\(error)",
             ])
-            await apply { $0.onResultCommitFailed(result, now: .now) }
+            await apply(.resultCommitFailed(result))
         }
     }
 
     private nonisolated func extend(_ attempts: [SegmentAttempt], worker: WorkerIdentity, check: LeaseCheck) async {
         do {
             let current = try await store.extend(attempts)
-            await apply { $0.onLeasesExtended(attempts, worker: worker, check: check, current: current, now: .now) }
+            await apply(.leasesExtended(attempts, worker: worker, check: check, current: current))
         } catch {
             logger.warning("lease extension failed", ["worker": worker.description, "error": "\(error)"])
-            await apply { $0.onLeaseExtensionFailed(attempts, worker: worker, check: check, now: .now) }
+            await apply(.leaseExtensionFailed(attempts, worker: worker, check: check))
         }
     }
 
@@ -226,10 +223,10 @@ actor CoordinatorShell {
                     }
                 }
             }
-            await apply { $0.onClaimed(assignments, demands: demands, generation: generation, now: .now) }
+            await apply(.claimed(assignments, demands: demands, generation: generation))
         } catch {
             logger.warning("claim failed", ["workers": demands.count, "error": "\(error)"])
-            await apply { $0.onClaimFailed(demands) }
+            await apply(.claimFailed(demands))
         }
     }
 
@@ -242,7 +239,7 @@ actor CoordinatorShell {
             if let retryAt = outcome.retryAt { await wake(at: retryAt) }
             if outcome.failedJob {
                 logJobFailed(attempt.job)
-                await apply { $0.onJobEnded(attempt.job, reason: .jobFailed, now: .now) }
+                await apply(.jobEnded(attempt.job, .jobFailed))
             }
         } catch {
             logger.warning("attempt not handed back; its lease will expire", [
@@ -310,8 +307,8 @@ actor CoordinatorShell {
         }
     }
 
-    private nonisolated func log(_ observation: CoordinatorObservation) {
-        switch observation {
+    private nonisolated func log(_ notice: CoordinatorNotice) {
+        switch notice {
         case .workerRegistering(let worker, let name, let slots):
             logger.info("worker registering", ["worker": worker.description, "name": name, "slots": slots])
         case .workerWelcomed(let worker, let workerID, let running):
