@@ -189,6 +189,19 @@ struct ExportPlan: Sendable {
             progressDuration: plan.approximateDuration(of: spec))
     }
 
+    /// What a run says when its window held no video frame that could be decoded, in the terms
+    /// of what it was writing: the requested range of a file, or one segment of a job.
+    var noDecodableVideo: MediaError {
+        switch output {
+        case .file:
+            MediaError(.decodeFailed, "no video frame of '\(location)' could be decoded in the requested range",
+                       isRetryable: false)
+        case .segment(_, let index):
+            MediaError(.decodeFailed, "segment \(index) of '\(location)' has no decodable video frame in its range; "
+                       + "the source may be damaged there", isRetryable: false)
+        }
+    }
+
     /// Pass-through needs a container that can hold the source codec.
     private static func checkCopy(_ track: Track, into fileType: OutputFileType) throws {
         if !ContainerSupport.canHold(codecName: track.codecName, in: fileType.muxerName) {

@@ -43,13 +43,7 @@ public struct SegmentExporter: Sendable {
                 let exportPlan = try ExportPlan.segment(plan, spec: spec, asset: asset, destination: output.path,
                                                         codecThreads: codecThreads)
                 let pipeline = ExportPipeline(plan: exportPlan, isCancelled: { flag.isSet }, onProgress: progress)
-                let result: ExportPipeline.Result
-                do {
-                    result = try pipeline.run()
-                } catch let error as MediaError where error.code == .decodeFailed && error.message.hasPrefix("no video frame") {
-                    throw MediaError(.decodeFailed, "segment \(index) of '\(plan.source)' has no decodable video frame "
-                                     + "in its range; the source may be damaged there", isRetryable: false)
-                }
+                let result = try pipeline.run()
                 guard let checksum = result.checksum else {
                     throw MediaError(.internalError, "segment \(index) was written to '\(output.path)' without its checksum")
                 }

@@ -117,10 +117,7 @@ final class ExportPipeline {
         }
         try checkCancelled()
         for path in paths { try path.finish(checkCancelled: checkCancelled) }
-        if let v = videoEncode, v.framesWritten == 0 {
-            throw MediaError(.decodeFailed, "no video frame of '\(plan.location)' could be decoded in the requested range",
-                             isRetryable: false)
-        }
+        if let v = videoEncode, v.framesWritten == 0 { throw plan.noDecodableVideo }
         try writer.finish()
         onProgress(1)
         return Result(videoFrames: videoEncode?.framesWritten ?? 0, audioSamples: audioEncode?.samplesEncoded ?? 0,
