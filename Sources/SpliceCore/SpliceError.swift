@@ -9,3 +9,21 @@ public protocol SpliceError: Error, Sendable, CustomStringConvertible {
     var message: String { get }
     var isRetryable: Bool { get }
 }
+
+/// An error of exactly that shape and no more: its code, its message, whether a retry can help.
+/// A module whose errors carry nothing else names one with codes of its own
+/// (`public typealias WorkerError = CodedError<WorkerErrorCode>`) instead of writing the same
+/// struct again.
+public struct CodedError<Code: RawRepresentable<String> & Hashable & Sendable>: SpliceError, Hashable {
+    public let code: Code
+    public let message: String
+    public let isRetryable: Bool
+
+    public init(_ code: Code, _ message: String, isRetryable: Bool = false) {
+        self.code = code
+        self.message = message
+        self.isRetryable = isRetryable
+    }
+
+    public var description: String { message }
+}

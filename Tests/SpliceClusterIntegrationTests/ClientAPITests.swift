@@ -60,7 +60,7 @@ struct ClientAPITests {
             guard case .status(let query) = request else { return [] }
             return [
                 .replyAs(.status(.scripted(.numbered(98), "failed")), id: "not-yours"),
-                .replyAs(.error(APIError(code: "late", message: "an old answer")), id: "older"),
+                .replyAs(.error(APIError(APIError.Code(rawValue: "late"), "an old answer")), id: "older"),
                 .reply(.status(.scripted(query.job, "running", done: 1, total: 3))),
             ]
         }
@@ -141,14 +141,14 @@ struct ClientAPITests {
             switch request {
             case .status:
                 let lines = "no job job-0\n  `splice jobs` lists them"
-                return [.reply(.error(APIError(code: "not-found", message: lines)))]
+                return [.reply(.error(APIError(.notFound, lines)))]
             case .cancel:
                 return [.reply(.submitted(JobSubmitted(job: .numbered(0))))]
             case .workers:
                 workersAsked.append(1)
                 guard workersAsked.entries.count > 1 else {
-                    return [.reply(.error(APIError(code: "unavailable", message: "the job store is unreachable; try again",
-                                                   retryable: true)))]
+                    return [.reply(.error(APIError(.unavailable, "the job store is unreachable; try again",
+                                                   isRetryable: true)))]
                 }
                 return [.reply(.workers(WorkerList(workers: [])))]
             default:
@@ -158,7 +158,7 @@ struct ClientAPITests {
         try await withClient(of: server) { client in
             let notFound = await clientError { _ = try await client.status(of: .numbered(0)) }
             #expect(notFound?.code == .rejected)
-            #expect(notFound?.apiError?.code == "not-found")
+            #expect(notFound?.apiError?.code == .notFound)
             #expect(notFound?.message == "no job job-0; `splice jobs` lists them")
 
             let wrongType = await clientError { _ = try await client.cancel(.numbered(0)) }
@@ -178,7 +178,7 @@ struct ClientAPITests {
     func waitStops() async throws {
         let server = try await ScriptedAPIServer.start { request, _ in
             guard case .status(let query) = request else { return [] }
-            if query.job == .numbered(99) { return [.reply(.error(APIError(code: "not-found", message: "no job gone")))] }
+            if query.job == .numbered(99) { return [.reply(.error(APIError(.notFound, "no job gone")))] }
             return [.reply(.status(.scripted(query.job, "running", done: 0, total: 2)))]
         }
         try await withClient(of: server) { client in

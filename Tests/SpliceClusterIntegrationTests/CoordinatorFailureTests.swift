@@ -51,7 +51,7 @@ struct CoordinatorFailureTests {
             Issue.record("cancelling an unknown job did not fail")
             return
         }
-        #expect(error.code == "not-found")
+        #expect(error.code == .notFound)
 
         await worker.close()
         await client.close()
@@ -80,7 +80,7 @@ struct CoordinatorFailureTests {
                 #expect(try await worker.complete(try await worker.acceptAndEncode(assign)) == .accepted)
             } catch {
                 decoderError = "\(error)"
-                let fail = Fail(attempt: assign.attempt, code: "decode-failed", reason: decoderError, retryable: true)
+                let fail = Fail(attempt: assign.attempt, code: Fail.Code(rawValue: "decode-failed"), reason: decoderError, retryable: true)
                 try await worker.send(.fail(fail))
                 #expect(await worker.ack(of: assign.attempt, .fail)?.outcome == .accepted)
             }

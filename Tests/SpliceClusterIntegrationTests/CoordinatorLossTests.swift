@@ -67,7 +67,7 @@ struct CoordinatorLossTests {
         #expect(try await stray.hello() != nil)
         let refused = try #require(await stray.assignment())
         try await stray.send(.fail(Fail(
-            attempt: refused.attempt, code: "output-outside-spool",
+            attempt: refused.attempt, code: .outputOutsideSpool,
             reason: "output path is not inside this worker's spool /elsewhere", retryable: true)))
         #expect(await stray.ack(of: refused.attempt, .fail)?.outcome == .accepted)
 

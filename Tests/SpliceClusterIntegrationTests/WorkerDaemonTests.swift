@@ -143,7 +143,7 @@ struct WorkerDaemonTests {
             try await coordinator.send(.assign(assign))
             let fail = try #require(await coordinator.next { $0.asReportedFail }, "no FAIL")
             #expect(fail.attempt == assign.attempt)
-            #expect(fail.code == "undecodable-input")
+            #expect(fail.code == .undecodableInput)
             #expect(!fail.retryable)
             #expect(!fail.reason.isEmpty)
             #expect(files(under: worker.spool).isEmpty)
@@ -200,7 +200,7 @@ struct WorkerDaemonTests {
                 return fails.value.count == 2 ? true : nil
             }
             #expect(Set(fails.value.map(\.attempt.leaseToken)) == [assign.attempt.leaseToken, refused.attempt.leaseToken])
-            #expect(fails.value.allSatisfy { $0.code == "drained" && $0.retryable })
+            #expect(fails.value.allSatisfy { $0.code == .drained && $0.retryable })
             for fail in fails.value {
                 try await coordinator.send(.ack(Ack(attempt: fail.attempt, acknowledges: .fail, outcome: .accepted)))
             }

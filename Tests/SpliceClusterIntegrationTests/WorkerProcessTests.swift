@@ -51,7 +51,7 @@ struct WorkerProcessTests {
                                              token: "too-late")
         try await coordinator.send(.assign(refused))
         let fail = await coordinator.next { $0.asFail }
-        #expect(fail?.attempt == refused.attempt && fail?.code == "drained")
+        #expect(fail?.attempt == refused.attempt && fail?.code == .drained)
         if let fail { try await coordinator.send(.ack(Ack(attempt: fail.attempt, acknowledges: .fail, outcome: .accepted))) }
         // …the running one completes…
         let complete = try #require(await coordinator.next(within: .seconds(60)) { $0.asComplete }, "no COMPLETE")

@@ -171,7 +171,7 @@ struct CoordinatorStateMachineTests {
         WorkerMessage.accept(Accept(attempt: attempt(0))),
         .progress(Progress(attempt: attempt(0), fraction: 0.5, frames: 10)),
         .complete(complete(attempt(0))),
-        .fail(Fail(attempt: attempt(0), code: "x", reason: "y", retryable: true)),
+        .fail(Fail(attempt: attempt(0), code: Fail.Code(rawValue: "x"), reason: "y", retryable: true)),
         .heartbeat(Heartbeat()),
     ])
     func unknownSession(message: WorkerMessage) {
@@ -227,7 +227,7 @@ struct CoordinatorStateMachineTests {
     func helloWithResults() throws {
         var harness = Harness()
         let done = attempt(1), failed = attempt(2), current = attempt(3), gone = attempt(4)
-        let failure = Fail(attempt: failed, code: "drained", reason: "handed back", retryable: true)
+        let failure = Fail(attempt: failed, code: .drained, reason: "handed back", retryable: true)
         _ = harness.receive(.hello(Hello(
             workerName: "w", slots: 4, encoders: [], running: [current, gone], finished: [complete(done)],
             failed: [failure])))
@@ -474,7 +474,7 @@ struct CoordinatorStateMachineTests {
     func failResent() {
         var harness = Harness()
         harness.welcome()
-        let failure = Fail(attempt: attempt(0), code: "undecodable-input", reason: "bad", retryable: false)
+        let failure = Fail(attempt: attempt(0), code: .undecodableInput, reason: "bad", retryable: false)
         #expect(harness.receive(.fail(failure)) == [.commitResult(.fail(failure))])
         harness.on(.resultCommitted(.fail(failure), .recorded(.willRetry(at: .distantPast))))
         #expect(acks(harness.receive(.fail(failure))) == [Ack(attempt: attempt(0), acknowledges: .fail, outcome: .duplicate)])
@@ -497,7 +497,7 @@ struct CoordinatorStateMachineTests {
         harness.welcome(other, id: otherID, slots: 3)
         _ = harness.assign([attempt(0), attempt(1), attempt(0, job: 2)])
         _ = harness.assign([attempt(2)], to: other)
-        let failure = Fail(attempt: attempt(0), code: "undecodable-input", reason: "bad bytes", retryable: false)
+        let failure = Fail(attempt: attempt(0), code: .undecodableInput, reason: "bad bytes", retryable: false)
         _ = harness.receive(.fail(failure))
         let committed = harness.on(.resultCommitted(.fail(failure), .recorded(.jobFailed(segmentState: .dead))))
         #expect(acks(committed) == [Ack(attempt: attempt(0), acknowledges: .fail, outcome: .accepted)])
@@ -586,7 +586,7 @@ struct CoordinatorStateMachineTests {
             Issue.record("no ASSIGN")
             return
         }
-        let error = WireError(code: .unroutable, message: "host unreachable")
+        let error = WireError(.unroutable, "host unreachable")
         let directives = harness.on(.sendFailed(.assign(assign), to: worker, worker: .key(workerKey), error: error))
         #expect(directives.contains(.abandonAttempt(attempt(0), reason: "the assignment could not be delivered: host unreachable",
                                                     spendsAttempt: false)))
@@ -679,7 +679,7 @@ struct CoordinatorStateMachineTests {
         var harness = Harness()
         harness.welcome(slots: 1)
         _ = harness.assign([attempt(0)])
-        let error = WireError(code: .unroutable, message: "host unreachable")
+        let error = WireError(.unroutable, "host unreachable")
         let oldRoute = WirePeer(routingID: RoutingID("w:old"), publicKey: workerKey)
         let stale = harness.on(.sendFailed(.heartbeat(Heartbeat()), to: oldRoute, worker: .key(workerKey),
             error: error))
@@ -715,7 +715,7 @@ struct CoordinatorStateMachineTests {
         var harness = Harness()
         harness.welcome(slots: 1)
         _ = harness.assign([attempt(0)])
-        let refusal = Fail(attempt: attempt(0), code: "output-outside-spool", reason: "not in /srv/spool", retryable: true)
+        let refusal = Fail(attempt: attempt(0), code: .outputOutsideSpool, reason: "not in /srv/spool", retryable: true)
         let refused = harness.receive(.fail(refusal))
         #expect(refused.contains(.notice(.workerQuarantined(.key(workerKey), for: .seconds(10),
                                                              reason: "output-outside-spool: not in /srv/spool"))))
@@ -732,7 +732,7 @@ struct CoordinatorStateMachineTests {
         #expect(claimed(harness.machine.dispatch(at: harness.now)) == [1], "free again after 10 s")
         harness.on(.claimed([.key(workerKey): [assignment(attempt(1))]],
             demands: [ClaimDemand(worker: .key(workerKey), workerID: workerID, limit: 1)], generation: 0))
-        let again = Fail(attempt: attempt(1), code: "spool-unwritable", reason: "read-only", retryable: true)
+        let again = Fail(attempt: attempt(1), code: .spoolUnwritable, reason: "read-only", retryable: true)
         #expect(harness.receive(.fail(again)).contains(.notice(.workerQuarantined(
             .key(workerKey), for: .seconds(20), reason: "spool-unwritable: read-only"))), "doubled")
         harness.on(.resultCommitted(.fail(again), .recorded(.willRetry(at: .distantPast))))
@@ -745,7 +745,7 @@ struct CoordinatorStateMachineTests {
             generation: claim.generation))
         _ = harness.receive(.complete(complete(attempt(2))))
         harness.on(.resultCommitted(.complete(complete(attempt(2))), .completed(jobReadyToStitch: false)))
-        let third = Fail(attempt: attempt(3), code: "encoder-missing", reason: "no libx265", retryable: true)
+        let third = Fail(attempt: attempt(3), code: .encoderMissing, reason: "no libx265", retryable: true)
         #expect(harness.receive(.fail(third)).contains(.notice(.workerQuarantined(
             .key(workerKey), for: .seconds(10), reason: "encoder-missing: no libx265"))), "a COMPLETE reset it")
     }
@@ -755,7 +755,7 @@ struct CoordinatorStateMachineTests {
         var harness = Harness()
         harness.welcome(slots: 1)
         _ = harness.assign([attempt(0)])
-        for code in ["undecodable-input", "drained"] {
+        for code in [Fail.Code.undecodableInput, .drained] {
             let fail = Fail(attempt: attempt(0), code: code, reason: "r", retryable: true)
             #expect(!harness.receive(.fail(fail)).contains { if case .notice(.workerQuarantined) = $0 { true } else { false } })
         }

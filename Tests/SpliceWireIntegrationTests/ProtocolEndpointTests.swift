@@ -241,7 +241,7 @@ struct ProtocolEndpointTests {
                 guard case .status(let query) = envelope.message else { continue }
                 if answered == 2 { continue }  // stay silent once, to test the timeout
                 // A stale reply first (an earlier request's id), then the real one.
-                try await server.send(.error(APIError(code: "late", message: "old")), to: peer, requestID: "old-request")
+                try await server.send(.error(APIError(APIError.Code(rawValue: "late"), "old")), to: peer, requestID: "old-request")
                 try await server.send(
                     .submitted(JobSubmitted(job: query.job)), to: peer, requestID: envelope.requestID
                 )

@@ -14,7 +14,7 @@ enum Samples {
         attempt: attempt, outputPath: "/spool/job-7f3a/0012-2.mkv",
         checksum: SHA256Digest(bytes: [UInt8](repeating: 0xAB, count: 32))!, sizeBytes: 12_345_678_901, encodeMilliseconds: 8_100
     )
-    static let fail = Fail(attempt: attempt, code: "undecodable-input", reason: "no frames decoded", retryable: false)
+    static let fail = Fail(attempt: attempt, code: .undecodableInput, reason: "no frames decoded", retryable: false)
     static let spec: JSONValue = .object([
         "range": .object([
             "start": .integer(9_007_199_254_740_993), "duration": .integer(90_000), "timescale": .integer(90_000),
@@ -80,6 +80,6 @@ enum Samples {
             lastSeenAtMilliseconds: 1_790_000_000_500
         )])),
         .workerKey(WorkerKeyChanged(publicKey: key, enrolled: false, sessionsClosed: 1)),
-        .error(APIError(code: "not-found", message: "no job job-0", retryable: false)),
+        .error(APIError(.notFound, "no job job-0", isRetryable: false)),
     ]
 }

@@ -108,8 +108,7 @@ struct ClientRenderingTests {
     func waitDisplay() {
         let err = Captured()
         let display = JobWaitDisplay(label: "out.mp4", output: err.output)
-        let lost = SpliceClientError(code: .unreachable, message: "no coordinator answered at tcp://c:7451",
-                                     isRetryable: true)
+        let lost = SpliceClientError(.unreachable, "no coordinator answered at tcp://c:7451", isRetryable: true)
         display.show(.status(Self.job(5, "queued")))
         display.show(.status(Self.job(5, "running", done: 1, total: 4, fraction: 0.3)))
         display.show(.unreachable(lost))
@@ -132,7 +131,7 @@ struct ClientRenderingTests {
         let err = Captured(isTerminal: true)
         let display = JobWaitDisplay(label: "out.mp4", output: err.output)
         display.show(.status(Self.job(5, "running", done: 1, total: 4)))
-        display.show(.unreachable(SpliceClientError(code: .unreachable, message: "gone", isRetryable: true)))
+        display.show(.unreachable(SpliceClientError(.unreachable, "gone", isRetryable: true)))
         #expect(err.value.contains("1/4"))
         #expect(err.value.hasSuffix("\r\u{1B}[Kcoordinator unreachable, retrying (gone)\n"))
     }

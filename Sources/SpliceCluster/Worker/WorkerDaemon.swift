@@ -1,5 +1,5 @@
 internal import Foundation
-internal import SpliceCore
+public import SpliceCore
 public import SpliceLog
 internal import SpliceMedia
 public import SpliceWire
@@ -214,7 +214,7 @@ public actor WorkerDaemon: Service {
             case .completed(let checksum, let size, let milliseconds):
                 logger.info("segment encoded", ["checksum": checksum.description, "bytes": size, "encode_ms": milliseconds])
             case .failed(let code, let reason, let retryable):
-                logger.warning("segment failed", ["code": code, "reason": reason, "retryable": retryable])
+                logger.warning("segment failed", ["code": code.rawValue, "reason": reason, "retryable": retryable])
             case .cancelled:
                 break
             }
@@ -233,7 +233,7 @@ public actor WorkerDaemon: Service {
         case .disconnected(let reason, let detail):
             logger.warning("coordinator ended the session", ["reason": reason.rawValue, "detail": detail])
         case .refused(let attempt, let code):
-            log(attempt).warning("segment refused", ["code": code])
+            log(attempt).warning("segment refused", ["code": code.rawValue])
         case .resultAcknowledged(let attempt, let acknowledges, let outcome):
             log(attempt).info("result acknowledged", ["acknowledges": acknowledges.rawValue, "outcome": outcome.rawValue])
         case .draining(let running, let timeout):

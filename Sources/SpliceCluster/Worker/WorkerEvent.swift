@@ -28,7 +28,7 @@ package enum EncodeOutcome: Sendable, Hashable {
     /// The output file is complete at the ASSIGN's `outputPath`, with this digest.
     case completed(checksum: SHA256Digest, sizeBytes: Int64, encodeMilliseconds: Int)
     /// The encode failed; `retryable` comes from the error (`MediaError.isRetryable`).
-    case failed(code: String, reason: String, retryable: Bool)
+    case failed(code: Fail.Code, reason: String, retryable: Bool)
     /// The encode stopped because the shell cancelled it (after an ``WorkerDirective/abortEncode(_:because:)``).
     case cancelled
 }

@@ -69,7 +69,7 @@ public final class JobRepository: Sendable {
             let existing = try await connection.query(
                 "SELECT \(Job.columns) FROM jobs WHERE idempotency_key = \(submission.idempotencyKey)")
             guard let row = existing.first else {
-                throw StoreError(.notFound, message: "job with idempotency key vanished during create")
+                throw StoreError(.notFound, "job with idempotency key vanished during create")
             }
             return JobCreation(job: try Job(row: row), created: false)
         }
@@ -88,8 +88,7 @@ public final class JobRepository: Sendable {
     @discardableResult
     public func recordPlan(jobID: JobID, plan: PostgresJSON, segments: [PlannedSegment]) async throws -> Job {
         guard !segments.isEmpty else {
-            throw StoreError(.invalidTransition, message: "job \(jobID): a plan needs at least one segment",
-                             isRetryable: false)
+            throw StoreError(.invalidTransition, "job \(jobID): a plan needs at least one segment", isRetryable: false)
         }
         return try await client.transaction { connection in
             guard let job = try await lockJob(jobID, on: connection) else { throw notFound(jobID) }
@@ -238,12 +237,10 @@ public final class JobRepository: Sendable {
     }
 
     func notFound(_ jobID: JobID) -> StoreError {
-        StoreError(.notFound, message: "job \(jobID) does not exist", isRetryable: false)
+        StoreError(.notFound, "job \(jobID) does not exist", isRetryable: false)
     }
 
     func invalidTransition(_ job: Job, to state: JobState) -> StoreError {
-        StoreError(.invalidTransition,
-                   message: "job \(job.id) is \(job.state.rawValue) and cannot become \(state.rawValue)",
-                   isRetryable: false)
+        StoreError(.invalidTransition, "job \(job.id) is \(job.state.rawValue) and cannot become \(state.rawValue)", isRetryable: false)
     }
 }

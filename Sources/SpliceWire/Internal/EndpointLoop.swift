@@ -282,28 +282,27 @@ final class EndpointLoop {
         switch target {
         case .peer(let peer):
             guard let id = peer.routingID else {
-                return .failure(WireError(code: .invalidArgument, message: "a ROUTER send needs the peer's routing id"))
+                return .failure(WireError(.invalidArgument, "a ROUTER send needs the peer's routing id"))
             }
             routingID = id
             key = peer.publicKey
         case .key(let target):
             guard let id = routesOfKey[target]?.last else {
-                return .failure(WireError(code: .unknownPeer, message: "no connection from key \(target)"))
+                return .failure(WireError(.unknownPeer, "no connection from key \(target)"))
             }
             routingID = id
             key = target
         }
         guard let key, let domain = serverDomain else { return .success(routingID) }
         if let authorizer = plan.authorizer, !authorizer.isStillAuthorized(key, domain: domain) {
-            return .failure(WireError(code: .peerRevoked, message: "key \(key) is no longer authorized"))
+            return .failure(WireError(.peerRevoked, "key \(key) is no longer authorized"))
         }
         guard let owner = keyOfRoute[routingID] else {
-            return .failure(WireError(code: .unknownPeer, message: "no connection \(routingID) from key \(key)"))
+            return .failure(WireError(.unknownPeer, "no connection \(routingID) from key \(key)"))
         }
         guard owner == key else {
             return .failure(WireError(
-                code: .peerMismatch, message: "connection \(routingID) now belongs to key \(owner), not \(key)"
-            ))
+                .peerMismatch, "connection \(routingID) now belongs to key \(owner), not \(key)"))
         }
         return .success(routingID)
     }

@@ -11,7 +11,7 @@ final class WakeSignal: Sendable {
     init() throws(WireError) {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else {
-            throw WireError(code: .system, errno: errno, message: "pipe: \(String(cString: strerror(errno)))")
+            throw WireError(.system, "pipe: \(String(cString: strerror(errno)))", errno: errno)
         }
         for fd in fds {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)

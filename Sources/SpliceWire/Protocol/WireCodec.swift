@@ -22,13 +22,11 @@ public struct WireCodec: Sendable {
         do {
             data = Data(try JSON.encode(EncodingBox(message: message, requestID: requestID)))
         } catch {
-            throw WireError(code: .encoding, message: "cannot encode \(type(of: message.body).messageType): \(error)")
+            throw WireError(.encoding, "cannot encode \(type(of: message.body).messageType): \(error)")
         }
         guard data.count <= maxMessageBytes else {
             throw WireError(
-                code: .messageTooLarge,
-                message: "\(type(of: message.body).messageType) is \(data.count) bytes, over the \(maxMessageBytes)-byte limit"
-            )
+                .messageTooLarge, "\(type(of: message.body).messageType) is \(data.count) bytes, over the \(maxMessageBytes)-byte limit")
         }
         return [data]
     }

@@ -149,14 +149,14 @@ public struct Complete: MessageBody, Hashable {
 public struct Fail: MessageBody, Hashable {
     public static let messageType = "FAIL"
     public var attempt: SegmentAttempt
-    /// A stable error code (`undecodable-input`, `encoder-missing`, `drained`…).
-    public var code: String
+    /// A stable code (`undecodable-input`, `encoder-missing`, `drained`…) and so whose fault it is.
+    public var code: Code
     /// What went wrong, for people.
     public var reason: String
     /// Whether another attempt (on any worker) may succeed.
     public var retryable: Bool
 
-    public init(attempt: SegmentAttempt, code: String, reason: String, retryable: Bool) {
+    public init(attempt: SegmentAttempt, code: Code, reason: String, retryable: Bool) {
         self.attempt = attempt
         self.code = code
         self.reason = reason
@@ -256,6 +256,73 @@ public struct Disconnect: MessageBody, Hashable {
 }
 
 extension Fail {
+    /// A FAIL's stable code: kebab-case text on the wire, defined here once with whose fault it
+    /// is (`blame`). The set is open — a newer worker may send a code this build does not know,
+    /// which counts as the segment's — so it is a struct of constants, not an enum.
+    public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        // MARK: The worker's set-up (`Blame.worker`)
+
+        /// The ASSIGN's output path is not inside this worker's spool.
+        public static let outputOutsideSpool = Code(rawValue: "output-outside-spool")
+        /// The worker cannot create the job's directory in its spool.
+        public static let spoolUnwritable = Code(rawValue: "spool-unwritable")
+        /// The spool (or the worker's quota on it) is full.
+        public static let spoolFull = Code(rawValue: "spool-full")
+        /// The worker has no encoder for the settings.
+        public static let encoderMissing = Code(rawValue: "encoder-missing")
+        /// The worker cannot open the source at its path.
+        public static let sourceNotFound = Code(rawValue: "source-not-found")
+
+        // MARK: Nobody's (`Blame.nobody`)
+
+        /// The worker is shutting down (or handed the attempt back at its drain timeout).
+        public static let drained = Code(rawValue: "drained")
+        /// The ASSIGN reached the worker before its WELCOME.
+        public static let notRegistered = Code(rawValue: "not-registered")
+        /// The worker was already encoding as many segments as it has slots.
+        public static let noFreeSlot = Code(rawValue: "no-free-slot")
+
+        // MARK: The segment's (`Blame.segment`)
+
+        /// The ASSIGN's lease or progress interval is not positive.
+        public static let invalidAssign = Code(rawValue: "invalid-assign")
+        /// The ASSIGN's spec is not a valid work order.
+        public static let invalidSpec = Code(rawValue: "invalid-spec")
+        /// The export settings cannot be used.
+        public static let invalidSettings = Code(rawValue: "invalid-settings")
+        /// The source is not media the decoder can read.
+        public static let invalidMedia = Code(rawValue: "invalid-media")
+        /// The source has no track of a kind the segment needs.
+        public static let noUsableTrack = Code(rawValue: "no-usable-track")
+        /// The segment's range could not be decoded.
+        public static let undecodableInput = Code(rawValue: "undecodable-input")
+        /// The encoder failed.
+        public static let encodeFailed = Code(rawValue: "encode-failed")
+        /// Writing the output failed for a reason other than a full spool.
+        public static let writeFailed = Code(rawValue: "write-failed")
+        /// A file was already where the output goes.
+        public static let outputExists = Code(rawValue: "output-exists")
+        /// Segments do not belong together.
+        public static let incompatibleSegments = Code(rawValue: "incompatible-segments")
+        /// The encode stopped without being asked to.
+        public static let cancelled = Code(rawValue: "cancelled")
+        /// Something the worker did not expect.
+        public static let internalError = Code(rawValue: "internal-error")
+
+        /// Whose fault a failure with this code is.
+        public var blame: Blame {
+            switch self {
+            case .outputOutsideSpool, .spoolUnwritable, .spoolFull, .encoderMissing, .sourceNotFound: .worker
+            case .drained, .notRegistered, .noFreeSlot: .nobody
+            default: .segment
+            }
+        }
+    }
+
     /// Whose fault a failed attempt is, read from its `code`. It decides what the attempt costs
     /// (docs/protocol.md, FAIL codes).
     public enum Blame: Sendable, Hashable {
@@ -270,16 +337,5 @@ extension Fail {
         case nobody
     }
 
-    /// Codes a worker uses for refusals caused by its own set-up.
-    public static let workerSetupCodes: Set<String> = [
-        "output-outside-spool", "spool-unwritable", "spool-full", "encoder-missing", "source-not-found",
-    ]
-    /// Codes for refusals that are nobody's fault.
-    public static let nobodysCodes: Set<String> = ["drained", "not-registered", "no-free-slot"]
-
-    public var blame: Blame {
-        if Self.workerSetupCodes.contains(code) { return .worker }
-        if Self.nobodysCodes.contains(code) { return .nobody }
-        return .segment
-    }
+    public var blame: Blame { code.blame }
 }

@@ -58,10 +58,8 @@ public final class WireEndpoint: Sendable {
             plan.authorizer = context.authorizer(forZAPDomain: domain)
             if plan.authorizer == nil && requireZAPHandler {
                 throw WireError(
-                    code: .authenticationUnavailable,
-                    message: "no ZAP handler serves domain \"\(domain)\" in this context; start a ZAPHandler "
-                        + "before binding a CURVE server, or every client key would be admitted"
-                )
+                    .authenticationUnavailable, "no ZAP handler serves domain \"\(domain)\" in this context; start a ZAPHandler "
+                        + "before binding a CURVE server, or every client key would be admitted")
             }
         }
         let (events, eventSink) = AsyncStream.makeStream(of: WireEvent.self, bufferingPolicy: .bufferingNewest(256))

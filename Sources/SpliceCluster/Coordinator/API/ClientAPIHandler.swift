@@ -52,11 +52,11 @@ final class ClientAPIHandler: Sendable {
         } catch let error as APIError {
             return .error(error)
         } catch let error as StoreError where error.isRetryable {
-            return .error(APIError(code: "unavailable", message: "the job store is unreachable; try again",
-                                   retryable: true))
+            return .error(APIError(.unavailable, "the job store is unreachable; try again",
+                                   isRetryable: true))
         } catch {
             logger.error("API request failed", ["type": type(of: request.body).messageType, "error": "\(error)"])
-            return .error(APIError(code: "internal", message: "the coordinator could not answer: \(error)"))
+            return .error(APIError(.internal, "the coordinator could not answer: \(error)"))
         }
     }
 
@@ -64,19 +64,19 @@ final class ClientAPIHandler: Sendable {
 
     private func submit(_ submit: SubmitJob) async throws -> APIReply {
         for (name, path) in [("input", submit.input), ("output", submit.output)] where !path.hasPrefix("/") {
-            throw APIError(code: "invalid-request", message: "\(name) must be an absolute path, not '\(path)'")
+            throw APIError(.invalidRequest, "\(name) must be an absolute path, not '\(path)'")
         }
         let request: JobRequest
         do {
             request = try submit.export.decode(JobRequest.self)
             try request.validate()
         } catch let error as SettingsError {
-            throw APIError(code: "invalid-request", message: "invalid settings: \(error)")
+            throw APIError(.invalidRequest, "invalid settings: \(error)")
         } catch {
-            throw APIError(code: "invalid-request", message: "the export settings are not a valid JobRequest: \(error)")
+            throw APIError(.invalidRequest, "the export settings are not a valid JobRequest: \(error)")
         }
         let key = submit.submissionKey ?? UUID().uuidString
-        guard !key.isEmpty else { throw APIError(code: "invalid-request", message: "the submission key is empty") }
+        guard !key.isEmpty else { throw APIError(.invalidRequest, "the submission key is empty") }
         // A resend of a SUBMIT that created its job gets that job, whatever the files look like now
         // (its output may exist by now: the job wrote it).
         if let existing = try await repository.job(idempotencyKey: key) {
@@ -129,7 +129,7 @@ final class ClientAPIHandler: Sendable {
             }
             return nil
         }
-        if let refusal { throw APIError(code: "invalid-request", message: refusal) }
+        if let refusal { throw APIError(.invalidRequest, refusal) }
     }
 
     private func status(of job: JobID) async throws -> JobStatus {
@@ -143,7 +143,7 @@ final class ClientAPIHandler: Sendable {
         let states: [JobState]
         if let name = list.state {
             guard let state = JobStatusMapping.state(named: name) else {
-                throw APIError(code: "invalid-request", message: "unknown state '\(name)'; use one of "
+                throw APIError(.invalidRequest, "unknown state '\(name)'; use one of "
                     + JobStatusMapping.stateNames.joined(separator: ", "))
             }
             states = [state]
@@ -180,7 +180,7 @@ final class ClientAPIHandler: Sendable {
     }
 
     private func notFound(_ job: JobID) -> APIError {
-        APIError(code: "not-found", message: "no job \(job); `splice jobs` lists the known ones")
+        APIError(.notFound, "no job \(job); `splice jobs` lists the known ones")
     }
 
     // MARK: - Workers
@@ -213,7 +213,7 @@ final class ClientAPIHandler: Sendable {
         let key = enroll.publicKey
         let existing = try await repository.worker(publicKey: key.z85)
         if existing?.state == .revoked {
-            throw APIError(code: "invalid-request", message: "worker key \(key) was revoked and cannot enroll again; "
+            throw APIError(.invalidRequest, "worker key \(key) was revoked and cannot enroll again; "
                 + "generate a new key pair on that worker with `splice keys generate`")
         }
         try await repository.enrollWorker(
@@ -228,7 +228,7 @@ final class ClientAPIHandler: Sendable {
     /// handshakes and messages, ends its live sessions with DISCONNECT `revoked`, and forgets them.
     private func revoke(_ key: CurvePublicKey) async throws -> APIReply {
         guard let worker = try await repository.worker(publicKey: key.z85) else {
-            throw APIError(code: "not-found", message: "no worker with key \(key); `splice workers` lists them")
+            throw APIError(.notFound, "no worker with key \(key); `splice workers` lists them")
         }
         try await repository.revokeWorker(id: worker.id)
         enrolledKeys?.revoke(key)

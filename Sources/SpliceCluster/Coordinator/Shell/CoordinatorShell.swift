@@ -284,12 +284,12 @@ actor CoordinatorShell {
         case (.fail(let fail), .recorded) where fail.blame != .segment:
             logger.warning("segment refused by the worker; returned without spending an attempt", [
                 "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
-                "code": fail.code, "reason": fail.reason,
+                "code": fail.code.rawValue, "reason": fail.reason,
             ])
         case (.fail(let fail), .recorded):
             logger.warning("segment attempt failed", [
                 "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
-                "code": fail.code, "retryable": fail.retryable, "job_failed": outcome.failedJob, "reason": fail.reason,
+                "code": fail.code.rawValue, "retryable": fail.retryable, "job_failed": outcome.failedJob, "reason": fail.reason,
             ])
             if outcome.failedJob { logJobFailed(attempt.job) }
         case (_, .staleLease):
