@@ -178,30 +178,9 @@ private final class JSONByteWriter {
         }
     }
 
+    /// A tree, as its document: keys sorted.
     func writeJSON(_ value: JSONValue) {
-        switch value {
-        case .null: write("null")
-        case .bool(let bool): write(bool ? "true" : "false")
-        case .integer(let int): write(String(int))
-        case .double(let double): writeDouble(double)
-        case .string(let string): writeString(string)
-        case .array(let elements):
-            bytes.append(UInt8(ascii: "["))
-            for (offset, element) in elements.enumerated() {
-                if offset > 0 { bytes.append(UInt8(ascii: ",")) }
-                writeJSON(element)
-            }
-            bytes.append(UInt8(ascii: "]"))
-        case .object(let fields):
-            bytes.append(UInt8(ascii: "{"))
-            for (offset, field) in fields.sorted(by: { $0.key < $1.key }).enumerated() {
-                if offset > 0 { bytes.append(UInt8(ascii: ",")) }
-                writeString(field.key)
-                bytes.append(UInt8(ascii: ":"))
-                writeJSON(field.value)
-            }
-            bytes.append(UInt8(ascii: "}"))
-        }
+        writeNode(JSONNode(value))
     }
 }
 
