@@ -1,5 +1,6 @@
 internal import Foundation
 internal import SpliceCore
+internal import Synchronization
 
 /// The writer behind `JSON.encode`: the same text Foundation's `JSONEncoder` writes with
 /// `[.sortedKeys, .withoutEscapingSlashes]` and its default strategies (the tests hold the two
@@ -9,9 +10,16 @@ internal import SpliceCore
 /// It writes bytes as values are encoded; only each keyed container's fields are remembered
 /// until it closes, to be put in key order. A `JSONValue` is written directly and a
 /// `JSONPayload` made from a value embeds its text as it is.
+///
+/// Writers are reused, with their buffers and frames: a message's encode would otherwise spend a
+/// quarter of its time allocating and freeing them.
 enum JSONWriter {
     static func write(_ value: some Encodable) throws(JSONError) -> [UInt8] {
-        let writer = JSONByteWriter()
+        let writer = idle.withLock { $0.popLast() } ?? JSONByteWriter()
+        defer {
+            writer.reset()
+            idle.withLock { if $0.count < 8 { $0.append(writer) } }
+        }
         do {
             try writer.encodeValue(value, codingPath: [])
         } catch let error as JSONError {
@@ -20,22 +28,46 @@ enum JSONWriter {
             throw JSONError(.unencodable, "cannot encode \(type(of: value)) as JSON: \(error)")
         }
         if let failure = writer.failure { throw failure }
-        return writer.bytes
+        return Array(writer.bytes)
     }
+
+    /// Writers not in use.
+    private static let idle = Mutex<[JSONByteWriter]>([])
 }
 
-/// The output and the first failure, shared by every container of one `write`.
-private final class JSONByteWriter {
+/// The output and the first failure, shared by every container of one `write`. Used by one
+/// thread at a time: taken from `JSONWriter`'s idle writers for one `write`, then put back.
+private final class JSONByteWriter: @unchecked Sendable {
     // Only ever touched by the one thread running `JSONWriter.write`; unchecked, the dynamic
     // exclusivity checks on every append were a fifth of the writer's time.
     @exclusivity(unchecked) var bytes: [UInt8] = []
     /// Reused by every keyed container that puts its fields in order.
     @exclusivity(unchecked) var scratch: [UInt8] = []
     @exclusivity(unchecked) var order: [Int] = []
+    /// Frames finished with, to be used again.
+    @exclusivity(unchecked) var spareFrames: [Frame] = []
     var failure: JSONError?
 
     init() {
         bytes.reserveCapacity(512)
+    }
+
+    /// Ready for the next `write`, keeping the buffers' capacity.
+    func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        failure = nil
+    }
+
+    /// A frame for one value, fresh or used again.
+    func takeFrame() -> Frame {
+        spareFrames.popLast() ?? Frame()
+    }
+
+    /// A frame whose value is written: a container of it still held elsewhere can no longer write
+    /// through it (its generation moved on).
+    func recycle(_ frame: Frame) {
+        frame.reuse()
+        if spareFrames.count < 32 { spareFrames.append(frame) }
     }
 
     func fail(_ reason: String) {
@@ -89,9 +121,10 @@ private final class JSONByteWriter {
         } else if T.self == Decimal.self {
             fail("Decimal has no JSON form here; encode it as a Double or a string")
         } else {
-            let frame = Frame()
+            let frame = takeFrame()
             try value.encode(to: ByteEncoder(writer: self, frame: frame, codingPath: codingPath()))
             frame.close(into: self)
+            recycle(frame)
         }
     }
 
@@ -200,6 +233,26 @@ private final class Frame {
     /// A nested container still being written: the field (or element) it is the value of.
     @exclusivity(unchecked) var child: (frame: Frame, key: String?, start: Int)?
     @exclusivity(unchecked) var closed = false
+    /// Moves on every time the frame is used again, so a container of an earlier value that is
+    /// still held somewhere cannot write into a later one.
+    @exclusivity(unchecked) var generation: UInt64 = 0
+
+    /// Empties the frame for its next value (its field list keeps its capacity).
+    func reuse() {
+        generation &+= 1
+        kind = .none
+        fields.removeAll(keepingCapacity: true)
+        count = 0
+        child = nil
+        closed = false
+    }
+
+    /// Whether a container made at `generation` may still write.
+    func current(_ generation: UInt64, _ writer: JSONByteWriter) -> Bool {
+        if generation == self.generation { return true }
+        writer.fail("a container was written to after its value was encoded")
+        return false
+    }
 
     /// Claims the frame for a container of `kind`; a second, different container fails.
     func open(_ kind: Kind, writer: JSONByteWriter) -> Bool {
@@ -249,7 +302,7 @@ private final class Frame {
 
     /// Opens a nested container as the value of `key` (nil: the next element).
     func nest(_ kind: Kind, key: String?, writer: JSONByteWriter) -> Frame {
-        let nested = Frame()
+        let nested = writer.takeFrame()
         guard writable(writer) else {
             nested.closed = true
             return nested
@@ -273,6 +326,7 @@ private final class Frame {
         guard let (nested, key, start) = child else { return }
         child = nil
         nested.close(into: writer)
+        writer.recycle(nested)
         if let key { fields.append((key, start..<writer.bytes.count)) }
     }
 
@@ -324,34 +378,53 @@ private final class Frame {
 private struct ByteEncoder: Encoder {
     let writer: JSONByteWriter
     let frame: Frame
+    /// The frame's generation when this value began (see `Frame.current`).
+    let generation: UInt64
     let codingPath: [any CodingKey]
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
+    init(writer: JSONByteWriter, frame: Frame, codingPath: [any CodingKey]) {
+        self.writer = writer
+        self.frame = frame
+        self.generation = frame.generation
+        self.codingPath = codingPath
+    }
+
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        _ = frame.open(.keyed, writer: writer)
-        return KeyedEncodingContainer(KeyedByteContainer<Key>(writer: writer, frame: frame, codingPath: codingPath))
+        if frame.current(generation, writer) { _ = frame.open(.keyed, writer: writer) }
+        return KeyedEncodingContainer(KeyedByteContainer<Key>(writer: writer, frame: frame, generation: generation,
+                                                              codingPath: codingPath))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        _ = frame.open(.unkeyed, writer: writer)
-        return UnkeyedByteContainer(writer: writer, frame: frame, codingPath: codingPath)
+        if frame.current(generation, writer) { _ = frame.open(.unkeyed, writer: writer) }
+        return UnkeyedByteContainer(writer: writer, frame: frame, generation: generation, codingPath: codingPath)
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer {
-        SingleByteContainer(writer: writer, frame: frame, codingPath: codingPath)
+        SingleByteContainer(writer: writer, frame: frame, generation: generation, codingPath: codingPath)
     }
+}
+
+/// A container that writes nothing: what a refused request (a super encoder) or a container used
+/// after its value was encoded gets, once the failure is recorded.
+private func detachedEncoder(_ codingPath: [any CodingKey]) -> ByteEncoder {
+    ByteEncoder(writer: JSONByteWriter(), frame: Frame(), codingPath: codingPath)
 }
 
 private struct KeyedByteContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let writer: JSONByteWriter
     let frame: Frame
+    let generation: UInt64
     let codingPath: [any CodingKey]
 
     mutating func encodeNil(forKey key: Key) throws {
+        guard frame.current(generation, writer) else { return }
         frame.field(key.stringValue, writer: writer) { writer.write("null") }
     }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+        guard frame.current(generation, writer) else { return }
         try frame.field(key.stringValue, writer: writer) {
             try writer.encodeValue(value, codingPath: codingPath + [key])
         }
@@ -360,19 +433,20 @@ private struct KeyedByteContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
         -> KeyedEncodingContainer<NestedKey>
     {
-        let nested = frame.nest(.keyed, key: key.stringValue, writer: writer)
-        return KeyedEncodingContainer(KeyedByteContainer<NestedKey>(writer: writer, frame: nested,
-                                                                    codingPath: codingPath + [key]))
+        let nested = frame.current(generation, writer) ? frame.nest(.keyed, key: key.stringValue, writer: writer) : Frame()
+        return KeyedEncodingContainer(KeyedByteContainer<NestedKey>(
+            writer: writer, frame: nested, generation: nested.generation, codingPath: codingPath + [key]))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        let nested = frame.nest(.unkeyed, key: key.stringValue, writer: writer)
-        return UnkeyedByteContainer(writer: writer, frame: nested, codingPath: codingPath + [key])
+        let nested = frame.current(generation, writer) ? frame.nest(.unkeyed, key: key.stringValue, writer: writer) : Frame()
+        return UnkeyedByteContainer(writer: writer, frame: nested, generation: nested.generation,
+                                    codingPath: codingPath + [key])
     }
 
     mutating func superEncoder() -> any Encoder {
         writer.fail("super encoders have no JSON form here")
-        return ByteEncoder(writer: JSONByteWriter(), frame: Frame(), codingPath: codingPath)
+        return detachedEncoder(codingPath)
     }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
@@ -383,17 +457,18 @@ private struct KeyedByteContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
 private struct UnkeyedByteContainer: UnkeyedEncodingContainer {
     let writer: JSONByteWriter
     let frame: Frame
+    let generation: UInt64
     let codingPath: [any CodingKey]
     var count: Int { frame.count }
 
     mutating func encodeNil() throws {
-        guard frame.writable(writer) else { return }
+        guard frame.current(generation, writer), frame.writable(writer) else { return }
         frame.separate(writer)
         writer.write("null")
     }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
-        guard frame.writable(writer) else { return }
+        guard frame.current(generation, writer), frame.writable(writer) else { return }
         frame.separate(writer)
         try writer.encodeValue(value, codingPath: codingPath)
     }
@@ -401,33 +476,35 @@ private struct UnkeyedByteContainer: UnkeyedEncodingContainer {
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type)
         -> KeyedEncodingContainer<NestedKey>
     {
-        let nested = frame.nest(.keyed, key: nil, writer: writer)
-        return KeyedEncodingContainer(KeyedByteContainer<NestedKey>(writer: writer, frame: nested, codingPath: codingPath))
+        let nested = frame.current(generation, writer) ? frame.nest(.keyed, key: nil, writer: writer) : Frame()
+        return KeyedEncodingContainer(KeyedByteContainer<NestedKey>(
+            writer: writer, frame: nested, generation: nested.generation, codingPath: codingPath))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-        let nested = frame.nest(.unkeyed, key: nil, writer: writer)
-        return UnkeyedByteContainer(writer: writer, frame: nested, codingPath: codingPath)
+        let nested = frame.current(generation, writer) ? frame.nest(.unkeyed, key: nil, writer: writer) : Frame()
+        return UnkeyedByteContainer(writer: writer, frame: nested, generation: nested.generation, codingPath: codingPath)
     }
 
     mutating func superEncoder() -> any Encoder {
         writer.fail("super encoders have no JSON form here")
-        return ByteEncoder(writer: JSONByteWriter(), frame: Frame(), codingPath: codingPath)
+        return detachedEncoder(codingPath)
     }
 }
 
 private struct SingleByteContainer: SingleValueEncodingContainer {
     let writer: JSONByteWriter
     let frame: Frame
+    let generation: UInt64
     let codingPath: [any CodingKey]
 
     mutating func encodeNil() throws {
-        guard frame.open(.single, writer: writer) else { return }
+        guard frame.current(generation, writer), frame.open(.single, writer: writer) else { return }
         writer.write("null")
     }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
-        guard frame.open(.single, writer: writer) else { return }
+        guard frame.current(generation, writer), frame.open(.single, writer: writer) else { return }
         try writer.encodeValue(value, codingPath: codingPath)
     }
 }

@@ -100,8 +100,40 @@ struct JSONWriterTests {
         }
     }
 
+    /// Keeps the encoder it was given, to write through it later (which no real type does).
+    final class Leak: @unchecked Sendable { var encoder: (any Encoder)? }
+
+    struct Leaky: Encodable {
+        let leak: Leak
+        func encode(to encoder: any Encoder) throws {
+            leak.encoder = encoder
+            var container = encoder.singleValueContainer()
+            try container.encode(1)
+        }
+    }
+
+    struct Late: Encodable {
+        let leak: Leak
+        func encode(to encoder: any Encoder) throws {
+            var mine = encoder.singleValueContainer()
+            try mine.encode(2)
+            var stale = leak.encoder!.singleValueContainer()
+            try stale.encode(3)
+        }
+    }
+
+    struct Pair: Encodable {
+        let leak = Leak()
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.unkeyedContainer()
+            try container.encode(Leaky(leak: leak))
+            try container.encode(Late(leak: leak))
+        }
+    }
+
     @Test("what has no JSON form is refused, never written half")
     func refused() {
+        #expect(throws: JSONError.self, "an encoder used after its value is written") { try JSON.encode(Pair()) }
         #expect(throws: JSONError.self) { try JSON.encode(Double.nan) }
         #expect(throws: JSONError.self) { try JSON.encode([Double.infinity]) }
         #expect(throws: JSONError.self) { try JSON.encode(Super()) }
