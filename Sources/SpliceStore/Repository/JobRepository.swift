@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import SpliceCore
 
 /// The coordinator's view of the job store: every method is one transaction (retried by the
