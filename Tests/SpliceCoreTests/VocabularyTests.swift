@@ -61,3 +61,20 @@ struct DigestTests {
         #expect(throws: DecodingError.self) { try JSONDecoder().decode([SHA256Digest].self, from: Data(#"["c"]"#.utf8)) }
     }
 }
+
+@Suite("Errors: one shape")
+struct ErrorShapeTests {
+    enum Code: String, Sendable, Hashable {
+        case wornOut = "worn-out"
+    }
+
+    @Test("a plain error is its code, its message and whether a retry helps; it prints its message")
+    func coded() {
+        let error = CodedError(Code.wornOut, "the widget is worn out; replace it", isRetryable: true)
+        #expect(error.code.rawValue == "worn-out" && error.isRetryable)
+        #expect("\(error)" == "the widget is worn out; replace it")
+        #expect(CodedError(Code.wornOut, "x").isRetryable == false)
+        let any: any SpliceError = error
+        #expect(any.message == error.message)
+    }
+}
