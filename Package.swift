@@ -20,6 +20,8 @@ let package = Package(
     products: [
         .executable(name: "splice", targets: ["splice"]),
         .executable(name: "splice-bench", targets: ["splice-bench"]),
+        .library(name: "SpliceCore", targets: ["SpliceCore"]),
+        .library(name: "SpliceJSON", targets: ["SpliceJSON"]),
         .library(name: "SpliceMedia", targets: ["SpliceMedia"]),
         .library(name: "SpliceWire", targets: ["SpliceWire"]),
         .library(name: "SpliceStore", targets: ["SpliceStore"]),
@@ -53,41 +55,49 @@ let package = Package(
         .target(name: "SpliceConcurrency", swiftSettings: strict),
         // Key=value logging on stderr, shared by the `splice` tool and the cluster services.
         .target(name: "SpliceLog", dependencies: ["SpliceConcurrency"], swiftSettings: strict),
+        // The vocabulary every module shares along a job's path: ids, the segment digest, the error shape.
+        .target(name: "SpliceCore", swiftSettings: strict),
+        // JSON typed in and out, fast enough for the protocol's envelopes (docs/protocol.md).
+        .target(name: "SpliceJSON", dependencies: ["SpliceCore"], swiftSettings: strict),
         // Counters, gauges, histograms and the process's own figures in Prometheus's text format.
         .target(name: "SpliceMetrics", swiftSettings: strict),
         // A small strict read-only HTTP/1.1 server on a thread of its own (metrics, health, status page).
         .target(name: "SpliceHTTP", dependencies: ["SpliceConcurrency", "CSpliceSystem"], swiftSettings: strict),
         .target(
-            name: "SpliceMedia", dependencies: ["CFFmpeg", "CFFmpegShims", "CSpliceSystem"], swiftSettings: strict
+            name: "SpliceMedia", dependencies: ["SpliceCore", "CFFmpeg", "CFFmpegShims", "CSpliceSystem"],
+            swiftSettings: strict
         ),
         .target(
-            name: "SpliceWire", dependencies: ["CZeroMQ", "CZeroMQShims", "SpliceConcurrency"], swiftSettings: strict
+            name: "SpliceWire", dependencies: ["SpliceCore", "SpliceJSON", "CZeroMQ", "CZeroMQShims", "SpliceConcurrency"],
+            swiftSettings: strict
         ),
         .target(
             name: "SpliceStore",
-            dependencies: ["CLibPQ", "CLibPQShims", "CSpliceSystem", "SpliceConcurrency"],
+            dependencies: ["SpliceCore", "CLibPQ", "CLibPQShims", "CSpliceSystem", "SpliceConcurrency"],
             swiftSettings: strict,
             plugins: ["EmbedMigrations"]
         ),
         .target(
             name: "SpliceCluster",
             dependencies: [
-                "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog", "SpliceConcurrency", "SpliceMetrics", "SpliceHTTP",
+                "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog", "SpliceConcurrency",
+                "SpliceMetrics", "SpliceHTTP",
             ],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "splice",
             dependencies: [
-                "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "SpliceConcurrency",
-                "SpliceHTTP", "CSpliceSystem",
+                "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog",
+                "SpliceConcurrency", "SpliceHTTP", "CSpliceSystem",
             ],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "splice-bench",
             dependencies: [
-                "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog", "SpliceConcurrency",
+                "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog",
+                "SpliceConcurrency",
                 "CZeroMQ",
             ],
             swiftSettings: strict
@@ -109,15 +119,18 @@ let package = Package(
         // run ffmpeg/ffprobe as the independent oracle.
         .target(
             name: "SpliceTestSupport",
-            dependencies: ["SpliceMedia", "SpliceStore"],
+            dependencies: ["SpliceCore", "SpliceMedia", "SpliceStore"],
             path: "Tests/SpliceTestSupport",
             swiftSettings: strict
         ),
+        .testTarget(name: "SpliceCoreTests", dependencies: ["SpliceCore"], swiftSettings: strict),
+        .testTarget(name: "SpliceJSONTests", dependencies: ["SpliceCore", "SpliceJSON"], swiftSettings: strict),
         .testTarget(name: "SpliceMediaTests", dependencies: ["SpliceMedia"], swiftSettings: strict),
-        .testTarget(name: "SpliceWireTests", dependencies: ["SpliceWire"], swiftSettings: strict),
+        .testTarget(name: "SpliceWireTests", dependencies: ["SpliceCore", "SpliceJSON", "SpliceWire"], swiftSettings: strict),
         .testTarget(name: "SpliceStoreTests", dependencies: ["SpliceStore"], swiftSettings: strict),
         .testTarget(
-            name: "SpliceClusterTests", dependencies: ["SpliceCluster", "SpliceStore", "SpliceConcurrency"],
+            name: "SpliceClusterTests",
+            dependencies: ["SpliceCore", "SpliceJSON", "SpliceCluster", "SpliceStore", "SpliceConcurrency", "SpliceTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(name: "SpliceLogTests", dependencies: ["SpliceLog"], swiftSettings: strict),
@@ -127,25 +140,32 @@ let package = Package(
         .testTarget(name: "SpliceHTTPTests", dependencies: ["SpliceHTTP", "SpliceConcurrency"], swiftSettings: strict),
         .testTarget(
             name: "spliceTests",
-            dependencies: ["splice", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster", "SpliceConcurrency"],
+            dependencies: [
+                "splice", "SpliceCore", "SpliceJSON", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster",
+                "SpliceConcurrency", "SpliceTestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "SpliceMediaIntegrationTests",
-            dependencies: ["SpliceMedia", "SpliceTestSupport"],
+            dependencies: ["SpliceCore", "SpliceMedia", "SpliceTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
-            name: "SpliceWireIntegrationTests", dependencies: ["SpliceWire", "SpliceConcurrency"], swiftSettings: strict
+            name: "SpliceWireIntegrationTests",
+            dependencies: [
+                "SpliceCore", "SpliceJSON", "SpliceWire", "SpliceConcurrency", "SpliceTestSupport", "CZeroMQ", "CZeroMQShims",
+            ],
+            swiftSettings: strict
         ),
         .testTarget(
             name: "SpliceStoreIntegrationTests",
-            dependencies: ["SpliceStore", "SpliceTestSupport"],
+            dependencies: ["SpliceCore", "SpliceStore", "SpliceTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "SpliceClusterIntegrationTests",
-            dependencies: ["SpliceCluster", "SpliceWire", "SpliceConcurrency", "SpliceTestSupport"],
+            dependencies: ["SpliceCore", "SpliceJSON", "SpliceCluster", "SpliceWire", "SpliceConcurrency", "SpliceTestSupport"],
             swiftSettings: strict
         ),
         // The operators' view of real `splice` processes: metrics against a real job (promtool as
@@ -153,14 +173,14 @@ let package = Package(
         // deployment files (Kubernetes, KEDA, Prometheus, Grafana) checked without a cluster.
         .testTarget(
             name: "SpliceOperationsTests",
-            dependencies: ["SpliceCluster", "SpliceStore", "SpliceHTTP", "SpliceConcurrency", "SpliceTestSupport"],
+            dependencies: ["SpliceCore", "SpliceCluster", "SpliceStore", "SpliceHTTP", "SpliceConcurrency", "SpliceTestSupport"],
             swiftSettings: strict
         ),
         // The real `splice` processes under faults (kill -9, SIGSTOP, database restarts, a full spool,
         // garbage on the ports, bad jobs), counted Jepsen-style from the store; docs/reliability.md.
         .testTarget(
             name: "SpliceFaultTests",
-            dependencies: ["SpliceCluster", "SpliceStore", "SpliceWire", "SpliceConcurrency", "SpliceTestSupport"],
+            dependencies: ["SpliceCore", "SpliceCluster", "SpliceStore", "SpliceWire", "SpliceConcurrency", "SpliceTestSupport"],
             swiftSettings: strict
         ),
     ],

@@ -1,42 +1,45 @@
+public import SpliceCore
+
 /// An error from the job store: a stable `code`, the server's SQLSTATE when there is one, a message
 /// for people, and whether trying again can help.
 ///
 /// The description never contains a password or a full connection string: every message that
 /// may quote connection details passes through the store's redaction first.
-public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct StoreError: SpliceError, Equatable {
     /// A stable identifier for the kind of failure; match on it, not on the message.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The stable string form, e.g. `connection_lost`.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The stable string form, e.g. `connection-lost`.
         public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
         init(_ rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
         /// The connection string could not be parsed or names an impossible setting.
-        public static let invalidConfiguration = Code("invalid_configuration")
+        public static let invalidConfiguration = Code("invalid-configuration")
         /// No connection could be opened (server down, starting up, refused, bad credentials).
-        public static let connectionFailed = Code("connection_failed")
+        public static let connectionFailed = Code("connection-failed")
         /// An open connection broke; the statement may or may not have been applied.
-        public static let connectionLost = Code("connection_lost")
+        public static let connectionLost = Code("connection-lost")
         /// The server rejected a statement; `sqlState` says why.
-        public static let queryFailed = Code("query_failed")
+        public static let queryFailed = Code("query-failed")
         /// A value cannot be sent (e.g. a string with a NUL byte).
-        public static let invalidValue = Code("invalid_value")
+        public static let invalidValue = Code("invalid-value")
         /// A result column could not be decoded into the requested Swift type.
-        public static let decodingFailed = Code("decoding_failed")
+        public static let decodingFailed = Code("decoding-failed")
         /// The database holds a migration this binary does not know: it is newer than the code.
-        public static let databaseNewerThanCode = Code("database_newer_than_code")
+        public static let databaseNewerThanCode = Code("database-newer-than-code")
         /// A migration that already ran has a different checksum now: someone edited a landed file.
-        public static let migrationChecksumMismatch = Code("migration_checksum_mismatch")
+        public static let migrationChecksumMismatch = Code("migration-checksum-mismatch")
         /// The embedded migrations themselves are malformed (name, numbering).
-        public static let invalidMigration = Code("invalid_migration")
+        public static let invalidMigration = Code("invalid-migration")
         /// A row the call refers to does not exist.
-        public static let notFound = Code("not_found")
+        public static let notFound = Code("not-found")
         /// The call asks for a state change the current state does not allow.
-        public static let invalidTransition = Code("invalid_transition")
+        public static let invalidTransition = Code("invalid-transition")
         /// The worker's key has been revoked.
-        public static let workerRevoked = Code("worker_revoked")
+        public static let workerRevoked = Code("worker-revoked")
         /// The private PostgreSQL server could not be set up, started or stopped.
-        public static let embeddedServer = Code("embedded_server")
+        public static let embeddedServer = Code("embedded-server")
     }
 
     /// What kind of failure this is.
@@ -50,7 +53,7 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public var isRetryable: Bool
 
     /// Creates an error; `isRetryable` defaults to what the code and SQLSTATE imply.
-    public init(_ code: Code, sqlState: String? = nil, message: String, isRetryable: Bool? = nil) {
+    public init(_ code: Code, _ message: String, sqlState: String? = nil, isRetryable: Bool? = nil) {
         self.code = code
         self.sqlState = sqlState
         self.message = message
@@ -84,10 +87,6 @@ public enum SQLState {
     public static let serializationFailure = "40001"
     /// 40P01: the transaction was chosen as a deadlock victim; retry it.
     public static let deadlockDetected = "40P01"
-    /// 23505: a unique constraint was violated.
-    public static let uniqueViolation = "23505"
-    /// 23514: a CHECK constraint was violated.
-    public static let checkViolation = "23514"
     /// 42P04: CREATE DATABASE of a name that exists.
     public static let duplicateDatabase = "42P04"
 }

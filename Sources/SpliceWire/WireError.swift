@@ -1,10 +1,11 @@
 internal import CZeroMQ
 internal import CZeroMQShims
 internal import Glibc
+public import SpliceCore
 
 /// An error from SpliceWire: a stable `code` to branch on, the raw errno (0 when the error did not
 /// come from C), a message for people and whether retrying the same operation later can help.
-public struct WireError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct WireError: SpliceError, Hashable {
     /// A stable, machine-readable error code. New codes may be added; existing ones never change.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public let rawValue: String
@@ -57,7 +58,7 @@ public struct WireError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Whether the same operation may succeed if retried later (the retry policy reads this).
     public let isRetryable: Bool
 
-    public init(code: Code, errno: Int32 = 0, message: String, isRetryable: Bool = false) {
+    public init(_ code: Code, _ message: String, errno: Int32 = 0, isRetryable: Bool = false) {
         self.code = code
         self.errno = errno
         self.message = message
@@ -77,21 +78,21 @@ extension WireError {
         let message = "\(operation): \(text)"
         switch errno {
         case EHOSTUNREACH:
-            return WireError(code: .unroutable, errno: errno, message: message)
+            return WireError(.unroutable, message, errno: errno)
         case EAGAIN, EINTR:
-            return WireError(code: .wouldBlock, errno: errno, message: message, isRetryable: true)
+            return WireError(.wouldBlock, message, errno: errno, isRetryable: true)
         case splice_ZMQ_ETERM():
-            return WireError(code: .contextTerminated, errno: errno, message: message)
+            return WireError(.contextTerminated, message, errno: errno)
         case ENOTSOCK:
-            return WireError(code: .closed, errno: errno, message: message)
+            return WireError(.closed, message, errno: errno)
         case EADDRINUSE:
-            return WireError(code: .addressInUse, errno: errno, message: message, isRetryable: true)
+            return WireError(.addressInUse, message, errno: errno, isRetryable: true)
         case EINVAL, EPROTONOSUPPORT, ENODEV:
-            return WireError(code: .invalidArgument, errno: errno, message: message)
+            return WireError(.invalidArgument, message, errno: errno)
         default:
-            return WireError(code: .system, errno: errno, message: message)
+            return WireError(.system, message, errno: errno)
         }
     }
 
-    static let endpointClosed = WireError(code: .closed, message: "the endpoint is closed")
+    static let endpointClosed = WireError(.closed, "the endpoint is closed")
 }

@@ -1,5 +1,7 @@
 import Foundation
 import SpliceCluster
+import SpliceCore
+import SpliceJSON
 import SpliceLog
 import SpliceMedia
 import SpliceStore
@@ -129,7 +131,7 @@ enum ClusterBenchmark {
         for index in 0..<jobs {
             let reply = try await client.request(.submit(SubmitJob(
                 input: clip, output: scratch.appendingPathComponent("out-\(index).mp4").path,
-                export: try JSONValue(encoding: request), submissionKey: "bench-\(index)")))
+                export: try JSONPayload(encoding: request), submissionKey: "bench-\(index)")))
             guard case .submitted(let job) = reply else { throw ClusterBenchmarkError("SUBMIT answered \(reply)") }
             submitted.append(job.job)
         }

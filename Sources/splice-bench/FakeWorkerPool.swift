@@ -1,5 +1,6 @@
 import CZeroMQ
 import Foundation
+import SpliceCore
 import SpliceWire
 import Synchronization
 
@@ -9,9 +10,9 @@ import Synchronization
 ///
 /// The load is not what is measured, and it shares the machine's two cores with the coordinator
 /// and PostgreSQL, so it costs as little as it can: all sockets are served by one thread in one
-/// `zmq_poll` (libzmq directly, with its own context, no async hops), and it reads only the few
-/// envelope fields it needs by scanning the JSON text our own `WireCodec` wrote (sorted keys, so
-/// the body's `attempt` and `outputPath` come before its `spec`), echoing the attempt back verbatim.
+/// `zmq_poll` (libzmq directly, with its own context, no async hops). It speaks the protocol
+/// through `WireCodec` like a real worker (typed messages in and out); the ASSIGN's spec stays
+/// undecoded, since nothing is encoded.
 final class FakeWorkerPool: Sendable {
     private let stopping = Atomic<Bool>(false)
     private let stopped = Mutex<CheckedContinuation<Void, Never>?>(nil)
@@ -54,19 +55,19 @@ private final class Loop: @unchecked Sendable {
         var socket: UnsafeMutableRawPointer
         var hello: Data
         /// When each lease token's ASSIGN arrived.
-        var started: [String: ContinuousClock.Instant] = [:]
+        var started: [LeaseToken: ContinuousClock.Instant] = [:]
     }
 
     private let context: UnsafeMutableRawPointer
     private var workers: [Worker] = []
     private let tally: Tally
     private let message = UnsafeMutablePointer<zmq_msg_t>.allocate(capacity: 1)
+    private let codec = WireCodec()
 
     init(endpoint: String, count: Int, slots: Int, tally: Tally) throws {
         guard let context = zmq_ctx_new() else { throw ClusterBenchmarkError("zmq_ctx_new failed") }
         self.context = context
         self.tally = tally
-        let codec = WireCodec()
         for index in 0..<count {
             guard let socket = zmq_socket(context, ZMQ_DEALER) else { throw ClusterBenchmarkError("zmq_socket failed") }
             let name = "fake-\(index)"
@@ -113,88 +114,35 @@ private final class Loop: @unchecked Sendable {
         }
     }
 
-    private func handle(_ text: UnsafeRawBufferPointer, worker index: Int, at now: ContinuousClock.Instant) {
-        guard let type = Self.string(after: Keys.type, in: text) else { return }
-        switch type {
-        case "ASSIGN":
-            guard let attempt = Self.object(after: Keys.attempt, in: text),
-                  let token = Self.string(after: Keys.leaseToken, in: attempt),
-                  let output = Self.string(after: Keys.outputPath, in: text)
-            else { return }
-            let attemptText = String(decoding: attempt, as: UTF8.self)
-            workers[index].started[token] = now
+    private func handle(_ bytes: UnsafeRawBufferPointer, worker index: Int, at now: ContinuousClock.Instant) {
+        guard case .success(let envelope) = codec.decode([Data(bytes)], as: CoordinatorMessage.self) else { return }
+        let socket = workers[index].socket
+        switch envelope.message {
+        case .assign(let assign):
+            workers[index].started[assign.attempt.leaseToken] = now
             tally.assigned(at: now)
-            let socket = workers[index].socket
-            send(Data(#"{"body":{"attempt":\#(attemptText)},"protocol":"splice-worker","type":"ACCEPT","version":1}"#.utf8),
-                 on: socket)
-            let body = #"{"attempt":\#(attemptText),"checksum":"sha256:\#(Self.zeros)","encodeMilliseconds":0,"#
-                + #""outputPath":"\#(output)","sizeBytes":0}"#
-            send(Data(#"{"body":\#(body),"protocol":"splice-worker","type":"COMPLETE","version":1}"#.utf8), on: socket)
-        case "ACK":
-            guard Self.string(after: Keys.acknowledges, in: text) == "COMPLETE",
-                  let token = Self.string(after: Keys.leaseToken, in: text),
-                  let outcome = Self.string(after: Keys.outcome, in: text).flatMap(Ack.Outcome.init(rawValue:)),
-                  let start = workers[index].started.removeValue(forKey: token)
-            else { return }
-            tally.acknowledged(outcome, latency: now - start, at: now)
-        case "DISCONNECT" where Self.string(after: Keys.reason, in: text) == Disconnect.Reason.reregister.rawValue:
-            send(workers[index].hello, on: workers[index].socket)
+            send(.accept(Accept(attempt: assign.attempt)), on: socket)
+            send(.complete(Complete(attempt: assign.attempt, outputPath: assign.outputPath, checksum: Self.checksum,
+                                    sizeBytes: 0, encodeMilliseconds: 0)), on: socket)
+        case .ack(let ack) where ack.acknowledges == .complete:
+            guard let start = workers[index].started.removeValue(forKey: ack.attempt.leaseToken) else { return }
+            tally.acknowledged(ack.outcome, latency: now - start, at: now)
+        case .disconnect(let disconnect) where disconnect.reason == .reregister:
+            send(workers[index].hello, on: socket)
         default:
             break
         }
+    }
+
+    private func send(_ message: WorkerMessage, on socket: UnsafeMutableRawPointer) {
+        guard let frames = try? codec.encode(message) else { return }
+        send(frames[0], on: socket)
     }
 
     private func send(_ data: Data, on socket: UnsafeMutableRawPointer) {
         _ = data.withUnsafeBytes { zmq_send(socket, $0.baseAddress, $0.count, 0) }
     }
 
-    private static let zeros = String(repeating: "0", count: 64)
-
-    // MARK: - Scanning our own JSON
-
-    private enum Keys {
-        static let type = Array(#""type":""#.utf8)
-        static let attempt = Array(#""attempt":"#.utf8)
-        static let leaseToken = Array(#""leaseToken":""#.utf8)
-        static let outputPath = Array(#""outputPath":""#.utf8)
-        static let acknowledges = Array(#""acknowledges":""#.utf8)
-        static let outcome = Array(#""outcome":""#.utf8)
-        static let reason = Array(#""reason":""#.utf8)
-    }
-
-    /// Where the first `key` in `text` ends.
-    private static func end(of key: [UInt8], in text: UnsafeRawBufferPointer) -> Int? {
-        guard let first = key.first, text.count >= key.count else { return nil }
-        var index = 0
-        while index <= text.count - key.count {
-            if text[index] == first && key.indices.allSatisfy({ text[index + $0] == key[$0] }) {
-                return index + key.count
-            }
-            index += 1
-        }
-        return nil
-    }
-
-    /// The raw text of the JSON string value right after `key` (escapes kept as written).
-    private static func string(after key: [UInt8], in text: UnsafeRawBufferPointer) -> String? {
-        guard let start = end(of: key, in: text) else { return nil }
-        var index = start
-        while index < text.count {
-            switch text[index] {
-            case UInt8(ascii: "\\"): index += 2
-            case UInt8(ascii: "\""): return String(decoding: UnsafeRawBufferPointer(rebasing: text[start..<index]), as: UTF8.self)
-            default: index += 1
-            }
-        }
-        return nil
-    }
-
-    /// The raw text of the flat JSON object right after `key` (`SegmentAttempt` holds no nested
-    /// objects and no braces in its strings: UUIDs and numbers).
-    private static func object(after key: [UInt8], in text: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
-        guard let start = end(of: key, in: text), start < text.count, text[start] == UInt8(ascii: "{"),
-              let close = text[start...].firstIndex(of: UInt8(ascii: "}"))
-        else { return nil }
-        return UnsafeRawBufferPointer(rebasing: text[start...close])
-    }
+    /// What every fake COMPLETE reports: nothing was encoded.
+    private static let checksum = SHA256Digest(bytes: [UInt8](repeating: 0, count: 32))!
 }

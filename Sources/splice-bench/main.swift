@@ -3,13 +3,14 @@
 import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-let usage = "usage: splice-bench export [runs] | transcode [runs] | store [options] | cluster [options]"
+let usage = "usage: splice-bench export [runs] | transcode [runs] | store [options] | cluster [options] | codec [iterations]"
 do {
     switch arguments.first {
     case "export": try ExportBenchmark.run(arguments: Array(arguments.dropFirst()))
     case "transcode": try TranscodeBenchmark.run(arguments: Array(arguments.dropFirst()))
     case "store": try await StoreBenchmark.run(Array(arguments.dropFirst()))
     case "cluster": try await ClusterBenchmark.run(Array(arguments.dropFirst()))
+    case "codec": try CodecBenchmark.run(Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data((usage + "\n").utf8))
         exit(64)

@@ -27,7 +27,6 @@ struct SpliceCommand: Command {
             KeysCommand.self,
             DBCommand.self,
             HelpCommand.self,
-            ProgressDemoCommand.self,
             MediaTaskCommand.self,
         ]
     )

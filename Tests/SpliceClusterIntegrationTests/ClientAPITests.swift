@@ -1,6 +1,8 @@
 import Foundation
 import SpliceCluster
 import SpliceConcurrency
+import SpliceCore
+import SpliceJSON
 import SpliceStore
 import SpliceTestSupport
 import SpliceWire
@@ -17,16 +19,16 @@ struct ClientAPITests {
             reconnectBackoff: Backoff(base: .milliseconds(50), cap: .milliseconds(200)))
     }
 
-    static let submission = SubmitJob(input: "/in.mov", output: "/out.mp4", export: .object(["segmentDuration": .null]))
+    static let submission = SubmitJob(input: "/in.mov", output: "/out.mp4", export: JSONPayload(.object(["segmentDuration": .null])))
 
     @Test("a resend carries the same submission key under a fresh request id")
     func resendKeepsTheKey() async throws {
         let server = try await ScriptedAPIServer.start { _, index in
-            index == 0 ? [] : [.reply(.submitted(JobSubmitted(job: "job-1")))]  // the first SUBMIT is lost
+            index == 0 ? [] : [.reply(.submitted(JobSubmitted(job: .numbered(1))))]  // the first SUBMIT is lost
         }
         try await withClient(of: server) { client in
             let job = try await client.submit(Self.submission)
-            #expect(job == "job-1")
+            #expect(job == .numbered(1))
             // Two sends at least (a loaded machine may make the client resend more often).
             let sent = server.requests
             let submits = sent.compactMap { envelope -> SubmitJob? in
@@ -47,8 +49,8 @@ struct ClientAPITests {
             return index == 0 ? [.delayed(.status(.scripted(query.job, "running")), by: .milliseconds(500))] : []
         }
         try await withClient(of: server) { client in
-            let status = try await client.status(of: "job-2")
-            #expect(status.job == "job-2")
+            let status = try await client.status(of: .numbered(2))
+            #expect(status.job == .numbered(2))
             #expect(server.requests.count >= 2)
         }
     }
@@ -58,14 +60,14 @@ struct ClientAPITests {
         let server = try await ScriptedAPIServer.start { request, _ in
             guard case .status(let query) = request else { return [] }
             return [
-                .replyAs(.status(.scripted("someone-else", "failed")), id: "not-yours"),
-                .replyAs(.error(APIError(code: "late", message: "an old answer")), id: "older"),
+                .replyAs(.status(.scripted(.numbered(98), "failed")), id: "not-yours"),
+                .replyAs(.error(APIError(APIError.Code(rawValue: "late"), "an old answer")), id: "older"),
                 .reply(.status(.scripted(query.job, "running", done: 1, total: 3))),
             ]
         }
         try await withClient(of: server) { client in
-            let status = try await client.status(of: "job-3")
-            #expect(status == .scripted("job-3", "running", done: 1, total: 3))
+            let status = try await client.status(of: .numbered(3))
+            #expect(status == .scripted(.numbered(3), "running", done: 1, total: 3))
             // At least the two foreign replies (a loaded machine may make the client resend and see more).
             #expect(await eventually { await client.skippedRepliesNow() >= 2 })
         }
@@ -73,7 +75,7 @@ struct ClientAPITests {
 
     @Test("waitForCompletion rides out the coordinator going away and coming back on the same port")
     func waitSurvivesRestart() async throws {
-        let job: JobID = "job-4"
+        let job = JobID.numbered(4)
         let first = try await ScriptedAPIServer.start { _, _ in
             [.reply(.status(.scripted(job, "running", done: 1, total: 3)))]
         }
@@ -140,14 +142,14 @@ struct ClientAPITests {
             switch request {
             case .status:
                 let lines = "no job job-0\n  `splice jobs` lists them"
-                return [.reply(.error(APIError(code: "not-found", message: lines)))]
+                return [.reply(.error(APIError(.notFound, lines)))]
             case .cancel:
-                return [.reply(.submitted(JobSubmitted(job: "job-0")))]
+                return [.reply(.submitted(JobSubmitted(job: .numbered(0))))]
             case .workers:
                 workersAsked.append(1)
                 guard workersAsked.entries.count > 1 else {
-                    return [.reply(.error(APIError(code: "unavailable", message: "the job store is unreachable; try again",
-                                                   retryable: true)))]
+                    return [.reply(.error(APIError(.unavailable, "the job store is unreachable; try again",
+                                                   isRetryable: true)))]
                 }
                 return [.reply(.workers(WorkerList(workers: [])))]
             default:
@@ -155,12 +157,12 @@ struct ClientAPITests {
             }
         }
         try await withClient(of: server) { client in
-            let notFound = await clientError { _ = try await client.status(of: "job-0") }
+            let notFound = await clientError { _ = try await client.status(of: .numbered(0)) }
             #expect(notFound?.code == .rejected)
-            #expect(notFound?.apiError?.code == "not-found")
+            #expect(notFound?.apiError?.code == .notFound)
             #expect(notFound?.message == "no job job-0; `splice jobs` lists them")
 
-            let wrongType = await clientError { _ = try await client.cancel("job-0") }
+            let wrongType = await clientError { _ = try await client.cancel(.numbered(0)) }
             #expect(wrongType?.code == .unexpectedReply)
             #expect(wrongType?.message
                 == "the coordinator at \(server.endpoint) answered CANCEL with SUBMITTED instead of "
@@ -177,18 +179,18 @@ struct ClientAPITests {
     func waitStops() async throws {
         let server = try await ScriptedAPIServer.start { request, _ in
             guard case .status(let query) = request else { return [] }
-            if query.job == "gone" { return [.reply(.error(APIError(code: "not-found", message: "no job gone")))] }
+            if query.job == .numbered(99) { return [.reply(.error(APIError(.notFound, "no job gone")))] }
             return [.reply(.status(.scripted(query.job, "running", done: 0, total: 2)))]
         }
         try await withClient(of: server) { client in
             let gone = await clientError {
-                _ = try await client.waitForCompletion(of: "gone", pollInterval: .milliseconds(20))
+                _ = try await client.waitForCompletion(of: .numbered(99), pollInterval: .milliseconds(20))
             }
             #expect(gone?.code == .rejected)
 
             let polls = Recorder<JobWaitEvent>()
             let waiting = Task {
-                try await client.waitForCompletion(of: "slow", pollInterval: .milliseconds(20)) { polls.append($0) }
+                try await client.waitForCompletion(of: .numbered(97), pollInterval: .milliseconds(20)) { polls.append($0) }
             }
             #expect(await eventually { polls.entries.count >= 2 })
             waiting.cancel()

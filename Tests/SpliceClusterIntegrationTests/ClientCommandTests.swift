@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCluster
+import SpliceCore
 import SpliceMedia
 import SpliceStore
 import SpliceTestSupport
@@ -109,13 +110,13 @@ struct ClientCommandTests {
 
     @Test("submit prints the job id; the SUBMIT carries absolute paths and the export settings")
     func submit() async throws {
-        let server = try await ScriptedAPIServer.start { _, _ in [.reply(.submitted(JobSubmitted(job: "job-7")))] }
+        let server = try await ScriptedAPIServer.start { _, _ in [.reply(.submitted(JobSubmitted(job: .numbered(7))))] }
         let result = try await SpliceProcess.run([
             "submit", "in.mov", "out/clip.mp4", "--crf", "20", "--segment-seconds", "6", "--priority", "3",
             "--coordinator", server.endpoint,
         ])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout == "job-7\n")
+        #expect(result.stdout == "\(JobID.numbered(7))\n")
         guard case .submit(let submit)? = server.requests.first?.message else {
             Issue.record("no SUBMIT received")
             return
@@ -135,7 +136,7 @@ struct ClientCommandTests {
         ("succeeded", Int32(0)), ("failed", Int32(1)), ("cancelled", Int32(2)),
     ])
     func submitWait(outcome: String, status expected: Int32) async throws {
-        let job = JobID(rawValue: "job-\(outcome)")
+        let job = JobID.numbered(outcome.count)
         let server = try await ScriptedAPIServer.start { request, index in
             switch request {
             case .submit:
@@ -168,7 +169,7 @@ struct ClientCommandTests {
 
     @Test("submit --wait survives a coordinator restart: says so on stderr and keeps waiting")
     func submitWaitRestart() async throws {
-        let job: JobID = "job-restart"
+        let job = JobID.numbered(101)
         let first = try await ScriptedAPIServer.submitting(job, then: .scripted(job, "running", done: 1, total: 4))
         let endpoint = first.endpoint
         let process = try SpliceProcess(["submit", "/in.mov", "/out.mp4", "--wait", "--timeout", "5",
@@ -188,7 +189,7 @@ struct ClientCommandTests {
 
     @Test("Ctrl-C while waiting stops waiting, not the job: exit 130 and how to cancel it")
     func submitWaitInterrupted() async throws {
-        let job: JobID = "job-long"
+        let job = JobID.numbered(102)
         let server = try await ScriptedAPIServer.submitting(job, then: .scripted(job, "running", done: 0, total: 8))
         let process = try SpliceProcess(["submit", "/in.mov", "/out.mp4", "--wait", "--coordinator", server.endpoint])
         #expect(await process.waitForStderr(containing: "progress 0% 0/8"))
@@ -204,7 +205,7 @@ struct ClientCommandTests {
     @Test("status, jobs, cancel, workers, enroll and revoke print what the coordinator answered")
     func readCommands() async throws {
         let key = try CurveKeyPair.generate().publicKey
-        let running = JobStatus.scripted("job-1", "running", done: 2, total: 5)
+        let running = JobStatus.scripted(.numbered(1), "running", done: 2, total: 5)
         let server = try await ScriptedAPIServer.start { request, _ in
             switch request {
             case .status: [.reply(.status(running))]
@@ -226,13 +227,18 @@ struct ClientCommandTests {
             #expect(result.status == 0, "\(words): \(result.stderr)")
             return result
         }
-        #expect(try await run("status", "job-1").stdout.contains("progress   2/5 segments (40%)\n"))
-        let json = try await run("status", "job-1", "--json").stdout
+        #expect(try await run("status", "\(JobID.numbered(1))").stdout.contains("progress   2/5 segments (40%)\n"))
+        let json = try await run("status", "\(JobID.numbered(1))", "--json").stdout
         #expect(try JSONDecoder().decode(JobStatus.self, from: Data(json.utf8)) == running)
         let jobs = try await run("jobs").stdout.split(separator: "\n")
-        #expect(jobs.count == 2 && jobs[0].hasPrefix("JOB") && jobs[1].hasPrefix("job-1  running  2/5"))
+        #expect(jobs.count == 2 && jobs[0].hasPrefix("JOB") && jobs[1].hasPrefix("\(JobID.numbered(1))  running  2/5"))
         #expect(try await run("jobs", "--state", "failed").stdout == "no failed jobs\n")
-        #expect(try await run("cancel", "job-1").stdout == "job job-1 cancelled\n")
+        #expect(try await run("cancel", "\(JobID.numbered(1))").stdout == "job \(JobID.numbered(1)) cancelled\n")
+        // An id that cannot name a job is refused where it is typed, before anything is sent.
+        let before = server.requests.count
+        let malformed = try await SpliceProcess.run(["status", "job-1"], environment: environment)
+        #expect(malformed.status != 0 && malformed.stderr.contains("a job id"), "\(malformed.stderr)")
+        #expect(server.requests.count == before)
         #expect(try await run("workers").stdout.contains(key.z85 + "  w1    yes       yes        2      1"))
         #expect(try await run("workers", "enroll", key.z85, "--name", "w1").stdout
             == "enrolled worker key \(key) (w1)\n")

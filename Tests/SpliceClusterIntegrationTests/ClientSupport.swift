@@ -1,4 +1,5 @@
 import Foundation
+import SpliceCore
 import SpliceWire
 import Synchronization
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCluster
+import SpliceCore
 import SpliceStore
 import SpliceTestSupport
 import SpliceWire

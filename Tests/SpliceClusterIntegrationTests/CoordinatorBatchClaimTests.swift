@@ -1,4 +1,5 @@
 import Foundation
+import SpliceCore
 import SpliceStore
 import SpliceTestSupport
 import Testing
@@ -8,7 +9,7 @@ import Testing
 @Suite("Coordinator: batched claims", .timeLimit(.minutes(5)))
 struct CoordinatorBatchClaimTests {
     /// A repository on a fresh database with one running job of `segments` segments.
-    private func store(segments: Int) async throws -> (JobRepository, UUID) {
+    private func store(segments: Int) async throws -> (JobRepository, JobID) {
         let repository = JobRepository(client: PostgresClient(configuration: try await TestPostgres.makeDatabase()))
         let job = try await repository.createJob(JobSubmission(
             idempotencyKey: UUID().uuidString, sourceURL: "/in.mp4", outputURL: "/out.mp4")).job

@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCluster
+import SpliceCore
 import SpliceStore
 import SpliceTestSupport
 import SpliceWire
@@ -39,7 +40,7 @@ struct CoordinatorFailureTests {
 
         // What the workers still send about the job is stale; nothing new is assigned.
         let late = Complete(attempt: running[0].attempt, outputPath: running[0].outputPath,
-                            checksum: "sha256:" + String(repeating: "0", count: 64), sizeBytes: 14, encodeMilliseconds: 1)
+                            checksum: .filled(0), sizeBytes: 14, encodeMilliseconds: 1)
         #expect(try await worker.complete(late) == .stale)
         #expect(await worker.assignment(within: .milliseconds(700)) == nil)
         let status = try await client.status(job)
@@ -50,7 +51,7 @@ struct CoordinatorFailureTests {
             Issue.record("cancelling an unknown job did not fail")
             return
         }
-        #expect(error.code == "not-found")
+        #expect(error.code == .notFound)
 
         await worker.close()
         await client.close()
@@ -80,7 +81,7 @@ struct CoordinatorFailureTests {
                 #expect(try await worker.complete(try await worker.acceptAndEncode(assign)) == .accepted)
             } catch {
                 decoderError = "\(error)"
-                let fail = Fail(attempt: assign.attempt, code: "decode-failed", reason: decoderError, retryable: true)
+                let fail = Fail(attempt: assign.attempt, code: Fail.Code(rawValue: "decode-failed"), reason: decoderError, retryable: true)
                 try await worker.send(.fail(fail))
                 #expect(await worker.ack(of: assign.attempt, .fail)?.outcome == .accepted)
             }
@@ -92,7 +93,7 @@ struct CoordinatorFailureTests {
         #expect(!decoderError.isEmpty && message.contains(decoderError), "the job says why: \(message)")
 
         // Exactly three attempts at segment 1, each retry only after its backoff.
-        let jobID = try #require(job.uuid)
+        let jobID = job
         let events = try await coordinator.repository.events(ofJob: jobID)
         let segments = try await coordinator.repository.segments(ofJob: jobID)
         let segmentOne = try #require(segments.first { $0.plan.index == 1 })

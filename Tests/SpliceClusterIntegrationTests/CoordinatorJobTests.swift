@@ -50,7 +50,7 @@ struct CoordinatorJobTests {
         let coordinator = try await CoordinatorUnderTest.start { configuration in
             // Silent after 600 ms, so the hung worker gets nothing new (but its session is kept);
             // leases of 4 s, which the other worker keeps up with PROGRESS every second.
-            configuration.sessions = CoordinatorStateMachine.Policy(
+            configuration.sessions = CoordinatorPolicy(
                 heartbeatInterval: .milliseconds(200), heartbeatLiveness: 3, leaseDuration: .seconds(4),
                 forgetAfter: .seconds(60))
         }
@@ -88,7 +88,7 @@ struct CoordinatorJobTests {
         #expect(status.state == "succeeded", "\(status.error ?? "")")
         let done = try await coordinator.events("segment_done", of: job)
         #expect(done.count == 1, "committed exactly once")
-        #expect(done.first?.leaseToken?.wireText == second.attempt.leaseToken.rawValue)
+        #expect(done.first?.leaseToken == second.attempt.leaseToken)
 
         await slow.close()
         await fast.close()

@@ -56,7 +56,7 @@ struct CoordinatorRestartTests {
         let (written, original) = (try await TestMedia.frames(output), try await TestMedia.frames(source))
         #expect(written == original)
         let repository = JobRepository(client: PostgresClient(configuration: database, maxConnections: 1))
-        let done = try await repository.events(ofJob: #require(job.uuid)).filter { $0.kind == "segment_done" }
+        let done = try await repository.events(ofJob: job).filter { $0.kind == "segment_done" }
         #expect(done.count == 4, "each segment committed exactly once")
         #expect(Set(done.compactMap(\.segmentID)).count == 4)
 

@@ -71,7 +71,7 @@ struct CoordinatorSecurityTests {
             Issue.record("re-enrolling a revoked key was accepted")
             return
         }
-        #expect(error.code == "invalid-request")
+        #expect(error.code == .invalidRequest)
         let again = try await ScriptedWorker.connect(
             to: coordinator.endpoints.workers, context: context,
             curve: .client(keys: member, serverKey: server.publicKey))

@@ -39,7 +39,7 @@ struct CoordinatorSubmitTests {
             let started = ContinuousClock.now
             let error = try Self.refusal(try await client.submitting(input, to: output))
             #expect(ContinuousClock.now - started < .seconds(5))
-            #expect(error.code == "invalid-request")
+            #expect(error.code == .invalidRequest)
             #expect(error.message.contains(expected), "\(error.message)")
         }
         #expect(try String(contentsOfFile: existing, encoding: .utf8) == "keep me")
@@ -115,7 +115,7 @@ struct CoordinatorSubmitTests {
             configuration.mediaTasks = .childProcess(executable: script.path)
         }
         try await Task.sleep(for: .seconds(1))
-        #expect(try await again.repository.job(id: #require(job.uuid))?.state == .failed)
+        #expect(try await again.repository.job(id: job)?.state == .failed)
         try await again.stop()
     }
 

@@ -1,6 +1,8 @@
 import Foundation
 import SpliceCluster
 import SpliceConcurrency
+import SpliceCore
+import SpliceJSON
 import SpliceLog
 import SpliceMedia
 import SpliceStore
@@ -43,7 +45,7 @@ struct CoordinatorUnderTest: Sendable {
         CoordinatorConfiguration(
             database: .server(database), spool: spool, workersEndpoint: loopback, apiEndpoint: loopback,
             maxAttempts: 5,
-            sessions: CoordinatorStateMachine.Policy(
+            sessions: CoordinatorPolicy(
                 heartbeatInterval: .milliseconds(250), heartbeatLiveness: 20, leaseDuration: .seconds(30),
                 forgetAfter: .seconds(60)),
             segmentRetryBackoff: Backoff(base: .milliseconds(100), cap: .seconds(1)), pollInterval: .milliseconds(200),
@@ -82,7 +84,7 @@ struct CoordinatorUnderTest: Sendable {
 
     /// The job's events of one kind, oldest first.
     func events(_ kind: String, of job: JobID) async throws -> [JobEvent] {
-        try await repository.events(ofJob: #require(job.uuid)).filter { $0.kind == kind }
+        try await repository.events(ofJob: job).filter { $0.kind == kind }
     }
 }
 
@@ -127,7 +129,7 @@ struct TestClient: Sendable {
             video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: nil, fileType: .mp4,
             segmentDuration: MediaTime(seconds: segmentSeconds), overwrite: overwrite)
         return try await self.request(.submit(SubmitJob(
-            input: input, output: output, export: try JSONValue(encoding: request), submissionKey: key)))
+            input: input, output: output, export: try JSONPayload(encoding: request), submissionKey: key)))
     }
 
     func status(_ job: JobID) async throws -> JobStatus {
@@ -306,7 +308,7 @@ enum SegmentEncoder {
         let result = try await SegmentExporter(plan: order.plan).export(segment: order.segment, to: output)
         let elapsed = ContinuousClock.now - started
         return Complete(
-            attempt: assign.attempt, outputPath: result.path, checksum: "sha256:" + result.checksum,
+            attempt: assign.attempt, outputPath: result.path, checksum: result.checksum,
             sizeBytes: result.bytes, encodeMilliseconds: Int(elapsed.components.seconds * 1000))
     }
 }

@@ -30,7 +30,7 @@ struct WorkerDaemonTests {
 
             let complete = try #require(await coordinator.next { $0.asComplete }, "no COMPLETE")
             #expect(complete.attempt == assign.attempt && complete.outputPath == assign.outputPath)
-            #expect(complete.checksum == "sha256:" + (try await sha256(assign.outputPath)))
+            #expect(complete.checksum.description == "sha256:" + (try await sha256(assign.outputPath)))
             let size = try FileManager.default.attributesOfItem(atPath: assign.outputPath)[.size] as? Int64
             #expect(complete.sizeBytes == size && complete.sizeBytes > 0)
             #expect(complete.encodeMilliseconds > 0)
@@ -144,7 +144,7 @@ struct WorkerDaemonTests {
             try await coordinator.send(.assign(assign))
             let fail = try #require(await coordinator.next { $0.asReportedFail }, "no FAIL")
             #expect(fail.attempt == assign.attempt)
-            #expect(fail.code == "undecodable-input")
+            #expect(fail.code == .undecodableInput)
             #expect(!fail.retryable)
             #expect(!fail.reason.isEmpty)
             #expect(files(under: worker.spool).isEmpty)
@@ -223,8 +223,8 @@ struct WorkerDaemonTests {
                 fails.value.append(fail)
                 return fails.value.count == 2 ? true : nil
             }
-            #expect(Set(fails.value.map(\.attempt.leaseToken)) == ["handed-back", "refused"])
-            #expect(fails.value.allSatisfy { $0.code == "drained" && $0.retryable })
+            #expect(Set(fails.value.map(\.attempt.leaseToken)) == [assign.attempt.leaseToken, refused.attempt.leaseToken])
+            #expect(fails.value.allSatisfy { $0.code == .drained && $0.retryable })
             for fail in fails.value {
                 try await coordinator.send(.ack(Ack(attempt: fail.attempt, acknowledges: .fail, outcome: .accepted)))
             }

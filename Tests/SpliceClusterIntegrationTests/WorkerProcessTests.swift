@@ -48,12 +48,12 @@ struct WorkerProcessTests {
                                              token: "too-late")
         try await coordinator.send(.assign(refused))
         let fail = await coordinator.next { $0.asFail }
-        #expect(fail?.attempt == refused.attempt && fail?.code == "drained")
+        #expect(fail?.attempt == refused.attempt && fail?.code == .drained)
         if let fail { try await coordinator.send(.ack(Ack(attempt: fail.attempt, acknowledges: .fail, outcome: .accepted))) }
         // …the running one completes…
         let complete = try #require(await coordinator.next(within: .seconds(60)) { $0.asComplete }, "no COMPLETE")
         #expect(complete.attempt == assign.attempt)
-        #expect(complete.checksum == "sha256:" + (try await sha256(assign.outputPath)))
+        #expect(complete.checksum.description == "sha256:" + (try await sha256(assign.outputPath)))
         #expect(process.isRunning, "exited before its result was acknowledged")
         try await coordinator.send(.ack(Ack(attempt: assign.attempt, acknowledges: .complete, outcome: .accepted)))
         // …and the worker says goodbye and exits 0.

@@ -1,6 +1,7 @@
 import Foundation
 import SpliceCluster
 import SpliceConcurrency
+import SpliceJSON
 import SpliceLog
 import SpliceMedia
 import SpliceTestSupport
@@ -168,16 +169,17 @@ enum WorkerMedia {
         try await plan(preset: "veryslow", seconds: 10)
     }
 
-    /// An ASSIGN of segment 0 of `plan` to an attempt-unique path in `spool`, as the coordinator makes it.
+    /// An ASSIGN of segment 0 of `plan` to an attempt-unique path in `spool`, as the coordinator makes it;
+    /// `token` names the attempt (the same name, the same job id and lease token).
     static func assign(_ plan: SegmentPlan, spool: URL, token: String, lease: Int = 30_000,
                        progress: Int = 100) throws -> Assign {
-        let attempt = SegmentAttempt(job: JobID(rawValue: "job-\(token)"), segment: 0, attempt: 1,
-                                     leaseToken: LeaseToken(rawValue: token))
-        let output = SpoolLayout(root: spool).segmentFile(job: attempt.job.rawValue, segment: 0, attempt: 1,
-                                                          leaseToken: token)
+        let number = token.utf8.reduce(5381) { ($0 &* 33) &+ Int($1) } & 0xFFFF_FFFF
+        let attempt = SegmentAttempt(job: .numbered(number), segment: 0, attempt: 1, leaseToken: .numbered(number))
+        let output = SpoolLayout(root: spool).segmentFile(job: attempt.job, segment: 0, attempt: 1,
+                                                          leaseToken: attempt.leaseToken)
         return Assign(attempt: attempt, outputPath: output.path, leaseMilliseconds: lease,
                       progressIntervalMilliseconds: progress,
-                      spec: try JSONValue(encoding: SegmentWorkOrder(plan: plan, segment: 0)))
+                      spec: try JSONPayload(encoding: SegmentWorkOrder(plan: plan, segment: 0)))
     }
 }
 

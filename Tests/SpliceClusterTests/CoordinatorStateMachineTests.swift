@@ -1,4 +1,8 @@
 import Foundation
+import SpliceCore
+import SpliceJSON
+import SpliceStore
+import SpliceTestSupport
 import SpliceWire
 import Testing
 
@@ -16,22 +20,24 @@ private let other = WirePeer(routingID: RoutingID("w:two"), publicKey: otherKey)
 private let workerID = UUID()
 private let otherID = UUID()
 
-private func attempt(_ segment: Int, job: JobID = "job-1", number: Int = 1) -> SegmentAttempt {
-    SegmentAttempt(job: job, segment: segment, attempt: number, leaseToken: LeaseToken(rawValue: "\(job)-\(segment)-\(number)"))
+/// Attempt `number` at segment `segment` of job `job`; each has its own lease token.
+private func attempt(_ segment: Int, job: Int = 1, number: Int = 1) -> SegmentAttempt {
+    SegmentAttempt(job: .numbered(job), segment: segment, attempt: number,
+                   leaseToken: .numbered(job * 1_000_000 + segment * 100 + number))
 }
 
 private func complete(_ attempt: SegmentAttempt) -> Complete {
-    Complete(attempt: attempt, outputPath: "/spool/\(attempt.segment)", checksum: "sha256:" + String(repeating: "a", count: 64),
+    Complete(attempt: attempt, outputPath: "/spool/\(attempt.segment)", checksum: .filled(0xAA),
              sizeBytes: 10, encodeMilliseconds: 5)
 }
 
 private func assignment(_ attempt: SegmentAttempt) -> Assignment {
-    Assignment(attempt: attempt, outputPath: "/spool/\(attempt.segment)", spec: .object([:]))
+    Assignment(attempt: attempt, outputPath: "/spool/\(attempt.segment)", spec: JSONPayload(.object([:])))
 }
 
 /// A state machine with a clock the test moves.
 private struct Harness {
-    static let policy = CoordinatorStateMachine.Policy(
+    static let policy = CoordinatorPolicy(
         heartbeatInterval: .seconds(1), heartbeatLiveness: 3, leaseDuration: .seconds(30), forgetAfter: .seconds(40),
         seenInterval: .seconds(10))
     var machine = CoordinatorStateMachine(policy: policy, sessionName: "test")
@@ -50,30 +56,35 @@ private struct Harness {
         while passed < duration {
             advance(period)
             passed += period
-            directives += machine.onTick(now: now)
+            directives += on(.tick)
         }
         return directives
     }
 
+    /// Handles `event` now.
+    @discardableResult
+    mutating func on(_ event: CoordinatorEvent) -> [CoordinatorDirective] {
+        machine.handle(event, at: now)
+    }
+
     mutating func receive(_ message: WorkerMessage, from peer: WirePeer = worker) -> [CoordinatorDirective] {
-        machine.onMessage(message, from: peer, now: now)
+        on(.received(message, from: peer))
     }
 
     /// HELLO, registration and WELCOME for a worker with nothing to report.
     mutating func welcome(_ peer: WirePeer = worker, id: UUID = workerID, slots: Int = 2) {
         _ = receive(.hello(Hello(workerName: "w", slots: slots, encoders: ["libx264"])), from: peer)
-        let welcomed = machine.onWorkerRegistered(WorkerIdentity(peer: peer)!, workerID: id, now: now)
+        let welcomed = on(.workerRegistered(WorkerIdentity(peer: peer)!, workerID: id))
         precondition(welcomed.contains { if case .send(.welcome, _, _) = $0 { true } else { false } })
     }
 
     /// Dispatch, then answer the claim with `attempts` (what the store leased).
     /// Dispatch, then answer the claim: `peer` gets `attempts`, other workers nothing.
     mutating func assign(_ attempts: [SegmentAttempt], to peer: WirePeer = worker) -> [CoordinatorDirective] {
-        machine.onWorkAvailable()
-        guard let claim = machine.dispatch(now: now).compactMap(\.claim).first else { return [] }
+        on(.workAvailable)
+        guard let claim = machine.dispatch(at: now).compactMap(\.claim).first else { return [] }
         let identity = WorkerIdentity(peer: peer)!
-        return machine.onClaimed([identity: attempts.map(assignment)], demands: claim.demands,
-                                 generation: claim.generation, now: now)
+        return on(.claimed([identity: attempts.map(assignment)], demands: claim.demands, generation: claim.generation))
     }
 }
 
@@ -127,12 +138,12 @@ struct CoordinatorStateMachineTests {
         let hello = harness.receive(.hello(Hello(workerName: "encoder-1", slots: 4, encoders: ["libx264"])))
         #expect(hello.contains(.registerWorker(.key(workerKey), name: "encoder-1", slots: 4, encoders: ["libx264"])))
         #expect(messages(hello).isEmpty)
-        #expect(harness.machine.dispatch(now: harness.now).isEmpty, "nothing is assigned before WELCOME")
+        #expect(harness.machine.dispatch(at: harness.now).isEmpty, "nothing is assigned before WELCOME")
 
-        let registered = harness.machine.onWorkerRegistered(.key(workerKey), workerID: workerID, now: harness.now)
+        let registered = harness.on(.workerRegistered(.key(workerKey), workerID: workerID))
         #expect(messages(registered).first == .welcome(Welcome(session: "test", heartbeatIntervalMilliseconds: 1000, heartbeatLiveness: 3)))
         #expect(registered.compactMap(\.sent?.peer) == [worker])
-        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [4])
+        #expect(claimed(harness.machine.dispatch(at: harness.now)) == [4])
     }
 
     @Test("sessions are keyed by the authenticated key: a new routing id is the same worker, answered on its new route")
@@ -142,8 +153,8 @@ struct CoordinatorStateMachineTests {
         let moved = WirePeer(routingID: RoutingID("reconnected"), publicKey: workerKey)
         let accepted = harness.receive(.accept(Accept(attempt: attempt(0))), from: moved)
         #expect(accepted == [.extendLeases([attempt(0)], worker: .key(workerKey), check: .accept)])
-        let answered = harness.machine.onLeasesExtended(
-            [attempt(0)], worker: .key(workerKey), check: .accept, current: [attempt(0).leaseToken], now: harness.now)
+        let answered = harness.on(.leasesExtended([attempt(0)], worker: .key(workerKey), check: .accept,
+            current: [attempt(0).leaseToken]))
         #expect(answered.compactMap(\.sent?.peer) == [moved])
         #expect(harness.machine.sessionSnapshots(now: harness.now).count == 1)
     }
@@ -160,7 +171,7 @@ struct CoordinatorStateMachineTests {
         WorkerMessage.accept(Accept(attempt: attempt(0))),
         .progress(Progress(attempt: attempt(0), fraction: 0.5, frames: 10)),
         .complete(complete(attempt(0))),
-        .fail(Fail(attempt: attempt(0), code: "x", reason: "y", retryable: true)),
+        .fail(Fail(attempt: attempt(0), code: Fail.Code(rawValue: "x"), reason: "y", retryable: true)),
         .heartbeat(Heartbeat()),
     ])
     func unknownSession(message: WorkerMessage) {
@@ -195,7 +206,7 @@ struct CoordinatorStateMachineTests {
     func refused() {
         var harness = Harness()
         _ = harness.receive(.hello(Hello(workerName: "w", slots: 1, encoders: [])))
-        let directives = harness.machine.onWorkerRefused(.key(workerKey), reason: "key revoked", now: harness.now)
+        let directives = harness.on(.workerRefused(.key(workerKey), reason: "key revoked"))
         #expect(messages(directives) == [.disconnect(Disconnect(reason: .revoked, detail: "key revoked"))])
         #expect(harness.machine.sessionSnapshots(now: harness.now).isEmpty)
     }
@@ -206,7 +217,7 @@ struct CoordinatorStateMachineTests {
         let hello = WorkerMessage.hello(Hello(workerName: "w", slots: 1, encoders: []))
         #expect(harness.receive(hello).contains { if case .registerWorker = $0 { true } else { false } })
         #expect(harness.receive(hello).isEmpty)
-        _ = harness.machine.onRegistrationFailed(.key(workerKey))
+        harness.on(.registrationFailed(.key(workerKey)))
         #expect(harness.receive(hello).contains { if case .registerWorker = $0 { true } else { false } })
     }
 
@@ -216,33 +227,30 @@ struct CoordinatorStateMachineTests {
     func helloWithResults() throws {
         var harness = Harness()
         let done = attempt(1), failed = attempt(2), current = attempt(3), gone = attempt(4)
-        let failure = Fail(attempt: failed, code: "drained", reason: "handed back", retryable: true)
+        let failure = Fail(attempt: failed, code: .drained, reason: "handed back", retryable: true)
         _ = harness.receive(.hello(Hello(
             workerName: "w", slots: 4, encoders: [], running: [current, gone], finished: [complete(done)],
             failed: [failure])))
-        let registered = harness.machine.onWorkerRegistered(.key(workerKey), workerID: workerID, now: harness.now)
+        let registered = harness.on(.workerRegistered(.key(workerKey), workerID: workerID))
         #expect(registered.compactMap(\.committed) == [.complete(complete(done)), .fail(failure)])
         #expect(registered.contains(.extendLeases([current, gone], worker: .key(workerKey),
                                                    check: .helloRunning(incarnation: 1))))
         #expect(!messages(registered).contains(where: isWelcome), "WELCOME waits for the commits")
 
-        let first = harness.machine.onResultCommitted(.complete(complete(done)), outcome: .completed(readyToStitch: false),
-                                                      now: harness.now)
+        let first = harness.on(.resultCommitted(.complete(complete(done)), .completed(jobReadyToStitch: false)))
         #expect(acks(first) == [Ack(attempt: done, acknowledges: .complete, outcome: .accepted)])
-        let second = harness.machine.onResultCommitted(.fail(failure), outcome: .failureRecorded(jobFailed: false),
-                                                       now: harness.now)
+        let second = harness.on(.resultCommitted(.fail(failure), .recorded(.willRetry(at: .distantPast))))
         #expect(acks(second) == [Ack(attempt: failed, acknowledges: .fail, outcome: .accepted)])
         #expect(!messages(second).contains(where: isWelcome))
 
-        let checked = harness.machine.onLeasesExtended(
-            [current, gone], worker: .key(workerKey), check: .helloRunning(incarnation: 1),
-            current: [current.leaseToken], now: harness.now)
+        let checked = harness.on(.leasesExtended([current, gone], worker: .key(workerKey),
+            check: .helloRunning(incarnation: 1), current: [current.leaseToken]))
         #expect(cancels(checked) == [Cancel(attempt: gone, reason: .leaseLost)])
         #expect(acks(checked).isEmpty, "a HELLO's running list is not acknowledged")
         #expect(messages(checked).last.map(isWelcome) == true)
         let snapshot = try #require(harness.machine.sessionSnapshots(now: harness.now).first)
         #expect(snapshot.running == 1 && snapshot.active)
-        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [3], "the running attempt holds a slot")
+        #expect(claimed(harness.machine.dispatch(at: harness.now)) == [3], "the running attempt holds a slot")
     }
 
     @Test("the same HELLO again (a resend that crossed WELCOME) is welcomed again and orphans nothing")
@@ -281,12 +289,12 @@ struct CoordinatorStateMachineTests {
         let check: LeaseCheck = isProgress ? .progress : .accept
         let received = harness.receive(message)
         #expect(received == [.extendLeases([attempt(0)], worker: .key(workerKey), check: check)])
-        let answered = harness.machine.onLeasesExtended(
-            [attempt(0)], worker: .key(workerKey), check: check, current: [attempt(0).leaseToken], now: harness.now)
+        let answered = harness.on(.leasesExtended([attempt(0)], worker: .key(workerKey), check: check,
+            current: [attempt(0).leaseToken]))
         #expect(acks(answered) == [Ack(attempt: attempt(0), acknowledges: isProgress ? .progress : .accept, outcome: .accepted)])
-        #expect(harness.machine.runningProgress(ofJob: "job-1") == (isProgress ? 0.25 : 0))
-        #expect(harness.machine.onLeaseExtensionFailed([attempt(0)], worker: .key(workerKey), check: check,
-                                                       now: harness.now).isEmpty, "no ACK without a commit")
+        #expect(harness.machine.runningProgress(ofJob: .numbered(1)) == (isProgress ? 0.25 : 0))
+        #expect(harness.on(.leaseExtensionFailed([attempt(0)], worker: .key(workerKey), check: check)).isEmpty,
+            "no ACK without a commit")
     }
 
     @Test("an ACCEPT within the window after its claim is ACKed from the claim's commit, with no extension")
@@ -311,11 +319,11 @@ struct CoordinatorStateMachineTests {
         var harness = Harness()
         harness.welcome()
         _ = harness.assign([attempt(0), attempt(1)])
-        _ = harness.machine.onLeasesTakenBack(
-            [TakenBackLease(job: "job-1", leaseToken: attempt(0).leaseToken, jobFailed: false)], now: harness.now)
+        harness.on(.leasesTakenBack([TakenBackLease(job: .numbered(1), leaseToken: attempt(0).leaseToken,
+            jobFailed: false)]))
         #expect(harness.receive(.accept(Accept(attempt: attempt(0))))
             == [.extendLeases([attempt(0)], worker: .key(workerKey), check: .accept)])
-        _ = harness.machine.onJobEnded("job-1", reason: .jobCancelled, now: harness.now)
+        harness.on(.jobEnded(.numbered(1), .jobCancelled))
         #expect(harness.receive(.accept(Accept(attempt: attempt(1))))
             == [.extendLeases([attempt(1)], worker: .key(workerKey), check: .accept)])
     }
@@ -324,10 +332,9 @@ struct CoordinatorStateMachineTests {
     func acceptOfHelloAttempt() {
         var harness = Harness()
         _ = harness.receive(.hello(Hello(workerName: "w", slots: 2, encoders: ["libx264"], running: [attempt(0)])))
-        _ = harness.machine.onWorkerRegistered(.key(workerKey), workerID: workerID, now: harness.now)
-        _ = harness.machine.onLeasesExtended([attempt(0)], worker: .key(workerKey),
-                                             check: .helloRunning(incarnation: 1), current: [attempt(0).leaseToken],
-                                             now: harness.now)
+        harness.on(.workerRegistered(.key(workerKey), workerID: workerID))
+        harness.on(.leasesExtended([attempt(0)], worker: .key(workerKey), check: .helloRunning(incarnation: 1),
+            current: [attempt(0).leaseToken]))
         #expect(harness.receive(.accept(Accept(attempt: attempt(0))))
             == [.extendLeases([attempt(0)], worker: .key(workerKey), check: .accept)])
     }
@@ -338,16 +345,15 @@ struct CoordinatorStateMachineTests {
         harness.welcome(slots: 1)
         _ = harness.assign([attempt(0)])
         _ = harness.receive(.progress(Progress(attempt: attempt(0), fraction: 0.5, frames: 1)))
-        let answered = harness.machine.onLeasesExtended(
-            [attempt(0)], worker: .key(workerKey), check: .progress, current: [], now: harness.now)
+        let answered = harness.on(.leasesExtended([attempt(0)], worker: .key(workerKey), check: .progress, current: []))
         #expect(acks(answered) == [Ack(attempt: attempt(0), acknowledges: .progress, outcome: .stale)])
         #expect(cancels(answered) == [Cancel(attempt: attempt(0), reason: .leaseLost)])
-        harness.machine.onWorkAvailable()
-        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [1])
+        harness.on(.workAvailable)
+        #expect(claimed(harness.machine.dispatch(at: harness.now)) == [1])
     }
 
     @Test("an extension that lost its lease to the attempt's own COMPLETE is a duplicate: no stale, no CANCEL",
-          arguments: [ResultOutcome?.none, .completed(readyToStitch: false)])
+          arguments: [ResultOutcome?.none, .completed(jobReadyToStitch: false)])
     func extensionRacingComplete(committed: ResultOutcome?) {
         var harness = Harness()
         harness.welcome()
@@ -355,10 +361,9 @@ struct CoordinatorStateMachineTests {
         _ = harness.receive(.progress(Progress(attempt: attempt(0), fraction: 0.99, frames: 9)))
         _ = harness.receive(.complete(complete(attempt(0))))
         if let committed {
-            _ = harness.machine.onResultCommitted(.complete(complete(attempt(0))), outcome: committed, now: harness.now)
+            harness.on(.resultCommitted(.complete(complete(attempt(0))), committed))
         }
-        let answered = harness.machine.onLeasesExtended(
-            [attempt(0)], worker: .key(workerKey), check: .progress, current: [], now: harness.now)
+        let answered = harness.on(.leasesExtended([attempt(0)], worker: .key(workerKey), check: .progress, current: []))
         #expect(acks(answered) == [Ack(attempt: attempt(0), acknowledges: .progress, outcome: .duplicate)])
         #expect(cancels(answered).isEmpty)
     }
@@ -372,11 +377,10 @@ struct CoordinatorStateMachineTests {
         _ = harness.assign([attempt(1)])
         #expect(harness.machine.sessionSnapshots(now: harness.now).first?.running == 2, "one running, one being committed")
         _ = harness.receive(.complete(complete(attempt(1))))
-        harness.machine.onWorkAvailable()
-        #expect(harness.machine.dispatch(now: harness.now).isEmpty, "two results awaiting commit on one slot: the slot is taken")
-        _ = harness.machine.onResultCommitted(.complete(complete(attempt(0))), outcome: .completed(readyToStitch: false),
-                                              now: harness.now)
-        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [1])
+        harness.on(.workAvailable)
+        #expect(harness.machine.dispatch(at: harness.now).isEmpty, "two results awaiting commit on one slot: the slot is taken")
+        harness.on(.resultCommitted(.complete(complete(attempt(0))), .completed(jobReadyToStitch: false)))
+        #expect(claimed(harness.machine.dispatch(at: harness.now)) == [1])
     }
 
     @Test("a late extension does not bring back an attempt whose result was committed")
@@ -386,10 +390,9 @@ struct CoordinatorStateMachineTests {
         _ = harness.assign([attempt(0)])
         _ = harness.receive(.accept(Accept(attempt: attempt(0))))
         _ = harness.receive(.complete(complete(attempt(0))))
-        _ = harness.machine.onResultCommitted(.complete(complete(attempt(0))), outcome: .completed(readyToStitch: false),
-                                              now: harness.now)
-        _ = harness.machine.onLeasesExtended([attempt(0)], worker: .key(workerKey), check: .accept,
-                                             current: [attempt(0).leaseToken], now: harness.now)
+        harness.on(.resultCommitted(.complete(complete(attempt(0))), .completed(jobReadyToStitch: false)))
+        harness.on(.leasesExtended([attempt(0)], worker: .key(workerKey), check: .accept,
+            current: [attempt(0).leaseToken]))
         #expect(harness.machine.sessionSnapshots(now: harness.now).first?.running == 0)
     }
 
@@ -397,13 +400,13 @@ struct CoordinatorStateMachineTests {
     func reportedAttemptsAreNotCancelled() {
         var harness = Harness()
         harness.welcome(slots: 3)
-        let other = attempt(0, job: "job-2")
+        let other = attempt(0, job: 2)
         _ = harness.assign([attempt(0), attempt(1), other])
         _ = harness.receive(.complete(complete(attempt(0))))
         _ = harness.receive(.complete(complete(other)))
-        _ = harness.machine.onResultCommitFailed(.complete(complete(other)), now: harness.now)
+        harness.on(.resultCommitFailed(.complete(complete(other))))
         #expect(harness.machine.sessionSnapshots(now: harness.now).first?.running == 2)
-        let ended = harness.machine.onJobEnded("job-1", reason: .jobCancelled, now: harness.now)
+        let ended = harness.on(.jobEnded(.numbered(1), .jobCancelled))
         #expect(cancels(ended) == [Cancel(attempt: attempt(1), reason: .jobCancelled)])
         #expect(harness.machine.sessionSnapshots(now: harness.now).first?.running == 0)
     }
@@ -415,13 +418,13 @@ struct CoordinatorStateMachineTests {
         harness.welcome(other, id: otherID)
         _ = harness.assign([attempt(0)])
         _ = harness.assign([attempt(1)], to: other)
-        let directives = harness.machine.onLeasesTakenBack(
-            [TakenBackLease(job: "job-1", leaseToken: attempt(0).leaseToken, jobFailed: true)], now: harness.now)
+        let directives = harness.on(.leasesTakenBack([TakenBackLease(job: .numbered(1),
+            leaseToken: attempt(0).leaseToken, jobFailed: true)]))
         #expect(directives.compactMap { $0.sent.map { [$0.peer: $0.message] } } == [
             [worker: .cancel(Cancel(attempt: attempt(0), reason: .leaseLost))],
             [other: .cancel(Cancel(attempt: attempt(1), reason: .jobFailed))],
         ])
-        #expect(directives.contains(.removeJobFiles("job-1")))
+        #expect(directives.contains(.removeJobFiles(.numbered(1))))
     }
 
     // MARK: Results
@@ -433,8 +436,8 @@ struct CoordinatorStateMachineTests {
         _ = harness.assign([attempt(0)])
         let received = harness.receive(.complete(complete(attempt(0))))
         #expect(received == [.commitResult(.complete(complete(attempt(0))))])
-        let committed = harness.machine.onResultCommitted(
-            .complete(complete(attempt(0))), outcome: .completed(readyToStitch: true), now: harness.now)
+        let committed = harness.on(.resultCommitted(.complete(complete(attempt(0))),
+            .completed(jobReadyToStitch: true)))
         #expect(acks(committed) == [Ack(attempt: attempt(0), acknowledges: .complete, outcome: .accepted)])
         #expect(committed.contains(.wakeStitcher))
     }
@@ -446,20 +449,19 @@ struct CoordinatorStateMachineTests {
         let result = complete(attempt(0))
         _ = harness.receive(.complete(result))
         #expect(harness.receive(.complete(result)).isEmpty, "no second commit")
-        let committed = harness.machine.onResultCommitted(.complete(result), outcome: .completed(readyToStitch: false),
-                                                          now: harness.now)
+        let committed = harness.on(.resultCommitted(.complete(result), .completed(jobReadyToStitch: false)))
         #expect(acks(committed).map(\.outcome) == [.accepted, .duplicate])
     }
 
     @Test("resends after the commit get the same answer at once: duplicate, or stale for a stale one",
-          arguments: [(ResultOutcome.completed(readyToStitch: false), Ack.Outcome.duplicate),
-                      (.alreadyCompleted, .duplicate), (.stale, .stale)])
+          arguments: [(ResultOutcome.completed(jobReadyToStitch: false), Ack.Outcome.duplicate),
+                      (.alreadyCompleted, .duplicate), (.staleLease, .stale)])
     func resendAnswered(outcome: ResultOutcome, resent: Ack.Outcome) {
         var harness = Harness()
         harness.welcome()
         let result = complete(attempt(0))
         _ = harness.receive(.complete(result))
-        let first = harness.machine.onResultCommitted(.complete(result), outcome: outcome, now: harness.now)
+        let first = harness.on(.resultCommitted(.complete(result), outcome))
         #expect(acks(first).map(\.outcome) == [outcome.ackOutcome])
         for _ in 0..<3 {
             let again = harness.receive(.complete(result))
@@ -472,9 +474,9 @@ struct CoordinatorStateMachineTests {
     func failResent() {
         var harness = Harness()
         harness.welcome()
-        let failure = Fail(attempt: attempt(0), code: "undecodable-input", reason: "bad", retryable: false)
+        let failure = Fail(attempt: attempt(0), code: .undecodableInput, reason: "bad", retryable: false)
         #expect(harness.receive(.fail(failure)) == [.commitResult(.fail(failure))])
-        _ = harness.machine.onResultCommitted(.fail(failure), outcome: .failureRecorded(jobFailed: false), now: harness.now)
+        harness.on(.resultCommitted(.fail(failure), .recorded(.willRetry(at: .distantPast))))
         #expect(acks(harness.receive(.fail(failure))) == [Ack(attempt: attempt(0), acknowledges: .fail, outcome: .duplicate)])
     }
 
@@ -484,7 +486,7 @@ struct CoordinatorStateMachineTests {
         harness.welcome()
         let result = complete(attempt(0))
         _ = harness.receive(.complete(result))
-        #expect(messages(harness.machine.onResultCommitFailed(.complete(result), now: harness.now)).isEmpty)
+        #expect(messages(harness.on(.resultCommitFailed(.complete(result)))).isEmpty)
         #expect(harness.receive(.complete(result)) == [.commitResult(.complete(result))])
     }
 
@@ -493,16 +495,15 @@ struct CoordinatorStateMachineTests {
         var harness = Harness()
         harness.welcome(slots: 3)
         harness.welcome(other, id: otherID, slots: 3)
-        _ = harness.assign([attempt(0), attempt(1), attempt(0, job: "job-2")])
+        _ = harness.assign([attempt(0), attempt(1), attempt(0, job: 2)])
         _ = harness.assign([attempt(2)], to: other)
-        let failure = Fail(attempt: attempt(0), code: "undecodable-input", reason: "bad bytes", retryable: false)
+        let failure = Fail(attempt: attempt(0), code: .undecodableInput, reason: "bad bytes", retryable: false)
         _ = harness.receive(.fail(failure))
-        let committed = harness.machine.onResultCommitted(.fail(failure), outcome: .failureRecorded(jobFailed: true),
-                                                          now: harness.now)
+        let committed = harness.on(.resultCommitted(.fail(failure), .recorded(.jobFailed(segmentState: .dead))))
         #expect(acks(committed) == [Ack(attempt: attempt(0), acknowledges: .fail, outcome: .accepted)])
         #expect(Set(cancels(committed)) == [Cancel(attempt: attempt(1), reason: .jobFailed),
                                             Cancel(attempt: attempt(2), reason: .jobFailed)])
-        #expect(committed.contains(.removeJobFiles("job-1")))
+        #expect(committed.contains(.removeJobFiles(.numbered(1))))
     }
 
     @Test("a cancelled job: CANCEL job-cancelled to every worker holding one of its attempts, files removed")
@@ -510,14 +511,14 @@ struct CoordinatorStateMachineTests {
         var harness = Harness()
         harness.welcome()
         harness.welcome(other, id: otherID)
-        _ = harness.assign([attempt(0), attempt(0, job: "job-2")])
+        _ = harness.assign([attempt(0), attempt(0, job: 2)])
         _ = harness.assign([attempt(1)], to: other)
-        let directives = harness.machine.onJobEnded("job-1", reason: .jobCancelled, now: harness.now)
+        let directives = harness.on(.jobEnded(.numbered(1), .jobCancelled))
         #expect(Set(directives.compactMap(\.sent).map { "\($0.peer.routingID!) \($0.message)" }) == [
             "w:one \(CoordinatorMessage.cancel(Cancel(attempt: attempt(0), reason: .jobCancelled)))",
             "w:two \(CoordinatorMessage.cancel(Cancel(attempt: attempt(1), reason: .jobCancelled)))",
         ])
-        #expect(directives.last == .removeJobFiles("job-1"))
+        #expect(directives.last == .removeJobFiles(.numbered(1)))
         #expect(harness.machine.sessionSnapshots(now: harness.now).map(\.running).sorted() == [0, 1], "job-2's attempt still runs")
     }
 
@@ -528,53 +529,52 @@ struct CoordinatorStateMachineTests {
         var harness = Harness()
         harness.welcome(slots: 4)
         harness.welcome(other, id: otherID, slots: 2)
-        let first = try #require(harness.machine.dispatch(now: harness.now).compactMap(\.claim).first)
+        let first = try #require(harness.machine.dispatch(at: harness.now).compactMap(\.claim).first)
         #expect(Set(first.demands) == [ClaimDemand(worker: .key(workerKey), workerID: workerID, limit: 4),
                                        ClaimDemand(worker: .key(otherKey), workerID: otherID, limit: 2)])
-        #expect(harness.machine.dispatch(now: harness.now).isEmpty, "one claim in flight at a time")
-        let assigned = harness.machine.onClaimed(
-            [.key(workerKey): (0..<4).map { assignment(attempt($0)) }, .key(otherKey): [assignment(attempt(4))]],
-            demands: first.demands, generation: first.generation, now: harness.now)
+        #expect(harness.machine.dispatch(at: harness.now).isEmpty, "one claim in flight at a time")
+        let assigned = harness.on(.claimed([.key(workerKey): (0..<4).map { assignment(attempt($0)) },
+            .key(otherKey): [assignment(attempt(4))]], demands: first.demands, generation: first.generation))
         let assigns = messages(assigned).compactMap { if case .assign(let assign) = $0 { assign } else { nil } }
         #expect(assigns.map(\.attempt.segment).sorted() == [0, 1, 2, 3, 4])
         #expect(assigns.allSatisfy { $0.leaseMilliseconds == 30_000 && $0.progressIntervalMilliseconds == 5000 })
         #expect(assigned.compactMap(\.sent).filter { $0.peer == other }.count == 1)
         #expect(!harness.machine.workAvailable, "a short claim: nothing else is claimable")
-        harness.machine.onWorkAvailable()
-        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [1], "only the other worker's last slot is free")
-        _ = harness.machine.onClaimFailed([ClaimDemand(worker: .key(otherKey), workerID: otherID, limit: 1)])
-        harness.machine.onWorkAvailable()
+        harness.on(.workAvailable)
+        #expect(claimed(harness.machine.dispatch(at: harness.now)) == [1], "only the other worker's last slot is free")
+        harness.on(.claimFailed([ClaimDemand(worker: .key(otherKey), workerID: otherID, limit: 1)]))
+        harness.on(.workAvailable)
         _ = harness.receive(.complete(complete(attempt(0))))
         _ = harness.receive(.complete(complete(attempt(1))))
-        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [1, 2], "a reported result frees its slot")
+        #expect(claimed(harness.machine.dispatch(at: harness.now)) == [1, 2], "a reported result frees its slot")
     }
 
     @Test("a short claim means nothing is claimable until a wake-up; a wake-up during the claim is not lost")
     func workAvailability() throws {
         var harness = Harness()
         harness.welcome(slots: 2)
-        var claim = try #require(harness.machine.dispatch(now: harness.now).compactMap(\.claim).first)
-        _ = harness.machine.onClaimed([:], demands: claim.demands, generation: claim.generation, now: harness.now)
+        var claim = try #require(harness.machine.dispatch(at: harness.now).compactMap(\.claim).first)
+        harness.on(.claimed([:], demands: claim.demands, generation: claim.generation))
         #expect(!harness.machine.workAvailable)
-        #expect(harness.machine.dispatch(now: harness.now).isEmpty)
+        #expect(harness.machine.dispatch(at: harness.now).isEmpty)
 
-        harness.machine.onWorkAvailable()
-        claim = try #require(harness.machine.dispatch(now: harness.now).compactMap(\.claim).first)
-        harness.machine.onWorkAvailable()  // a NOTIFY while the claim is in flight
-        _ = harness.machine.onClaimed([:], demands: claim.demands, generation: claim.generation, now: harness.now)
+        harness.on(.workAvailable)
+        claim = try #require(harness.machine.dispatch(at: harness.now).compactMap(\.claim).first)
+        harness.on(.workAvailable)  // a NOTIFY while the claim is in flight
+        harness.on(.claimed([:], demands: claim.demands, generation: claim.generation))
         #expect(harness.machine.workAvailable)
-        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [2])
+        #expect(claimed(harness.machine.dispatch(at: harness.now)) == [2])
     }
 
     @Test("a failed claim frees the slots and stops claiming until the next wake-up (no hot loop)")
     func claimFailed() throws {
         var harness = Harness()
         harness.welcome(slots: 2)
-        let claim = try #require(harness.machine.dispatch(now: harness.now).compactMap(\.claim).first)
-        _ = harness.machine.onClaimFailed(claim.demands)
-        #expect(harness.machine.dispatch(now: harness.now).isEmpty)
-        harness.machine.onWorkAvailable()
-        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [2])
+        let claim = try #require(harness.machine.dispatch(at: harness.now).compactMap(\.claim).first)
+        harness.on(.claimFailed(claim.demands))
+        #expect(harness.machine.dispatch(at: harness.now).isEmpty)
+        harness.on(.workAvailable)
+        #expect(claimed(harness.machine.dispatch(at: harness.now)) == [2])
     }
 
     @Test("an ASSIGN that cannot be routed is handed back at once and the worker is forgotten")
@@ -586,9 +586,8 @@ struct CoordinatorStateMachineTests {
             Issue.record("no ASSIGN")
             return
         }
-        let error = WireError(code: .unroutable, message: "host unreachable")
-        let directives = harness.machine.onSendFailed(.assign(assign), to: worker, worker: .key(workerKey), error: error,
-                                                      now: harness.now)
+        let error = WireError(.unroutable, "host unreachable")
+        let directives = harness.on(.sendFailed(.assign(assign), to: worker, worker: .key(workerKey), error: error))
         #expect(directives.contains(.abandonAttempt(attempt(0), reason: "the assignment could not be delivered: host unreachable",
                                                     spendsAttempt: false)))
         #expect(directives.contains(.markWorkers([workerID], online: false)))
@@ -599,10 +598,10 @@ struct CoordinatorStateMachineTests {
     func claimAfterLeaving() throws {
         var harness = Harness()
         harness.welcome()
-        let claim = try #require(harness.machine.dispatch(now: harness.now).compactMap(\.claim).first)
+        let claim = try #require(harness.machine.dispatch(at: harness.now).compactMap(\.claim).first)
         _ = harness.receive(.disconnect(Disconnect(reason: .shutdown)))
-        let directives = harness.machine.onClaimed([.key(workerKey): [assignment(attempt(0))]], demands: claim.demands,
-                                                   generation: claim.generation, now: harness.now)
+        let directives = harness.on(.claimed([.key(workerKey): [assignment(attempt(0))]], demands: claim.demands,
+            generation: claim.generation))
         #expect(directives == [.abandonAttempt(attempt(0), reason: "the worker left before its assignment was sent",
                                                spendsAttempt: false)])
     }
@@ -614,11 +613,11 @@ struct CoordinatorStateMachineTests {
         var harness = Harness()
         harness.welcome()
         harness.advance(.milliseconds(500))
-        #expect(messages(harness.machine.onTick(now: harness.now)).isEmpty)
+        #expect(messages(harness.on(.tick)).isEmpty)
         harness.advance(.milliseconds(600))
         _ = harness.receive(.heartbeat(Heartbeat()))
-        #expect(messages(harness.machine.onTick(now: harness.now)) == [.heartbeat(Heartbeat())])
-        #expect(messages(harness.machine.onTick(now: harness.now)).isEmpty, "just sent one")
+        #expect(messages(harness.on(.tick)) == [.heartbeat(Heartbeat())])
+        #expect(messages(harness.on(.tick)).isEmpty, "just sent one")
     }
 
     @Test("a silent worker gets no new assignments; it is forgotten later; speaking again revives it before that")
@@ -626,16 +625,16 @@ struct CoordinatorStateMachineTests {
         var harness = Harness()
         harness.welcome(slots: 1)
         harness.advance(.milliseconds(3100))
-        let silent = harness.machine.onTick(now: harness.now)
-        #expect(silent.contains(.report(.workerSilent(.key(workerKey)))))
-        #expect(harness.machine.dispatch(now: harness.now).isEmpty)
+        let silent = harness.on(.tick)
+        #expect(silent.contains(.notice(.workerSilent(.key(workerKey)))))
+        #expect(harness.machine.dispatch(at: harness.now).isEmpty)
 
         let back = harness.receive(.heartbeat(Heartbeat()))
-        #expect(back.contains(.report(.workerBack(.key(workerKey)))))
-        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [1])
+        #expect(back.contains(.notice(.workerBack(.key(workerKey)))))
+        #expect(claimed(harness.machine.dispatch(at: harness.now)) == [1])
 
         let gone = harness.run(for: .seconds(41))
-        #expect(gone.contains(.report(.workerForgotten(.key(workerKey)))))
+        #expect(gone.contains(.notice(.workerForgotten(.key(workerKey)))))
         #expect(gone.contains(.markWorkers([workerID], online: false)))
         #expect(messages(harness.receive(.heartbeat(Heartbeat())))
                 == [.disconnect(Disconnect(reason: .reregister, detail: "unknown session: send HELLO"))])
@@ -650,11 +649,11 @@ struct CoordinatorStateMachineTests {
         let quiet = harness.run(for: .seconds(3))
         #expect(!quiet.contains { if case .releaseWorker = $0 { true } else { false } }, "3 intervals is not yet silence")
         let silent = harness.run(for: .milliseconds(500))
-        #expect(silent.contains(.report(.workerSilent(.key(workerKey)))))
+        #expect(silent.contains(.notice(.workerSilent(.key(workerKey)))))
         #expect(silent.contains { if case .releaseWorker(workerID, _) = $0 { true } else { false } })
         // The store's answer: the lease is taken back, the (possibly late) worker is told to stop.
-        let taken = harness.machine.onLeasesTakenBack(
-            [TakenBackLease(job: "job-1", leaseToken: attempt(0).leaseToken, jobFailed: false)], now: harness.now)
+        let taken = harness.on(.leasesTakenBack([TakenBackLease(job: .numbered(1),
+            leaseToken: attempt(0).leaseToken, jobFailed: false)]))
         #expect(cancels(taken) == [Cancel(attempt: attempt(0), reason: .leaseLost)])
         #expect(harness.machine.heldLeaseTokens.isEmpty)
     }
@@ -665,10 +664,10 @@ struct CoordinatorStateMachineTests {
         harness.welcome(slots: 1)
         _ = harness.assign([attempt(0)])
         _ = harness.receive(.accept(Accept(attempt: attempt(0))))
-        _ = harness.machine.onTick(now: harness.now)
+        harness.on(.tick)
         harness.advance(.seconds(10))  // stopped: no tick for ten intervals
-        let resumed = harness.machine.onTick(now: harness.now)
-        #expect(!resumed.contains(.report(.workerSilent(.key(workerKey)))))
+        let resumed = harness.on(.tick)
+        #expect(!resumed.contains(.notice(.workerSilent(.key(workerKey)))))
         #expect(!resumed.contains { if case .releaseWorker = $0 { true } else { false } })
         // But silence after it still counts.
         let later = harness.run(for: .seconds(4))
@@ -680,14 +679,13 @@ struct CoordinatorStateMachineTests {
         var harness = Harness()
         harness.welcome(slots: 1)
         _ = harness.assign([attempt(0)])
-        let error = WireError(code: .unroutable, message: "host unreachable")
+        let error = WireError(.unroutable, "host unreachable")
         let oldRoute = WirePeer(routingID: RoutingID("w:old"), publicKey: workerKey)
-        let stale = harness.machine.onSendFailed(.heartbeat(Heartbeat()), to: oldRoute, worker: .key(workerKey),
-                                                 error: error, now: harness.now)
+        let stale = harness.on(.sendFailed(.heartbeat(Heartbeat()), to: oldRoute, worker: .key(workerKey),
+            error: error))
         #expect(!stale.contains { if case .releaseWorker = $0 { true } else { false } })
         #expect(harness.machine.sessionSnapshots(now: harness.now).count == 1)
-        let gone = harness.machine.onSendFailed(.heartbeat(Heartbeat()), to: worker, worker: .key(workerKey),
-                                                error: error, now: harness.now)
+        let gone = harness.on(.sendFailed(.heartbeat(Heartbeat()), to: worker, worker: .key(workerKey), error: error))
         #expect(gone.contains { if case .releaseWorker(workerID, _) = $0 { true } else { false } })
         #expect(gone.contains(.markWorkers([workerID], online: false)))
         #expect(harness.machine.sessionSnapshots(now: harness.now).isEmpty)
@@ -717,40 +715,38 @@ struct CoordinatorStateMachineTests {
         var harness = Harness()
         harness.welcome(slots: 1)
         _ = harness.assign([attempt(0)])
-        let refusal = Fail(attempt: attempt(0), code: "output-outside-spool", reason: "not in /srv/spool", retryable: true)
+        let refusal = Fail(attempt: attempt(0), code: .outputOutsideSpool, reason: "not in /srv/spool", retryable: true)
         let refused = harness.receive(.fail(refusal))
-        #expect(refused.contains(.report(.workerQuarantined(.key(workerKey), for: .seconds(10),
+        #expect(refused.contains(.notice(.workerQuarantined(.key(workerKey), for: .seconds(10),
                                                              reason: "output-outside-spool: not in /srv/spool"))))
         #expect(refused.contains(.commitResult(.fail(refusal))))
         let snapshot = try #require(harness.machine.sessionSnapshots(now: harness.now).first)
         #expect(snapshot.quarantineRemaining == .seconds(10))
         #expect(snapshot.quarantineReason == "output-outside-spool: not in /srv/spool")
-        _ = harness.machine.onResultCommitted(.fail(refusal), outcome: .returned, now: harness.now)
-        harness.machine.onWorkAvailable()
-        #expect(harness.machine.dispatch(now: harness.now).isEmpty, "quarantined: nothing is claimed for it")
+        harness.on(.resultCommitted(.fail(refusal), .recorded(.willRetry(at: .distantPast))))
+        harness.on(.workAvailable)
+        #expect(harness.machine.dispatch(at: harness.now).isEmpty, "quarantined: nothing is claimed for it")
 
         harness.advance(.seconds(10))
         _ = harness.receive(.heartbeat(Heartbeat()))
-        #expect(claimed(harness.machine.dispatch(now: harness.now)) == [1], "free again after 10 s")
-        _ = harness.machine.onClaimed([.key(workerKey): [assignment(attempt(1))]],
-                                      demands: [ClaimDemand(worker: .key(workerKey), workerID: workerID, limit: 1)],
-                                      generation: 0, now: harness.now)
-        let again = Fail(attempt: attempt(1), code: "spool-unwritable", reason: "read-only", retryable: true)
-        #expect(harness.receive(.fail(again)).contains(.report(.workerQuarantined(
+        #expect(claimed(harness.machine.dispatch(at: harness.now)) == [1], "free again after 10 s")
+        harness.on(.claimed([.key(workerKey): [assignment(attempt(1))]],
+            demands: [ClaimDemand(worker: .key(workerKey), workerID: workerID, limit: 1)], generation: 0))
+        let again = Fail(attempt: attempt(1), code: .spoolUnwritable, reason: "read-only", retryable: true)
+        #expect(harness.receive(.fail(again)).contains(.notice(.workerQuarantined(
             .key(workerKey), for: .seconds(20), reason: "spool-unwritable: read-only"))), "doubled")
-        _ = harness.machine.onResultCommitted(.fail(again), outcome: .returned, now: harness.now)
+        harness.on(.resultCommitted(.fail(again), .recorded(.willRetry(at: .distantPast))))
 
         harness.advance(.seconds(20))
         _ = harness.receive(.heartbeat(Heartbeat()))
-        harness.machine.onWorkAvailable()
-        let claim = try #require(harness.machine.dispatch(now: harness.now).compactMap(\.claim).first)
-        _ = harness.machine.onClaimed([.key(workerKey): [assignment(attempt(2))]], demands: claim.demands,
-                                      generation: claim.generation, now: harness.now)
+        harness.on(.workAvailable)
+        let claim = try #require(harness.machine.dispatch(at: harness.now).compactMap(\.claim).first)
+        harness.on(.claimed([.key(workerKey): [assignment(attempt(2))]], demands: claim.demands,
+            generation: claim.generation))
         _ = harness.receive(.complete(complete(attempt(2))))
-        _ = harness.machine.onResultCommitted(.complete(complete(attempt(2))), outcome: .completed(readyToStitch: false),
-                                              now: harness.now)
-        let third = Fail(attempt: attempt(3), code: "encoder-missing", reason: "no libx265", retryable: true)
-        #expect(harness.receive(.fail(third)).contains(.report(.workerQuarantined(
+        harness.on(.resultCommitted(.complete(complete(attempt(2))), .completed(jobReadyToStitch: false)))
+        let third = Fail(attempt: attempt(3), code: .encoderMissing, reason: "no libx265", retryable: true)
+        #expect(harness.receive(.fail(third)).contains(.notice(.workerQuarantined(
             .key(workerKey), for: .seconds(10), reason: "encoder-missing: no libx265"))), "a COMPLETE reset it")
     }
 
@@ -759,9 +755,9 @@ struct CoordinatorStateMachineTests {
         var harness = Harness()
         harness.welcome(slots: 1)
         _ = harness.assign([attempt(0)])
-        for code in ["undecodable-input", "drained"] {
+        for code in [Fail.Code.undecodableInput, .drained] {
             let fail = Fail(attempt: attempt(0), code: code, reason: "r", retryable: true)
-            #expect(!harness.receive(.fail(fail)).contains { if case .report(.workerQuarantined) = $0 { true } else { false } })
+            #expect(!harness.receive(.fail(fail)).contains { if case .notice(.workerQuarantined) = $0 { true } else { false } })
         }
     }
 
@@ -769,10 +765,10 @@ struct CoordinatorStateMachineTests {
     func seen() {
         var harness = Harness()
         harness.welcome()
-        #expect(harness.machine.onTick(now: harness.now).contains(.markWorkers([workerID], online: true)))
+        #expect(harness.on(.tick).contains(.markWorkers([workerID], online: true)))
         harness.advance(.seconds(1))
         _ = harness.receive(.heartbeat(Heartbeat()))
-        #expect(!harness.machine.onTick(now: harness.now).contains { if case .markWorkers = $0 { true } else { false } })
+        #expect(!harness.on(.tick).contains { if case .markWorkers = $0 { true } else { false } })
     }
 
     // MARK: Rejections and shutdown
@@ -782,8 +778,8 @@ struct CoordinatorStateMachineTests {
         var harness = Harness()
         harness.welcome()
         let rejection = WireRejection(.garbled, "not JSON")
-        #expect(harness.machine.onRejected(rejection, from: worker, now: harness.now)
-                == [.report(.dropped(rejection, from: .key(workerKey)))])
+        #expect(harness.on(.rejected(rejection, from: worker))
+                == [.notice(.dropped(rejection, from: .key(workerKey)))])
     }
 
     @Test("graceful shutdown: no more claims, answers still flow, then DISCONNECT shutdown to every worker")
@@ -792,23 +788,23 @@ struct CoordinatorStateMachineTests {
         harness.welcome()
         harness.welcome(other, id: otherID)
         _ = harness.receive(.complete(complete(attempt(0))))
-        harness.machine.stopDispatching()
-        #expect(harness.machine.dispatch(now: harness.now).isEmpty)
-        let answered = harness.machine.onResultCommitted(.complete(complete(attempt(0))),
-                                                         outcome: .completed(readyToStitch: false), now: harness.now)
+        harness.on(.drainStarted)
+        #expect(harness.machine.dispatch(at: harness.now).isEmpty)
+        let answered = harness.on(.resultCommitted(.complete(complete(attempt(0))),
+            .completed(jobReadyToStitch: false)))
         #expect(acks(answered).count == 1)
-        let farewell = harness.machine.onShutdown(now: harness.now)
+        let farewell = harness.on(.drained)
         #expect(Set(farewell.compactMap(\.sent?.peer)) == [worker, other])
         #expect(Set(messages(farewell)) == [.disconnect(Disconnect(reason: .shutdown, detail: "the coordinator is stopping"))])
-        #expect(harness.machine.onShutdown(now: harness.now).isEmpty)
+        #expect(harness.on(.drained).isEmpty)
     }
 
     @Test("the answer memory keeps the newest outcomes only")
     func answeredBounded() {
         var answered = AnsweredResults(capacity: 3)
-        for index in 0..<10 { answered.record(.stale, for: LeaseToken(rawValue: "t\(index)")) }
+        for index in 0..<10 { answered.record(.staleLease, for: .numbered(index)) }
         #expect(answered.count == 3)
-        #expect(answered[LeaseToken(rawValue: "t9")] == .stale)
-        #expect(answered[LeaseToken(rawValue: "t6")] == nil)
+        #expect(answered[.numbered(9)] == .staleLease)
+        #expect(answered[.numbered(6)] == nil)
     }
 }

@@ -1,5 +1,8 @@
 import Foundation
+import SpliceCore
+import SpliceJSON
 import SpliceStore
+import SpliceTestSupport
 import SpliceWire
 import Testing
 
@@ -8,12 +11,14 @@ import Testing
 private let peer = WirePeer(routingID: RoutingID("w:ops"), publicKey: nil)
 private let identity = WorkerIdentity(peer: peer)!
 
-private func opsAttempt(_ segment: Int, token: String = UUID().uuidString) -> SegmentAttempt {
-    SegmentAttempt(job: JobID(rawValue: "job-1"), segment: segment, attempt: 1, leaseToken: LeaseToken(rawValue: token))
+private let opsJob = JobID(UUID())
+
+private func opsAttempt(_ segment: Int, token: LeaseToken = LeaseToken(UUID())) -> SegmentAttempt {
+    SegmentAttempt(job: opsJob, segment: segment, attempt: 1, leaseToken: token)
 }
 
 private func complete(_ attempt: SegmentAttempt, milliseconds: Int = 1500, frames: Int? = 30) -> Complete {
-    Complete(attempt: attempt, outputPath: "/spool/x", checksum: "sha256:" + String(repeating: "0", count: 64),
+    Complete(attempt: attempt, outputPath: "/spool/x", checksum: .filled(0),
              sizeBytes: 10, encodeMilliseconds: milliseconds, videoFrames: frames)
 }
 
@@ -24,9 +29,9 @@ struct CoordinatorMetricsTests {
     func completions() {
         let metrics = CoordinatorMetrics()
         let done = WorkerResult.complete(complete(opsAttempt(0), milliseconds: 2500))
-        metrics.committed(done, outcome: .completed(readyToStitch: false))
+        metrics.committed(done, outcome: .completed(jobReadyToStitch: false))
         metrics.committed(done, outcome: .alreadyCompleted)
-        metrics.committed(.complete(complete(opsAttempt(1))), outcome: .stale)
+        metrics.committed(.complete(complete(opsAttempt(1))), outcome: .staleLease)
         #expect(metrics.segmentsCompleted.value() == 1)
         #expect(metrics.encodeSeconds.snapshot()?.count == 1)
         #expect(metrics.encodeSeconds.snapshot()?.sum == 2.5)
@@ -35,11 +40,13 @@ struct CoordinatorMetricsTests {
     @Test("failed attempts by reason: FAIL codes (unknown ones as other), hand-backs, releases, expiries")
     func failures() {
         let metrics = CoordinatorMetrics()
-        let fail = { (code: String) in WorkerResult.fail(Fail(attempt: opsAttempt(0), code: code, reason: "r", retryable: true)) }
-        metrics.committed(fail("encode-failed"), outcome: .failureRecorded(jobFailed: false))
-        metrics.committed(fail("spool-unwritable"), outcome: .returned)
-        metrics.committed(fail("made-up-code"), outcome: .failureRecorded(jobFailed: true))
-        metrics.committed(fail("encode-failed"), outcome: .stale)
+        let fail = { (code: String) in
+            WorkerResult.fail(Fail(attempt: opsAttempt(0), code: Fail.Code(rawValue: code), reason: "r", retryable: true))
+        }
+        metrics.committed(fail("encode-failed"), outcome: .recorded(.willRetry(at: Date())))
+        metrics.committed(fail("spool-unwritable"), outcome: .recorded(.willRetry(at: Date())))
+        metrics.committed(fail("made-up-code"), outcome: .recorded(.jobFailed(segmentState: .dead)))
+        metrics.committed(fail("encode-failed"), outcome: .staleLease)
         metrics.abandoned(reason: "the worker did not accept the assignment within 5.0 seconds", recorded: true)
         metrics.abandoned(reason: "the assignment could not be delivered: gone", recorded: true)
         metrics.abandoned(reason: "the worker registered again without it", recorded: false)
@@ -64,10 +71,10 @@ struct CoordinatorMetricsTests {
         let metrics = CoordinatorMetrics()
         let issued = ContinuousClock.now
         let leased = opsAttempt(4)
-        let assignment = Assignment(attempt: leased, outputPath: "/spool/x", spec: .object([:]))
+        let assignment = Assignment(attempt: leased, outputPath: "/spool/x", spec: JSONPayload(.object([:])))
         metrics.claimed([identity: [assignment]], issued: issued)
         let assign = Assign(attempt: leased, outputPath: "/spool/x", leaseMilliseconds: 1000,
-                            progressIntervalMilliseconds: 100, spec: .object([:]))
+                            progressIntervalMilliseconds: 100, spec: JSONPayload(.object([:])))
         metrics.sent([.heartbeat(Heartbeat()), .assign(assign)], at: issued + .milliseconds(20))
         metrics.sent([.assign(assign)], at: issued + .seconds(5))  // sent twice: counted once
         let latency = metrics.dispatchLatency.snapshot()
@@ -82,13 +89,13 @@ struct CoordinatorMetricsTests {
         let message = { (body: Complete) in Received<WorkerMessage>.message(Envelope(.complete(body)), from: peer) }
         metrics.received([.message(Envelope(.heartbeat(Heartbeat())), from: peer)], at: start)
         #expect(metrics.framesPerSecond(identity, now: start + .seconds(10)) == nil)  // no frame counts yet
-        let first = complete(opsAttempt(0, token: "a"), frames: 300)
+        let first = complete(opsAttempt(0, token: LeaseToken(UUID())), frames: 300)
         metrics.received([message(first)], at: start + .seconds(10))
         metrics.received([message(first)], at: start + .seconds(11))  // a resend
-        metrics.received([message(complete(opsAttempt(1, token: "b"), frames: 300))], at: start + .seconds(20))
+        metrics.received([message(complete(opsAttempt(1, token: LeaseToken(UUID())), frames: 300))], at: start + .seconds(20))
         #expect(metrics.framesPerSecond(identity, now: start + .seconds(20)) == 30)  // 600 frames in 20 s
         #expect(metrics.framesPerSecond(identity, now: start + .seconds(75)) == 5)   // 300 in the last 60 s
-        let old = complete(opsAttempt(2, token: "c"), frames: nil)
+        let old = complete(opsAttempt(2, token: LeaseToken(UUID())), frames: nil)
         let otherPeer = WirePeer(routingID: RoutingID("w:old"), publicKey: nil)
         metrics.received([.message(Envelope(.complete(old)), from: otherPeer)], at: start)
         #expect(metrics.framesPerSecond(WorkerIdentity(peer: otherPeer)!, now: start + .seconds(30)) == nil)
@@ -127,8 +134,8 @@ struct StatusPageTests {
             identity: .connection(RoutingID(hostile)), workerID: UUID(), name: hostile, slots: 2, running: 1,
             active: true, silent: false, quarantineRemaining: .seconds(7), quarantineReason: hostile)
         let live = LiveWorker(session: session, attempts: [
-            LiveWorker.Attempt(attempt: SegmentAttempt(job: JobID(rawValue: hostile), segment: 3, attempt: 1,
-                                                       leaseToken: LeaseToken(rawValue: "t")), fraction: 0.25, reported: false),
+            LiveWorker.Attempt(attempt: SegmentAttempt(job: JobID(UUID()), segment: 3, attempt: 1,
+                                                       leaseToken: LeaseToken(UUID())), fraction: 0.25, reported: false),
         ])
         return StatusReport(
             generatedAt: now, version: "0.1.0", coordinator: "running", uptimeSeconds: 3725, storeUp: true,

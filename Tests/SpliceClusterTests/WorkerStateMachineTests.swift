@@ -51,14 +51,14 @@ struct WorkerSessionTests {
         w.at(.zero, .received(.assign(assign(2))))
         w.at(.zero, .received(.assign(assign(3))))
         w.at(.milliseconds(10), .encodeFinished(attempt(2).leaseToken, finished))
-        w.at(.milliseconds(20), .encodeFinished(attempt(3).leaseToken, .failed(code: "undecodable-input",
+        w.at(.milliseconds(20), .encodeFinished(attempt(3).leaseToken, .failed(code: .undecodableInput,
                                                                              reason: "no frames", retryable: false)))
         let out = w.at(.milliseconds(30), .received(.disconnect(Disconnect(reason: .reregister, detail: "unknown session"))))
         #expect(out.aborted.isEmpty)
         let hello = out.hello
         #expect(hello?.running == [attempt(1)])
         #expect(hello?.finished == [complete(2)])
-        #expect(hello?.failed == [Fail(attempt: attempt(3), code: "undecodable-input", reason: "no frames", retryable: false)])
+        #expect(hello?.failed == [Fail(attempt: attempt(3), code: .undecodableInput, reason: "no frames", retryable: false)])
         #expect(w.machine.session == .connecting)
         // The coordinator ACKs HELLO's results (before WELCOME), then welcomes.
         w.at(.milliseconds(40), ack(2, .complete, .duplicate))
@@ -116,7 +116,7 @@ struct WorkerAssignmentTests {
             Issue.record("expected FAIL, got \(out)")
             return
         }
-        #expect(fail.code == "no-free-slot" && fail.retryable && fail.attempt == attempt(2))
+        #expect(fail.code == .noFreeSlot && fail.retryable && fail.attempt == attempt(2))
         #expect(w.at(.seconds(2), .tick).sent.contains(.fail(fail)), "resent every progress interval")
         w.at(.seconds(2), ack(2, .fail))
         #expect(!w.at(.seconds(4), .tick).sent.contains(.fail(fail)))
@@ -130,17 +130,17 @@ struct WorkerAssignmentTests {
         var connecting = WorkerHarness()
         connecting.on(.start)
         #expect(connecting.on(.received(.assign(assign(1)))).sent.isEmpty, "no FAIL outside a session…")
-        #expect(connecting.at(.seconds(1), .tick).hello?.failed.map(\.code) == ["not-registered"], "…it rides in HELLO")
+        #expect(connecting.at(.seconds(1), .tick).hello?.failed.map(\.code) == [.notRegistered], "…it rides in HELLO")
 
         var invalid = WorkerHarness.registered()
         let fail = invalid.on(.received(.assign(assign(1, lease: 0)))).sent
-        #expect(fail.map { if case .fail(let f) = $0 { f.code + " \(f.retryable)" } else { "" } } == ["invalid-assign false"])
+        #expect(fail.map { if case .fail(let f) = $0 { "\(f.code) \(f.retryable)" } else { "" } } == ["invalid-assign false"])
 
         var draining = WorkerHarness.registered()
         draining.on(.received(.assign(assign(1))))
         draining.on(.drain)
         let refused = draining.on(.received(.assign(assign(2)))).sent
-        #expect(refused.map { if case .fail(let f) = $0 { f.code } else { "" } } == ["drained"])
+        #expect(refused.map { message -> Fail.Code? in if case .fail(let f) = message { f.code } else { nil } } == [.drained])
         #expect(draining.machine.running == [attempt(1)])
     }
 
@@ -176,7 +176,7 @@ struct WorkerAssignmentTests {
         #expect(w.at(.milliseconds(2500), .tick).sent.contains(.complete(complete(1))))
         #expect(w.at(.milliseconds(4500), .tick).sent.contains(.complete(complete(1))))
         // An ACK for another attempt changes nothing.
-        w.at(.seconds(5), .received(.ack(Ack(attempt: attempt(1, "other"), acknowledges: .complete, outcome: .accepted))))
+        w.at(.seconds(5), .received(.ack(Ack(attempt: attempt(1, 99), acknowledges: .complete, outcome: .accepted))))
         #expect(w.machine.heldResults == [.complete(complete(1))])
         let acked = w.at(.seconds(5), ack(1, .complete, .duplicate))
         #expect(acked == [.notice(.resultAcknowledged(attempt(1), .complete, .duplicate))])
@@ -213,8 +213,8 @@ struct WorkerAssignmentTests {
         var w = WorkerHarness.registered()
         w.at(.zero, .received(.assign(assign(1))))
         let out = w.at(.seconds(1), .encodeFinished(attempt(1).leaseToken,
-                                                    .failed(code: "write-failed", reason: "disk full", retryable: true)))
-        #expect(out.sent == [.fail(Fail(attempt: attempt(1), code: "write-failed", reason: "disk full", retryable: true))])
+                                                    .failed(code: .writeFailed, reason: "disk full", retryable: true)))
+        #expect(out.sent == [.fail(Fail(attempt: attempt(1), code: .writeFailed, reason: "disk full", retryable: true))])
     }
 
     @Test("CANCEL aborts a running encode and its output is deleted when it stops; unknown or finished: nothing")
@@ -368,7 +368,7 @@ struct WorkerDrainTests {
         let out = w.at(.seconds(6), .tick)
         #expect(out.aborted == [attempt(1): .drained])
         let fail = out.sent.compactMap { if case .fail(let f) = $0 { f } else { nil } }
-        #expect(fail.map(\.code) == ["drained"] && fail.allSatisfy(\.retryable))
+        #expect(fail.map(\.code) == [.drained] && fail.allSatisfy(\.retryable))
         let ended = w.at(.seconds(6), .encodeFinished(attempt(1).leaseToken, .cancelled))
         #expect(ended.deleted == [assign(1).outputPath])
         #expect(ended.stopped == nil, "the FAIL is not acknowledged yet")

@@ -1,4 +1,7 @@
 import SpliceCluster
+import SpliceCore
+import SpliceJSON
+import SpliceTestSupport
 import SpliceWire
 
 /// Drives a ``WorkerStateMachine`` on a made-up clock: every event happens at `t0 + offset`.
@@ -43,27 +46,26 @@ struct WorkerHarness {
     }
 }
 
-func attempt(_ segment: Int, _ token: String = "") -> SegmentAttempt {
-    SegmentAttempt(job: "job-1", segment: segment, attempt: 1,
-                   leaseToken: LeaseToken(rawValue: token.isEmpty ? "lease-\(segment)" : token))
+/// The first attempt at `segment` of job 1; `token` picks another lease of it (0: the usual one).
+func attempt(_ segment: Int, _ token: Int = 0) -> SegmentAttempt {
+    SegmentAttempt(job: .numbered(1), segment: segment, attempt: 1, leaseToken: .numbered(token == 0 ? segment : token))
 }
 
 func assign(_ segment: Int, lease: Int = 10_000, progress: Int = 2_000) -> Assign {
-    Assign(attempt: attempt(segment), outputPath: "/spool/jobs/job-1/segment-\(segment).splseg",
-           leaseMilliseconds: lease, progressIntervalMilliseconds: progress, spec: .null)
+    Assign(attempt: attempt(segment), outputPath: "/spool/jobs/\(JobID.numbered(1))/segment-\(segment).splseg",
+           leaseMilliseconds: lease, progressIntervalMilliseconds: progress, spec: JSONPayload(.null))
 }
 
 func ack(_ segment: Int, _ acknowledges: Ack.Acknowledged, _ outcome: Ack.Outcome = .accepted) -> WorkerEvent {
     .received(.ack(Ack(attempt: attempt(segment), acknowledges: acknowledges, outcome: outcome)))
 }
 
-let finished = EncodeOutcome.completed(checksum: "sha256:" + String(repeating: "ab", count: 32), sizeBytes: 1234,
+let finished = EncodeOutcome.completed(checksum: .filled(0xAB), sizeBytes: 1234,
                                        encodeMilliseconds: 56, videoFrames: 78)
 
 func complete(_ segment: Int) -> Complete {
     Complete(attempt: attempt(segment), outputPath: assign(segment).outputPath,
-             checksum: "sha256:" + String(repeating: "ab", count: 32), sizeBytes: 1234, encodeMilliseconds: 56,
-             videoFrames: 78)
+             checksum: .filled(0xAB), sizeBytes: 1234, encodeMilliseconds: 56, videoFrames: 78)
 }
 
 extension Array where Element == WorkerDirective {

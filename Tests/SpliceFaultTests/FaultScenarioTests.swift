@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCluster
+import SpliceCore
 import SpliceStore
 import SpliceTestSupport
 import SpliceWire
@@ -111,7 +112,7 @@ struct FaultScenarioTests {
             var stranded = 0
             for name in killed {
                 guard let worker = try await cluster.workerID(named: name) else { continue }
-                func tokens(_ kind: String) -> Set<UUID> {
+                func tokens(_ kind: String) -> Set<LeaseToken> {
                     Set(events.filter { $0.kind == kind && $0.workerID == worker }.compactMap(\.leaseToken))
                 }
                 stranded += tokens("segment_leased").subtracting(tokens("segment_done")).count
@@ -294,12 +295,12 @@ struct FaultScenarioTests {
                     && $0.attempt == start.attempt
             })
             // Its COMPLETE, delivered late (what the woken worker would send had it finished first).
-            let token = LeaseToken(rawValue: try #require(leased.leaseToken).uuidString.lowercased())
+            let token = try #require(leased.leaseToken)
             let late = Complete(
-                attempt: SegmentAttempt(job: JobID(rawValue: start.job), segment: start.segment, attempt: start.attempt,
+                attempt: SegmentAttempt(job: try #require(JobID(start.job)), segment: start.segment, attempt: start.attempt,
                                         leaseToken: token),
-                outputPath: start.output, checksum: "sha256:" + String(repeating: "0", count: 64), sizeBytes: 1,
-                encodeMilliseconds: 1)
+                outputPath: start.output, checksum: try #require(SHA256Digest("sha256:" + String(repeating: "0", count: 64))),
+                sizeBytes: 1, encodeMilliseconds: 1)
             let lateOutcome = try await LateResult.deliver(late, to: cluster.coordinator.workers)
             #expect(lateOutcome == .stale,
                     "the late COMPLETE of a reaped lease was answered \(String(describing: lateOutcome))")
@@ -325,7 +326,7 @@ struct FaultScenarioTests {
             // Taken back either way: its 4 s lease expired, or its silence (3 heartbeat intervals)
             // released it first, whichever the reaper and the timer saw first.
             #expect((ledger.events("segment_lease_expired") + ledger.events("segment_lease_released"))
-                        .contains { $0.leaseToken == leased.leaseToken },
+                        .contains { (event: JobEvent) in event.leaseToken == leased.leaseToken },
                     "the paused attempt's lease was not taken back")
             #expect(cluster.coordinator.output.contains(#"msg="stale result refused""#),
                     "the coordinator did not log the refused late result")
@@ -650,7 +651,7 @@ actor SpoolAuditor {
                 checked.insert(segment.id)
                 continue
             }
-            switch await SegmentFileCheck.check(path: path, checksum: checksum) {
+            switch await SegmentFileCheck.check(path: path, checksum: checksum.description) {
             case .intact:
                 audit.verified += 1
                 checked.insert(segment.id)

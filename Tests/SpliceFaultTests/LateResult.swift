@@ -32,7 +32,7 @@ enum LateResult {
             case .ack(let ack) where ack.attempt == complete.attempt && ack.acknowledges == .complete:
                 outcome = ack.outcome
             case .assign(let assign):
-                try await worker.send(.fail(Fail(attempt: assign.attempt, code: "no-free-slot",
+                try await worker.send(.fail(Fail(attempt: assign.attempt, code: .noFreeSlot,
                                                  reason: "a late result, not a worker", retryable: true)))
             default:
                 break

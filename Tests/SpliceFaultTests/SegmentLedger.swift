@@ -1,4 +1,5 @@
 import Foundation
+import SpliceCore
 import SpliceStore
 import SpliceTestSupport
 
@@ -82,6 +83,6 @@ struct SegmentLedger: Sendable, CustomStringConvertible {
 
     private struct LeaseKey: Hashable {
         var segment: Int64?
-        var token: UUID?
+        var token: LeaseToken?
     }
 }

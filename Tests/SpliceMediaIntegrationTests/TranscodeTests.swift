@@ -1,4 +1,5 @@
 import Foundation
+import SpliceCore
 import SpliceMedia
 import SpliceTestSupport
 import Testing
@@ -268,7 +269,7 @@ struct TranscodeTests {
         } throws: { ($0 as? MediaError)?.code == .invalidSettings && "\($0)".contains("is the input") }
         #expect(try Data(contentsOf: URL(fileURLWithPath: files[1]!)) == segmentBytes)
 
-        func refusal(_ segments: [Int: String], _ sums: [Int: String] = [:], plan p: SegmentPlan? = nil) async -> String? {
+        func refusal(_ segments: [Int: String], _ sums: [Int: SHA256Digest] = [:], plan p: SegmentPlan? = nil) async -> String? {
             do {
                 _ = try await Stitcher(plan: p ?? plan).stitch(segments: segments, checksums: sums, to: keep.appendingPathComponent("x.mp4"))
                 return nil

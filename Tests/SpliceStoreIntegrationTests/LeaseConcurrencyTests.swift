@@ -1,4 +1,5 @@
 import Foundation
+import SpliceCore
 import SpliceStore
 import SpliceTestSupport
 import Testing
@@ -59,7 +60,7 @@ import Testing
         let current = try await store.repository.claimSegments(for: fast.id, limit: 1, leaseDuration: .seconds(300))[0]
         #expect(current.segment.id == stale.segment.id && current.segment.attempt == 2)
 
-        #expect(try await store.repository.completeSegment(stale.reference, outputURL: "stale", checksum: "x")
+        #expect(try await store.repository.completeSegment(stale.reference, outputURL: "stale", checksum: .filled(0xAA))
             == .staleLease)
         #expect(try await store.repository.failSegment(stale.reference, failure: .init(message: "late", isRetryable: false))
             == .staleLease)
@@ -69,7 +70,7 @@ import Testing
         #expect(segment.state == .leased && segment.leaseToken == current.reference.token && segment.leasedBy == fast.id)
         #expect(try await store.repository.job(id: job.id)?.state == .running)
 
-        #expect(try await store.repository.completeSegment(current.reference, outputURL: "good", checksum: "y")
+        #expect(try await store.repository.completeSegment(current.reference, outputURL: "good", checksum: .filled(0xBB))
             == .completed(jobReadyToStitch: true))
         #expect(try await store.repository.segments(ofJob: job.id)[0].outputURL == "good")
     }
@@ -84,7 +85,7 @@ import Testing
         try await Task.sleep(for: .milliseconds(5))
 
         enum Result: Sendable {
-            case completion(LeaseReference, CompletionOutcome)
+            case completion(LeaseReference, ResultOutcome)
             case reaped([ReleasedLease])
         }
         var completed: Set<LeaseReference> = []
@@ -97,7 +98,7 @@ import Testing
                 }
                 group.addTask {
                     .completion(lease.reference,
-                                try await store.repository.completeSegment(lease.reference, outputURL: "o", checksum: "c"))
+                                try await store.repository.completeSegment(lease.reference, outputURL: "o", checksum: .filled(0xC0)))
                 }
                 group.addTask { .reaped(try await store.repository.reapExpiredLeases(limit: 1)) }
             }
@@ -140,9 +141,9 @@ import Testing
         let worker = try await store.makeWorker()
         let job = try await store.makeRunningJob(segments: 3)
         let leases = try await store.repository.claimSegments(for: worker.id, limit: 3, leaseDuration: .seconds(60))
-        let forged = LeaseReference(segmentID: leases[0].reference.segmentID, token: UUID())
+        let forged = LeaseReference(job: leases[0].reference.job, segment: leases[0].reference.segment, token: LeaseToken(UUID()))
         func completion(_ reference: LeaseReference) -> SegmentCompletion {
-            SegmentCompletion(lease: reference, outputURL: "out-\(reference.segmentID)", checksum: "c")
+            SegmentCompletion(lease: reference, outputURL: "out-\(reference.segment)", checksum: .filled(0xC0))
         }
         let outcomes = try await store.repository.completeSegments([
             completion(leases[0].reference), completion(forged), completion(leases[1].reference),
@@ -160,13 +161,13 @@ import Testing
         let worker = try await store.makeWorker()
         let job = try await store.makeRunningJob(segments: 200)
         let leases = try await store.repository.claimSegments(for: worker.id, limit: 200, leaseDuration: .seconds(60))
-        let outcomes = try await withThrowingTaskGroup(of: CompletionOutcome.self) { group in
+        let outcomes = try await withThrowingTaskGroup(of: ResultOutcome.self) { group in
             for lease in leases {
                 group.addTask {
-                    try await store.repository.completeSegment(lease.reference, outputURL: "o", checksum: "c")
+                    try await store.repository.completeSegment(lease.reference, outputURL: "o", checksum: .filled(0xC0))
                 }
             }
-            return try await group.reduce(into: [CompletionOutcome]()) { $0.append($1) }
+            return try await group.reduce(into: [ResultOutcome]()) { $0.append($1) }
         }
         #expect(outcomes.filter { $0 == .completed(jobReadyToStitch: true) }.count == 1)
         #expect(outcomes.filter { $0 == .completed(jobReadyToStitch: false) }.count == 199)

@@ -19,11 +19,11 @@ private final class Acknowledged: Sendable {
         try await first.startPlanning(jobID: planning.id)
         let stitching = try await store.makeRunningJob(segments: 1, key: "stitching")
         let stitchingLease = try await first.claimSegments(for: worker.id, limit: 1, leaseDuration: .seconds(300))[0]
-        _ = try await first.completeSegment(stitchingLease.reference, outputURL: "o", checksum: "c")
+        _ = try await first.completeSegment(stitchingLease.reference, outputURL: "o", checksum: .filled(0xC0))
         let running = try await store.makeRunningJob(segments: 4, key: "running")
         let leases = try await first.claimSegments(for: worker.id, limit: 3, leaseDuration: .seconds(300))
         #expect(leases.map(\.segment.jobID) == [running.id, running.id, running.id])
-        _ = try await first.completeSegment(leases[0].reference, outputURL: "o0", checksum: "c0")
+        _ = try await first.completeSegment(leases[0].reference, outputURL: "o0", checksum: .filled(0xC0))
         await first.client.close() // the coordinator dies
 
         let second = store.anotherRepository()
@@ -33,23 +33,22 @@ private final class Acknowledged: Sendable {
             == [queued.id: .queued, planning.id: .planning, running.id: .running, stitching.id: .stitching])
         let segments = try await second.segments(ofJob: running.id)
         #expect(segments.map(\.state) == [.done, .leased, .leased, .pending])
-        #expect(try await second.leasedSegments(ofWorker: worker.id).map(\.lease) == leases.dropFirst().map(\.reference))
+        #expect(segments.filter { $0.leasedBy == worker.id }.map(\.lease) == leases.dropFirst().map(\.reference))
 
         // Workers resend their results to the new coordinator with the tokens the old one issued.
-        #expect(try await second.completeSegment(leases[0].reference, outputURL: "o0", checksum: "c0") == .alreadyCompleted)
+        #expect(try await second.completeSegment(leases[0].reference, outputURL: "o0", checksum: .filled(0xC0)) == .alreadyCompleted)
         for lease in leases.dropFirst() {
-            _ = try await second.completeSegment(lease.reference, outputURL: "o", checksum: "c")
+            _ = try await second.completeSegment(lease.reference, outputURL: "o", checksum: .filled(0xC0))
         }
         let last = try await second.claimSegments(for: worker.id, limit: 5, leaseDuration: .seconds(300))
         #expect(last.map(\.segment.plan.index) == [3])
-        #expect(try await second.completeSegment(last[0].reference, outputURL: "o", checksum: "c")
+        #expect(try await second.completeSegment(last[0].reference, outputURL: "o", checksum: .filled(0xC0))
             == .completed(jobReadyToStitch: true))
         try await second.startPlanning(jobID: planning.id) // planning again after the restart is allowed
         try await second.recordPlan(jobID: planning.id, plan: PostgresJSON("{}"),
                                     segments: [PlannedSegment(index: 0, rangeStart: 0, rangeEnd: 1, timescale: 1)])
         for job in [running, stitching] { try await second.completeJob(jobID: job.id) }
-        #expect(try await second.jobs(in: [.completed]).map(\.id).sorted { $0.uuidString < $1.uuidString }
-            == [running.id, stitching.id].sorted { $0.uuidString < $1.uuidString })
+        #expect(Set(try await second.jobs(in: [.completed]).map(\.id)) == [running.id, stitching.id])
     }
 
     @Test func concurrentSubmitsOfOneKeyCreateOneJob() async throws {

@@ -35,14 +35,14 @@ import Testing
     }
 
     @Test func retryabilityFollowsSQLState() {
-        #expect(StoreError(.queryFailed, sqlState: "40001", message: "").isRetryable)
-        #expect(StoreError(.queryFailed, sqlState: "40P01", message: "").isRetryable)
-        #expect(StoreError(.queryFailed, sqlState: "57P01", message: "").isRetryable)
-        #expect(StoreError(.queryFailed, sqlState: "08006", message: "").isRetryable)
-        #expect(StoreError(.connectionLost, message: "").isRetryable)
-        #expect(!StoreError(.queryFailed, sqlState: "23505", message: "").isRetryable)
-        #expect(!StoreError(.queryFailed, sqlState: "42601", message: "").isRetryable)
-        #expect(StoreError(.queryFailed, sqlState: "23505", message: "dup").description
-            == "store error query_failed (SQLSTATE 23505): dup")
+        #expect(StoreError(.queryFailed, "", sqlState: "40001").isRetryable)
+        #expect(StoreError(.queryFailed, "", sqlState: "40P01").isRetryable)
+        #expect(StoreError(.queryFailed, "", sqlState: "57P01").isRetryable)
+        #expect(StoreError(.queryFailed, "", sqlState: "08006").isRetryable)
+        #expect(StoreError(.connectionLost, "").isRetryable)
+        #expect(!StoreError(.queryFailed, "", sqlState: "23505").isRetryable)
+        #expect(!StoreError(.queryFailed, "", sqlState: "42601").isRetryable)
+        #expect(StoreError(.queryFailed, "dup", sqlState: "23505").description
+            == "store error query-failed (SQLSTATE 23505): dup")
     }
 }

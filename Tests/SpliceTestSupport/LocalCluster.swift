@@ -1,5 +1,6 @@
 public import Foundation
 public import SpliceStore
+import SpliceCore
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -141,8 +142,8 @@ public struct LocalCluster: Sendable {
         return done
     }
 
-    private static func uuid(_ job: String) throws -> UUID {
-        guard let id = UUID(uuidString: job) else { throw TestFailure("'\(job)' is not a job id") }
+    private static func uuid(_ job: String) throws -> JobID {
+        guard let id = JobID(job) else { throw TestFailure("'\(job)' is not a job id") }
         return id
     }
 

@@ -8,6 +8,8 @@ private struct CurveServer {
     let zap: ZAPHandler?
     let router: WireEndpoint
     let serverKeys: CurveKeyPair
+    /// What the router was opened with.
+    let options: WireOptions
 
     static func start(
         enrolled keys: EnrolledKeys?, authorizer: (any Authorizer)? = nil, decisionTimeout: Duration = .seconds(5),
@@ -25,7 +27,7 @@ private struct CurveServer {
             type: .router, context: context, binds: [anyLoopbackPort], connects: [], options: options,
             requireZAPHandler: false
         )
-        return CurveServer(context: context, zap: zap, router: router, serverKeys: serverKeys)
+        return CurveServer(context: context, zap: zap, router: router, serverKeys: serverKeys, options: options)
     }
 
     /// A worker-like DEALER using `keys`.
@@ -117,7 +119,7 @@ struct CurveTests {
     @Test("no ZAP handler + ZAP_ENFORCE_DOMAIN: libzmq refuses every client (fail closed)")
     func enforceDomainFailsClosed() async throws {
         let server = try await CurveServer.start(enrolled: nil)
-        let applied = await server.router.appliedOptions()
+        let applied = try await appliedOptions(server.options, type: .router)
         #expect(applied["zap_enforce_domain"] == 1)
         #expect(applied["curve_server"] == 1)
         let client = try await server.client(try CurveKeyPair.generate())

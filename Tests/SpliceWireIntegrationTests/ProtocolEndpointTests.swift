@@ -1,10 +1,12 @@
 import Foundation
+import SpliceJSON
+import SpliceTestSupport
 import SpliceWire
 import Testing
 
 @Suite("The cluster protocol over real sockets", .timeLimit(.minutes(1)))
 struct ProtocolEndpointTests {
-    private let attempt = SegmentAttempt(job: "job-1", segment: 3, attempt: 1, leaseToken: "lease-a")
+    private let attempt = SegmentAttempt(job: .numbered(1), segment: 3, attempt: 1, leaseToken: .numbered(1))
 
     @Test("a burst is read in order, at most `upTo` at a time, garbage in place as rejections, nothing lost")
     func burstReceive() async throws {
@@ -63,8 +65,8 @@ struct ProtocolEndpointTests {
         let peer = try #require(await within(.seconds(30)) { await coordinator.receiveMessage() }).1
         let stranger = WirePeer(routingID: RoutingID("nobody"), publicKey: nil)
         let cancels = (0..<5).map { index in
-            CoordinatorMessage.cancel(Cancel(attempt: SegmentAttempt(job: "job-1", segment: index, attempt: 1,
-                                                                     leaseToken: LeaseToken(rawValue: "lease-\(index)")), reason: .jobCancelled))
+            CoordinatorMessage.cancel(Cancel(attempt: SegmentAttempt(job: .numbered(1), segment: index, attempt: 1,
+                                                                     leaseToken: .numbered(index)), reason: .jobCancelled))
         }
         let results = await coordinator.send(all: cancels.enumerated().map { ($1, $0 == 2 ? stranger : peer) })
         #expect(results.count == 5)
@@ -179,11 +181,11 @@ struct ProtocolEndpointTests {
         ))
 
         let complete = Complete(
-            attempt: attempt, outputPath: "/spool/job-1/3-lease-a.mkv", checksum: "sha256:00", sizeBytes: 42,
+            attempt: attempt, outputPath: "/spool/job-1/3-lease-a.mkv", checksum: .filled(0), sizeBytes: 42,
             encodeMilliseconds: 5
         )
         try await worker.send(.hello(Hello(workerName: "w", slots: 1, encoders: ["libx264"])))
-        let spec: JSONValue = .object(["start": .integer(0), "duration": .integer(90_000)])
+        let spec = JSONPayload(.object(["start": .integer(0), "duration": .integer(90_000)]))
         let script: [(worker: WorkerMessage?, coordinator: CoordinatorMessage?)] = [
             (nil, .welcome(Welcome(session: "s1", heartbeatIntervalMilliseconds: 500, heartbeatLiveness: 3))),
             (nil, .assign(Assign(attempt: attempt, outputPath: complete.outputPath, leaseMilliseconds: 10_000,
@@ -239,16 +241,16 @@ struct ProtocolEndpointTests {
                 guard case .status(let query) = envelope.message else { continue }
                 if answered == 2 { continue }  // stay silent once, to test the timeout
                 // A stale reply first (an earlier request's id), then the real one.
-                try await server.send(.error(APIError(code: "late", message: "old")), to: peer, requestID: "old-request")
+                try await server.send(.error(APIError(APIError.Code(rawValue: "late"), "old")), to: peer, requestID: "old-request")
                 try await server.send(
                     .submitted(JobSubmitted(job: query.job)), to: peer, requestID: envelope.requestID
                 )
             }
         }
-        let reply = try await client.request(.status(JobStatusQuery(job: "job-9")))
-        #expect(reply == .submitted(JobSubmitted(job: "job-9")))
+        let reply = try await client.request(.status(JobStatusQuery(job: .numbered(9))))
+        #expect(reply == .submitted(JobSubmitted(job: .numbered(9))))
         let unanswered = await wireError {
-            _ = try await client.request(.status(JobStatusQuery(job: "job-10")), timeout: .milliseconds(300))
+            _ = try await client.request(.status(JobStatusQuery(job: .numbered(10))), timeout: .milliseconds(300))
         }
         #expect(unanswered?.code == .timedOut)
         #expect(unanswered?.isRetryable == true)

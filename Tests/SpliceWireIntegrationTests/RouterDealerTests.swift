@@ -111,7 +111,7 @@ struct RouterDealerTests {
         options.reconnectIntervalMax = .seconds(7)
         options.maxMessageBytes = 65536
         let dealer = try await WireEndpoint.connect("tcp://127.0.0.1:9", type: .dealer, context: context, options: options)
-        let applied = await dealer.appliedOptions()
+        let applied = try await appliedOptions(options, type: .dealer)
         #expect(applied["linger"] == 250)
         #expect(applied["sndhwm"] == 77)
         #expect(applied["rcvhwm"] == 88)

@@ -1,7 +1,11 @@
+import CZeroMQShims
+import CZeroMQ
 import Foundation
 import SpliceConcurrency
 import SpliceWire
 import Testing
+
+@testable import SpliceWire
 
 /// Loopback with a port the kernel picks.
 let anyLoopbackPort = "tcp://127.0.0.1:*"
@@ -62,4 +66,52 @@ extension Data {
 
 extension WireDelivery {
     var texts: [String] { frames.map { String(decoding: $0, as: UTF8.self) } }
+}
+
+/// An `Authorizer` from a closure, for tests that decide per handshake (a slow one, a refusal). Live sessions are not
+/// re-checked unless `stillAuthorized` is given.
+struct ClosureAuthorizer: Authorizer {
+    private let decide: @Sendable (AuthorizationRequest) async -> AuthorizationDecision
+    private let stillAuthorized: (@Sendable (CurvePublicKey, String) -> Bool)?
+
+    init(
+        stillAuthorized: (@Sendable (CurvePublicKey, String) -> Bool)? = nil,
+        _ decide: @escaping @Sendable (AuthorizationRequest) async -> AuthorizationDecision
+    ) {
+        self.decide = decide
+        self.stillAuthorized = stillAuthorized
+    }
+
+    func authorize(_ request: AuthorizationRequest) async -> AuthorizationDecision {
+        await decide(request)
+    }
+
+    func isStillAuthorized(_ key: CurvePublicKey, domain: String) -> Bool {
+        stillAuthorized?(key, domain) ?? true
+    }
+}
+
+/// The integer options libzmq reports for a socket of `type` given `options` by the very function
+/// that configures every endpoint's socket (`EndpointLoop.configure`), read back on a socket of the
+/// test's own: the endpoint's socket belongs to its thread and is not read from outside.
+func appliedOptions(_ options: WireOptions, type: WireSocketType) async throws -> [String: Int64] {
+    let context = try WireContext()
+    var values: [String: Int64] = [:]
+    do {
+        let socket = try RawSocket(context: context, type: type == .router ? ZMQ_ROUTER : ZMQ_DEALER)
+        try EndpointLoop.configure(socket, options, type: type)
+        let names: [(String, Int32)] = [
+            ("linger", ZMQ_LINGER), ("sndhwm", ZMQ_SNDHWM), ("rcvhwm", ZMQ_RCVHWM),
+            ("heartbeat_ivl", ZMQ_HEARTBEAT_IVL), ("heartbeat_timeout", ZMQ_HEARTBEAT_TIMEOUT),
+            ("heartbeat_ttl", ZMQ_HEARTBEAT_TTL), ("immediate", ZMQ_IMMEDIATE),
+            ("reconnect_ivl", ZMQ_RECONNECT_IVL), ("reconnect_ivl_max", ZMQ_RECONNECT_IVL_MAX),
+            ("curve_server", ZMQ_CURVE_SERVER), ("zap_enforce_domain", Int32(splice_ZMQ_ZAP_ENFORCE_DOMAIN())),
+        ]
+        for (name, option) in names {
+            if let value = try? socket.get(option, as: Int32.self, name: name) { values[name] = Int64(value) }
+        }
+        values["maxmsgsize"] = try socket.get(ZMQ_MAXMSGSIZE, as: Int64.self, name: "ZMQ_MAXMSGSIZE")
+    }
+    await context.terminate()
+    return values
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SpliceJSON
 import SpliceWire
 import Testing
 
@@ -74,7 +75,7 @@ struct RejectionTests {
     }
 
     @Test("bodies that do not match their type")
-    func invalidBody() {
+    func invalidBody() throws {
         let header = #""protocol": "splice-worker", "version": 1"#
         #expect(reason(json: "{\(header), \"type\": \"ACCEPT\"}") == .invalidBody)
         #expect(reason(json: "{\(header), \"type\": \"ACCEPT\", \"body\": {}}") == .invalidBody)
@@ -86,6 +87,17 @@ struct RejectionTests {
         #expect(reason(json: "{\(header), \"type\": \"DISCONNECT\", \"body\": {\"reason\": \"tired\", \"detail\": \"\"}}")
             == .invalidBody)
         #expect(reason(json: "{\(header), \"type\": \"HEARTBEAT\", \"id\": 5, \"body\": {}}") == .invalidBody)
+        // Ids and checksums that are not what they say: refused here, never handed on as "stale".
+        let job = Samples.job.description, token = Samples.attempt.leaseToken.description
+        func accept(job: String, token: String) -> String {
+            #"{\#(header), "type": "ACCEPT", "body": {"attempt": {"job": "\#(job)", "segment": 1, "attempt": 1, "leaseToken": "\#(token)"}}}"#
+        }
+        #expect(reason(json: accept(job: job, token: token)) == nil)
+        #expect(reason(json: accept(job: "job-1", token: token)) == .invalidBody)
+        #expect(reason(json: accept(job: job, token: "7c1e9d2a-lease")) == .invalidBody)
+        let complete = String(decoding: try codec.encode(WorkerMessage.complete(Samples.complete))[0], as: UTF8.self)
+        #expect(reason(json: complete) == nil)
+        #expect(reason(json: complete.replacingOccurrences(of: "\"sha256:", with: "\"md5:")) == .invalidBody)
         // An invalid key inside an API body.
         let enroll = #"{"protocol": "splice-api", "version": 1, "type": "ENROLL", "body": {"publicKey": "short"}}"#
         #expect(reason([Data(enroll.utf8)], as: APIRequest.self) == .invalidBody)
@@ -93,7 +105,9 @@ struct RejectionTests {
 
     @Test("numbers outside the protocol's ranges are dropped as out-of-range, never handed on")
     func outOfRange() throws {
-        let attempt = SegmentAttempt(job: "j", segment: 0, attempt: 1, leaseToken: "t")
+        var attempt = Samples.attempt
+        attempt.segment = 0
+        attempt.attempt = 1
         let huge = 1 << 62
         // What the coordinator would otherwise compute with: a heartbeat interval times the liveness.
         let welcomes: [(Int, Int, WireRejection.Reason?)] = [
@@ -112,19 +126,22 @@ struct RejectionTests {
         #expect(reason(try codec.encode(WorkerMessage.hello(Hello(workerName: "w", slots: 1024, encoders: []))))
                 == nil)
         let assign = Assign(attempt: attempt, outputPath: "/s", leaseMilliseconds: huge, progressIntervalMilliseconds: 1,
-                            spec: .object([:]))
+                            spec: JSONPayload(.object([:])))
         #expect(reason(try codec.encode(CoordinatorMessage.assign(assign)), as: CoordinatorMessage.self) == .outOfRange)
-        let bigSegment = SegmentAttempt(job: "j", segment: Int(Int32.max) + 1, attempt: 1, leaseToken: "t")
+        var bigSegment = attempt
+        bigSegment.segment = Int(Int32.max) + 1
         #expect(reason(try codec.encode(WorkerMessage.accept(Accept(attempt: bigSegment)))) == .outOfRange)
-        let zeroAttempt = SegmentAttempt(job: "j", segment: 0, attempt: 0, leaseToken: "t")
+        var zeroAttempt = attempt
+        zeroAttempt.attempt = 0
         #expect(reason(try codec.encode(WorkerMessage.accept(Accept(attempt: zeroAttempt)))) == .outOfRange)
         #expect(reason(try codec.encode(WorkerMessage.progress(Progress(attempt: attempt, fraction: 2, frames: 1))))
                 == .outOfRange)
         #expect(reason(try codec.encode(WorkerMessage.progress(Progress(attempt: attempt, fraction: 0.5, frames: -1))))
                 == .outOfRange)
-        let negative = Complete(attempt: attempt, outputPath: "/s", checksum: "c", sizeBytes: -1, encodeMilliseconds: 1)
+        var negative = Samples.complete
+        negative.sizeBytes = -1
         #expect(reason(try codec.encode(WorkerMessage.complete(negative))) == .outOfRange)
-        let submit = SubmitJob(input: "/a", output: "/b", export: .object([:]), priority: huge)
+        let submit = SubmitJob(input: "/a", output: "/b", export: JSONPayload(.object([:])), priority: huge)
         #expect(reason(try codec.encode(APIRequest.submit(submit)), as: APIRequest.self) == .outOfRange)
         #expect(reason(try codec.encode(APIRequest.list(ListJobs(limit: -3))), as: APIRequest.self) == .outOfRange)
     }

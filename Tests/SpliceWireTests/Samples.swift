@@ -1,16 +1,20 @@
 import Foundation
+import SpliceCore
+import SpliceJSON
 import SpliceWire
 
 /// One sample of every message type of every direction, with optional fields both set and unset.
 enum Samples {
-    static let attempt = SegmentAttempt(job: "job-7f3a", segment: 12, attempt: 2, leaseToken: "7c1e9d2a-lease")
+    static let job = JobID("7f3a2b1c-0d4e-4f5a-8b6c-7d8e9f0a1b2c")!
+    static let attempt = SegmentAttempt(
+        job: job, segment: 12, attempt: 2, leaseToken: LeaseToken("7c1e9d2a-5b7e-4c11-9f00-abcdef012345")!)
     static let key = try! CurvePublicKey(z85: "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7")
 
     static let complete = Complete(
         attempt: attempt, outputPath: "/spool/job-7f3a/0012-2.mkv",
-        checksum: "sha256:" + String(repeating: "ab", count: 32), sizeBytes: 12_345_678_901, encodeMilliseconds: 8_100
+        checksum: SHA256Digest(bytes: [UInt8](repeating: 0xAB, count: 32))!, sizeBytes: 12_345_678_901, encodeMilliseconds: 8_100
     )
-    static let fail = Fail(attempt: attempt, code: "undecodable-input", reason: "no frames decoded", retryable: false)
+    static let fail = Fail(attempt: attempt, code: .undecodableInput, reason: "no frames decoded", retryable: false)
     static let spec: JSONValue = .object([
         "range": .object([
             "start": .integer(9_007_199_254_740_993), "duration": .integer(90_000), "timescale": .integer(90_000),
@@ -37,7 +41,7 @@ enum Samples {
         .welcome(Welcome(session: "c-1", heartbeatIntervalMilliseconds: 1000, heartbeatLiveness: 3)),
         .assign(Assign(
             attempt: attempt, outputPath: "/spool/job-7f3a/0012-2.mkv", leaseMilliseconds: 30_000,
-            progressIntervalMilliseconds: 1_000, spec: spec
+            progressIntervalMilliseconds: 1_000, spec: JSONPayload(spec)
         )),
         .cancel(Cancel(attempt: attempt, reason: .jobCancelled)),
         .ack(Ack(attempt: attempt, acknowledges: .complete, outcome: .accepted)),
@@ -49,33 +53,33 @@ enum Samples {
     ]
 
     static let status = JobStatus(
-        job: "job-7f3a", state: "running", input: "/in/a.mov", output: "/out/a.mp4", priority: 0, segmentsTotal: 40,
+        job: job, state: "running", input: "/in/a.mov", output: "/out/a.mp4", priority: 0, segmentsTotal: 40,
         segmentsDone: 12, fraction: 0.3, submittedAtMilliseconds: 1_790_000_000_000
     )
 
     static let requests: [APIRequest] = [
-        .submit(SubmitJob(input: "/in/a.mov", output: "/out/a.mp4", export: spec, priority: 5,
+        .submit(SubmitJob(input: "/in/a.mov", output: "/out/a.mp4", export: JSONPayload(spec), priority: 5,
                           submissionKey: "0b7e2c1e-submit")),
-        .submit(SubmitJob(input: "/in/b.mov", output: "/out/b.mp4", export: .object([:]))),
-        .status(JobStatusQuery(job: "job-7f3a")),
+        .submit(SubmitJob(input: "/in/b.mov", output: "/out/b.mp4", export: JSONPayload(.object([:])))),
+        .status(JobStatusQuery(job: job)),
         .list(ListJobs(state: "running", limit: 20)),
         .list(ListJobs()),
-        .cancel(CancelJob(job: "job-7f3a")),
+        .cancel(CancelJob(job: job)),
         .workers(ListWorkers()),
         .enroll(EnrollWorker(publicKey: key, name: "encoder-3")),
         .revoke(RevokeWorker(publicKey: key)),
     ]
 
     static let replies: [APIReply] = [
-        .submitted(JobSubmitted(job: "job-7f3a")),
+        .submitted(JobSubmitted(job: job)),
         .status(status),
         .jobs(JobList(jobs: [status, status])),
-        .cancelled(JobCancelled(job: "job-7f3a", state: "cancelled")),
+        .cancelled(JobCancelled(job: job, state: "cancelled")),
         .workers(WorkerList(workers: [WorkerInfo(
             publicKey: key, name: "encoder-3", enrolled: true, connected: true, slots: 4, running: 2,
             lastSeenAtMilliseconds: 1_790_000_000_500
         )])),
         .workerKey(WorkerKeyChanged(publicKey: key, enrolled: false, sessionsClosed: 1)),
-        .error(APIError(code: "not-found", message: "no job job-0", retryable: false)),
+        .error(APIError(.notFound, "no job job-0", isRetryable: false)),
     ]
 }

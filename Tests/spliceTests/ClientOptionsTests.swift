@@ -9,21 +9,24 @@ import Testing
 /// the KEY argument: parsing and checks, no network.
 @Suite("Client options")
 struct ClientOptionsTests {
+    /// A job id as `splice submit` prints it.
+    let job = "7f3a2b1c-0d4e-4f5a-8b6c-7d8e9f0a1b2c"
+
     @Test("defaults, then SPLICE_* variables, then flags")
     func sources() throws {
-        let plain = try parse(["job-1"], as: StatusCommand.self)
+        let plain = try parse([job], as: StatusCommand.self)
         #expect(plain.client.coordinator == "tcp://127.0.0.1:7451")
         #expect(plain.client.timeout == Seconds(milliseconds: 10_000))
         #expect(plain.client.secretKeyPath == nil && plain.client.serverKey == nil)
 
         let environment = ["SPLICE_COORDINATOR": "tcp://10.0.0.5:7451", "SPLICE_CLIENT_SECRET_KEY": "/k/client.key",
                            "SPLICE_SERVER_KEY": "/k/coordinator.pub"]
-        let fromEnvironment = try parse(["job-1"], as: StatusCommand.self, environment: environment)
+        let fromEnvironment = try parse([job], as: StatusCommand.self, environment: environment)
         #expect(fromEnvironment.client.coordinator == "tcp://10.0.0.5:7451")
         #expect(fromEnvironment.client.secretKeyPath == "/k/client.key")
         #expect(fromEnvironment.client.serverKey == "/k/coordinator.pub")
 
-        let flags = try parse(["job-1", "--coordinator", "tcp://c:9", "--timeout", "2.5"], as: StatusCommand.self,
+        let flags = try parse([job, "--coordinator", "tcp://c:9", "--timeout", "2.5"], as: StatusCommand.self,
                               environment: environment)
         #expect(flags.client.coordinator == "tcp://c:9")
         #expect(flags.client.timeout.duration == .milliseconds(2500))
@@ -41,7 +44,7 @@ struct ClientOptionsTests {
     @Test("--timeout refuses what is not a positive number of seconds",
           arguments: ["0", "-1", "abc", "1.2345", "1.", "", "86401"])
     func badTimeouts(word: String) {
-        #expect(usageError(["job-1", "--timeout", word], for: StatusCommand.self)?.hasPrefix("--timeout: '") == true)
+        #expect(usageError([job, "--timeout", word], for: StatusCommand.self)?.hasPrefix("--timeout: '") == true)
     }
 
     @Test("keys come in pairs, and the endpoint must look like one", arguments: [
@@ -51,7 +54,7 @@ struct ClientOptionsTests {
         (["--coordinator", "tcp://"], "--coordinator: 'tcp://' is not an endpoint"),
     ])
     func combinations(words: [String], message: String) {
-        let error = usageError(["job-1"] + words, for: StatusCommand.self)
+        let error = usageError([job] + words, for: StatusCommand.self)
         #expect(error?.hasPrefix(message) == true, "got: \(error ?? "no error")")
     }
 
@@ -63,7 +66,7 @@ struct ClientOptionsTests {
                                                publicKeyTo: directory + "/client.pub")
         let server = try CurveKeyPair.generate(savingSecretKeyTo: directory + "/server.key",
                                                publicKeyTo: directory + "/server.pub")
-        let command = try parse(["job-1", "--secret-key", directory + "/client.key", "--server-key",
+        let command = try parse([job, "--secret-key", directory + "/client.key", "--server-key",
                                  directory + "/server.pub", "--timeout", "1"], as: StatusCommand.self)
         let configuration = try command.client.clientConfiguration()
         #expect(configuration.security == .curve(clientKeys: client, serverKey: server.publicKey))
@@ -71,14 +74,14 @@ struct ClientOptionsTests {
         #expect(configuration.attemptTimeout == .seconds(1))
 
         // The server key as Z85 text works as well as its file.
-        let inline = try parse(["job-1", "--secret-key", directory + "/client.key", "--server-key",
+        let inline = try parse([job, "--secret-key", directory + "/client.key", "--server-key",
                                 server.publicKey.z85], as: StatusCommand.self)
         #expect(try inline.client.clientConfiguration().security
             == .curve(clientKeys: client, serverKey: server.publicKey))
 
         chmod(directory + "/client.key", 0o644)
         #expect(configurationError(command)?.hasPrefix("--secret-key: secret key file") == true)
-        let missing = try parse(["job-1", "--secret-key", directory + "/none.key", "--server-key",
+        let missing = try parse([job, "--secret-key", directory + "/none.key", "--server-key",
                                  directory + "/server.pub"], as: StatusCommand.self)
         #expect(configurationError(missing)?.hasPrefix("--secret-key: cannot read key file") == true)
     }

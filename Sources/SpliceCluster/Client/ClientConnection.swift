@@ -46,12 +46,11 @@ final class ClientConnection: Sendable {
                 configuration.endpoint, type: .dealer, context: context, options: configuration.socketOptions)
         } catch where error.code == .invalidArgument {
             throw SpliceClientError(
-                code: .invalidConfiguration,
-                message: "'\(configuration.endpoint)' is not a coordinator endpoint; expected tcp://HOST:PORT "
+                .invalidConfiguration, "'\(configuration.endpoint)' is not a coordinator endpoint; expected tcp://HOST:PORT "
                     + "(the coordinator's --api-endpoint, port 7451 by default)")
         } catch {
             throw SpliceClientError(
-                code: .transport, message: "cannot open a connection to \(configuration.endpoint): \(error.message)")
+                .transport, "cannot open a connection to \(configuration.endpoint): \(error.message)")
         }
         let connection = ClientConnection(endpoint: APIClientEndpoint(wire), address: configuration.endpoint)
         connection.start(router: router)
@@ -113,8 +112,7 @@ final class ClientConnection: Sendable {
 
     private func refusedError(status: Int) -> SpliceClientError {
         SpliceClientError(
-            code: .refused,
-            message: "the coordinator at \(address) refused this client's key (ZAP status \(status)); add its public "
+            .refused, "the coordinator at \(address) refused this client's key (ZAP status \(status)); add its public "
                 + "key to the coordinator's --admin-keys file, or use --secret-key with a key that is there")
     }
 
@@ -125,23 +123,18 @@ final class ClientConnection: Sendable {
         switch contact {
         case .none:
             return SpliceClientError(
-                code: .unreachable, message: "no coordinator answered at \(address); is `splice coordinator` running?",
-                isRetryable: true)
+                .unreachable, "no coordinator answered at \(address); is `splice coordinator` running?", isRetryable: true)
         case .handshaken:
             return SpliceClientError(
-                code: .unreachable,
-                message: "the coordinator at \(address) did not answer within \(SpliceClient.text(timeout)); is that "
-                    + "its API endpoint (--api-endpoint, port 7451 by default), and is it healthy?",
-                isRetryable: true)
+                .unreachable, "the coordinator at \(address) did not answer within \(SpliceClient.text(timeout)); is that "
+                    + "its API endpoint (--api-endpoint, port 7451 by default), and is it healthy?", isRetryable: true)
         case .connected, .handshakeFailed:
             // With a wrong server key the coordinator just drops the connection: the client sees
             // a connection whose handshake never completes, not a handshake error.
             return SpliceClientError(
-                code: .unreachable,
-                message: "the connection handshake with \(address) failed; check that it is the coordinator's API "
+                .unreachable, "the connection handshake with \(address) failed; check that it is the coordinator's API "
                     + "endpoint (port 7451 by default), that --server-key is the coordinator's .pub, and that both "
-                    + "sides use CURVE keys or neither does",
-                isRetryable: true)
+                    + "sides use CURVE keys or neither does", isRetryable: true)
         case .refused(let status):
             return refusedError(status: status)
         }

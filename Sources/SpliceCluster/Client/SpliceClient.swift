@@ -1,5 +1,6 @@
 import Foundation
 import SpliceConcurrency
+public import SpliceCore
 public import SpliceWire
 
 /// A client of the coordinator's API (`splice-api` 1, see docs/protocol.md): what `splice submit`,
@@ -39,7 +40,7 @@ public actor SpliceClient {
         do {
             context = try WireContext()
         } catch {
-            throw SpliceClientError(code: .transport, message: "cannot start ZeroMQ: \(error.message)")
+            throw SpliceClientError(.transport, "cannot start ZeroMQ: \(error.message)")
         }
     }
 
@@ -122,7 +123,7 @@ public actor SpliceClient {
     }
 
     private func currentConnection() async throws(SpliceClientError) -> ClientConnection {
-        guard !isClosed else { throw SpliceClientError(code: .transport, message: "the client is closed") }
+        guard !isClosed else { throw SpliceClientError(.transport, "the client is closed") }
         if let connection { return connection }
         let opened = try await ClientConnection.open(configuration, context: context, router: router)
         connection = opened
@@ -143,8 +144,7 @@ public actor SpliceClient {
             let sent = Swift.type(of: request.body).messageType
             let received = Swift.type(of: reply.body).messageType
             throw SpliceClientError(
-                code: .unexpectedReply,
-                message: "the coordinator at \(configuration.endpoint) answered \(sent) with \(received) instead of "
+                .unexpectedReply, "the coordinator at \(configuration.endpoint) answered \(sent) with \(received) instead of "
                     + "\(Body.messageType); are `splice` and the coordinator the same version?")
         }
         return body
@@ -171,14 +171,14 @@ public actor SpliceClient {
             do {
                 try await connection.endpoint.send(request, requestID: id)
             } catch where error.code == .encoding || error.code == .messageTooLarge {
-                throw SpliceClientError(code: .transport, message: "cannot send the request: \(error.message)")
+                throw SpliceClientError(.transport, "cannot send the request: \(error.message)")
             } catch {
                 // Queue full or socket replaced: wait out this attempt and send again.
             }
             let remaining = deadline - clock.now
             if let result = await mailbox.next(within: min(configuration.attemptTimeout, max(remaining, .zero))) {
                 let reply = try result.get()
-                guard case .error(let error) = reply, error.retryable else { return reply }
+                guard case .error(let error) = reply, error.isRetryable else { return reply }
                 retryableErrors += 1
                 lastRetryable = reply
                 let pause = configuration.retryBackoff.delay(attempt: retryableErrors)

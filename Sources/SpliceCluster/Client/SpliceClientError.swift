@@ -1,9 +1,10 @@
+public import SpliceCore
 public import SpliceWire
 import Foundation
 
 /// Why a `SpliceClient` call failed: a stable `code` to branch on, one line for people, and
 /// whether trying again later may help.
-public struct SpliceClientError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct SpliceClientError: SpliceError, Hashable {
     /// A stable, machine-readable error code. New codes may be added; existing ones never change.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public let rawValue: String
@@ -34,7 +35,7 @@ public struct SpliceClientError: Error, Sendable, Hashable, CustomStringConverti
     /// The coordinator's own error, for `.rejected`.
     public let apiError: APIError?
 
-    public init(code: Code, message: String, isRetryable: Bool = false, apiError: APIError? = nil) {
+    public init(_ code: Code, _ message: String, isRetryable: Bool = false, apiError: APIError? = nil) {
         self.code = code
         self.message = SpliceClientError.oneLine(message)
         self.isRetryable = isRetryable
@@ -45,11 +46,11 @@ public struct SpliceClientError: Error, Sendable, Hashable, CustomStringConverti
 
     /// The coordinator's `ERROR` reply as a client error; its message is already written for people.
     static func rejected(_ error: APIError) -> SpliceClientError {
-        SpliceClientError(code: .rejected, message: error.message, isRetryable: error.retryable, apiError: error)
+        SpliceClientError(.rejected, error.message, isRetryable: error.isRetryable, apiError: error)
     }
 
     static let cancelledError = SpliceClientError(
-        code: .cancelled, message: "cancelled while waiting for the coordinator")
+        .cancelled, "cancelled while waiting for the coordinator")
 
     /// Joins the non-empty lines of `text` with "; " so an error always prints as one line.
     static func oneLine(_ text: String) -> String {

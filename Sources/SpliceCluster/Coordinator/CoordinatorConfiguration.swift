@@ -34,7 +34,7 @@ public struct CoordinatorConfiguration: Sendable {
     /// Attempts per segment before it is dead.
     public var maxAttempts: Int
     /// Session timings: heartbeats, liveness, the lease length.
-    public var sessions: CoordinatorStateMachine.Policy
+    public var sessions: CoordinatorPolicy
     /// The wait before a failed segment is retried.
     public var segmentRetryBackoff: Backoff
     /// A segment that failed on this many different workers is dead.
@@ -70,7 +70,7 @@ public struct CoordinatorConfiguration: Sendable {
     public init(
         database: Database, spool: URL, workersEndpoint: String = "tcp://*:7450", apiEndpoint: String = "tcp://*:7451",
         keys: CurveKeyPair? = nil, adminKeys: [CurvePublicKey] = [], insecure: Bool = false, maxAttempts: Int = 5,
-        sessions: CoordinatorStateMachine.Policy = CoordinatorStateMachine.Policy(),
+        sessions: CoordinatorPolicy = CoordinatorPolicy(),
         segmentRetryBackoff: Backoff = .segmentRetry, deadAfterDistinctWorkers: Int = 3,
         pollInterval: Duration = .seconds(1), reapInterval: Duration? = nil, janitorInterval: Duration = .seconds(60),
         databaseConnections: Int = 8, drainTimeout: Duration = .seconds(10), logger: Logger = Logger()

@@ -1,4 +1,5 @@
 public import Foundation
+public import SpliceCore
 public import SpliceMedia
 
 /// The `spec` of an ASSIGN: everything a worker needs to encode one segment. It carries the job's
@@ -18,6 +19,36 @@ public struct SegmentWorkOrder: Sendable, Codable, Hashable {
         self.plan = single
         self.segment = index
     }
+
+    /// The order for `spec`, from its plan with the segments left out (what the coordinator keeps
+    /// per job, so that building an order does not walk every segment of the plan).
+    init(skeleton: SegmentPlan, spec: SegmentSpec) {
+        var single = skeleton
+        single.segments = [spec]
+        self.plan = single
+        self.segment = spec.index
+    }
+}
+
+/// A job's plan as the coordinator keeps it to build work orders: decoded once, the segments
+/// apart by index.
+struct PlannedJob: Sendable {
+    /// The plan without its segments.
+    let skeleton: SegmentPlan
+    let specs: [Int: SegmentSpec]
+
+    init(_ plan: SegmentPlan) {
+        // What only the stitcher reads (annotations, chapters, notices) stays out of every ASSIGN.
+        var skeleton = plan.forWorkers()
+        skeleton.segments = []
+        self.skeleton = skeleton
+        specs = Dictionary(plan.segments.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The work order of segment `index`; nil when the plan has no such segment.
+    func order(_ index: Int) -> SegmentWorkOrder? {
+        specs[index].map { SegmentWorkOrder(skeleton: skeleton, spec: $0) }
+    }
 }
 
 /// Where segment files live in the spool directory that coordinator and workers share (a local
@@ -31,23 +62,24 @@ public struct SpoolLayout: Sendable, Hashable {
     }
 
     /// `<root>/jobs/<job>/`.
-    public func jobDirectory(_ job: String) -> URL {
-        root.appendingPathComponent("jobs").appendingPathComponent(job)
+    public func jobDirectory(_ job: JobID) -> URL {
+        root.appendingPathComponent("jobs").appendingPathComponent(job.description)
     }
 
     /// `<root>/jobs/<job>/segment-00012.a2-7c1e9d2a.splseg` for segment 12, attempt 2, lease 7c1e9d2a….
-    public func segmentFile(job: String, segment: Int, attempt: Int, leaseToken: String) -> URL {
+    public func segmentFile(job: JobID, segment: Int, attempt: Int, leaseToken: LeaseToken) -> URL {
         URL(fileURLWithPath: segmentPath(job: job, segment: segment, attempt: attempt, leaseToken: leaseToken))
     }
 
     /// `segmentFile` as a path, built as text: the coordinator names one file per assignment,
     /// and `URL.appendingPathComponent` cost more than the rest of building the ASSIGN.
-    public func segmentPath(job: String, segment: Int, attempt: Int, leaseToken: String) -> String {
+    public func segmentPath(job: JobID, segment: Int, attempt: Int, leaseToken: LeaseToken) -> String {
         let index = String(segment)
         let padded = String(repeating: "0", count: max(0, 5 - index.count)) + index
         var root = root.path
         if !root.hasSuffix("/") { root += "/" }
-        return root + "jobs/" + job + "/segment-" + padded + ".a" + String(attempt) + "-" + leaseToken.prefix(8)
+        return root + "jobs/" + job.description + "/segment-" + padded + ".a" + String(attempt) + "-"
+            + leaseToken.description.prefix(8)
             + ".splseg"
     }
 }

@@ -19,11 +19,11 @@ struct SegmentEncode: Sendable {
             order = try assign.spec.decode(SegmentWorkOrder.self)
             try order.plan.validate()
         } catch {
-            return .failed(code: "invalid-spec", reason: "the ASSIGN for \(assign.attempt) carries no valid segment "
+            return .failed(code: .invalidSpec, reason: "the ASSIGN for \(assign.attempt) carries no valid segment "
                            + "work order: \(error)", retryable: false)
         }
         guard spool.contains(assign.outputPath) else {
-            return .failed(code: "output-outside-spool", reason: "output path \(assign.outputPath) is not inside this "
+            return .failed(code: .outputOutsideSpool, reason: "output path \(assign.outputPath) is not inside this "
                            + "worker's spool \(spool.root.path); mount the shared spool at the same path on every machine",
                            retryable: true)
         }
@@ -31,7 +31,7 @@ struct SegmentEncode: Sendable {
         do {
             try await spool.prepareDirectory(for: output)
         } catch {
-            return .failed(code: "spool-unwritable", reason: "cannot create the spool directory for "
+            return .failed(code: .spoolUnwritable, reason: "cannot create the spool directory for "
                            + "\(assign.outputPath): \(error)", retryable: true)
         }
         let clock = ContinuousClock()
@@ -39,47 +39,43 @@ struct SegmentEncode: Sendable {
         do {
             let result = try await SegmentExporter(plan: order.plan)
                 .export(segment: order.segment, to: output, codecThreads: codecThreads, progress: progress)
-            guard result.checksum.count == 64 else {
-                return .failed(code: "internal-error", reason: "the encoder reported no checksum for \(output.path)",
-                               retryable: true)
-            }
-            return .completed(checksum: "sha256:" + result.checksum, sizeBytes: result.bytes,
+            return .completed(checksum: result.checksum, sizeBytes: result.bytes,
                               encodeMilliseconds: (clock.now - started).wholeMilliseconds, videoFrames: result.videoFrames)
         } catch let error as MediaError {
             if error.code == .cancelled { return .cancelled }
             return .failed(code: Self.failCode(error), reason: error.message, retryable: error.isRetryable)
         } catch let error as SettingsError {
-            return .failed(code: "invalid-settings", reason: error.description, retryable: false)
+            return .failed(code: .invalidSettings, reason: error.description, retryable: false)
         } catch is CancellationError {
             return .cancelled
         } catch {
-            return .failed(code: "internal-error", reason: String(describing: error), retryable: true)
+            return .failed(code: .internalError, reason: String(describing: error), retryable: true)
         }
     }
 
-    /// FAIL's stable `code` for a media error. A full spool is told apart from other write
-    /// failures: it is this worker's (or the spool's) trouble, not the segment's (`Fail.Blame`).
-    static func failCode(_ error: MediaError) -> String {
+    /// FAIL's code for a media error. A full spool is told apart from other write failures: it
+    /// is this worker's (or the spool's) trouble, not the segment's (`Fail.Blame`).
+    static func failCode(_ error: MediaError) -> Fail.Code {
         if error.code == .writeFailed, let raw = error.ffmpegCode, raw == -ENOSPC || raw == -EDQUOT {
-            return "spool-full"
+            return .spoolFull
         }
         return failCode(error.code)
     }
 
-    static func failCode(_ code: MediaError.Code) -> String {
+    static func failCode(_ code: MediaError.Code) -> Fail.Code {
         switch code {
-        case .fileNotFound: "source-not-found"
-        case .invalidMedia: "invalid-media"
-        case .noUsableTrack: "no-usable-track"
-        case .unsupportedCodec: "encoder-missing"
-        case .invalidSettings: "invalid-settings"
-        case .decodeFailed: "undecodable-input"
-        case .encodeFailed: "encode-failed"
-        case .writeFailed: "write-failed"
-        case .outputExists: "output-exists"
-        case .incompatibleSegments: "incompatible-segments"
-        case .cancelled: "cancelled"
-        case .internalError: "internal-error"
+        case .fileNotFound: .sourceNotFound
+        case .invalidMedia: .invalidMedia
+        case .noUsableTrack: .noUsableTrack
+        case .unsupportedCodec: .encoderMissing
+        case .invalidSettings: .invalidSettings
+        case .decodeFailed: .undecodableInput
+        case .encodeFailed: .encodeFailed
+        case .writeFailed: .writeFailed
+        case .outputExists: .outputExists
+        case .incompatibleSegments: .incompatibleSegments
+        case .cancelled: .cancelled
+        case .internalError: .internalError
         }
     }
 }

@@ -1,5 +1,6 @@
 internal import Foundation
 internal import SpliceHTTP
+public import SpliceCore
 public import SpliceLog
 internal import SpliceMedia
 public import SpliceWire
@@ -245,10 +246,10 @@ public actor WorkerDaemon: Service {
             figures.ended(outcome)
             switch outcome {
             case .completed(let checksum, let size, let milliseconds, let frames):
-                logger.info("segment encoded", ["checksum": checksum, "bytes": size, "encode_ms": milliseconds,
+                logger.info("segment encoded", ["checksum": checksum.description, "bytes": size, "encode_ms": milliseconds,
                                                 "frames": frames])
             case .failed(let code, let reason, let retryable):
-                logger.warning("segment failed", ["code": code, "reason": reason, "retryable": retryable])
+                logger.warning("segment failed", ["code": code.rawValue, "reason": reason, "retryable": retryable])
             case .cancelled:
                 break
             }
@@ -267,7 +268,7 @@ public actor WorkerDaemon: Service {
         case .disconnected(let reason, let detail):
             logger.warning("coordinator ended the session", ["reason": reason.rawValue, "detail": detail])
         case .refused(let attempt, let code):
-            log(attempt).warning("segment refused", ["code": code])
+            log(attempt).warning("segment refused", ["code": code.rawValue])
         case .resultAcknowledged(let attempt, let acknowledges, let outcome):
             log(attempt).info("result acknowledged", ["acknowledges": acknowledges.rawValue, "outcome": outcome.rawValue])
         case .draining(let running, let timeout):
@@ -279,6 +280,6 @@ public actor WorkerDaemon: Service {
 
     /// The logger with the attempt's fields (`job=… segment=… attempt=…`).
     private nonisolated func log(_ attempt: SegmentAttempt) -> Logger {
-        logger.with(["job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt])
+        logger.with(["job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt])
     }
 }

@@ -50,7 +50,7 @@ package enum WorkerNotice: Sendable, Hashable {
     /// The coordinator ended the session (DISCONNECT); saying HELLO again unless it was `revoked`.
     case disconnected(Disconnect.Reason, detail: String)
     /// An ASSIGN was refused with a FAIL of this code.
-    case refused(SegmentAttempt, code: String)
+    case refused(SegmentAttempt, code: Fail.Code)
     /// The coordinator acknowledged a result; it is forgotten.
     case resultAcknowledged(SegmentAttempt, Ack.Acknowledged, Ack.Outcome)
     /// The drain began; the running attempts are handed back at `deadline` if not done by then.

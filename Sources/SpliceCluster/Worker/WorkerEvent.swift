@@ -1,3 +1,4 @@
+package import SpliceCore
 package import SpliceWire
 
 /// Something that happened to a worker, fed to ``WorkerStateMachine/handle(_:at:)`` with the time
@@ -24,11 +25,11 @@ package enum WorkerEvent: Sendable, Hashable {
 
 /// How one encode ended, as the shell reports it.
 package enum EncodeOutcome: Sendable, Hashable {
-    /// The output file is complete at the ASSIGN's `outputPath`.
-    /// `checksum` is `sha256:` followed by 64 lowercase hex digits; `videoFrames` the frames written.
-    case completed(checksum: String, sizeBytes: Int64, encodeMilliseconds: Int, videoFrames: Int)
+    /// The output file is complete at the ASSIGN's `outputPath`, with this digest; `videoFrames`
+    /// the frames written.
+    case completed(checksum: SHA256Digest, sizeBytes: Int64, encodeMilliseconds: Int, videoFrames: Int)
     /// The encode failed; `retryable` comes from the error (`MediaError.isRetryable`).
-    case failed(code: String, reason: String, retryable: Bool)
+    case failed(code: Fail.Code, reason: String, retryable: Bool)
     /// The encode stopped because the shell cancelled it (after an ``WorkerDirective/abortEncode(_:because:)``).
     case cancelled
 }

@@ -1,3 +1,4 @@
+package import SpliceCore
 package import SpliceWire
 
 /// The worker's side of the `splice-worker` protocol as a plain state machine: events in
@@ -296,19 +297,19 @@ package struct WorkerStateMachine: Sendable {
     }
 
     /// Why an ASSIGN cannot be taken, as a FAIL's code, reason and retryability; nil to take it.
-    private func refusal(of assign: Assign) -> (String, String, Bool)? {
+    private func refusal(of assign: Assign) -> (Fail.Code, String, Bool)? {
         if drain != nil {
-            return ("drained", "worker \(configuration.workerName) is shutting down and takes no new segments", true)
+            return (.drained, "worker \(configuration.workerName) is shutting down and takes no new segments", true)
         }
         if !isRegistered {
-            return ("not-registered", "worker \(configuration.workerName) has no session (no WELCOME yet)", true)
+            return (.notRegistered, "worker \(configuration.workerName) has no session (no WELCOME yet)", true)
         }
         if assign.leaseMilliseconds <= 0 || assign.progressIntervalMilliseconds <= 0 {
-            return ("invalid-assign", "ASSIGN needs a positive leaseMilliseconds and progressIntervalMilliseconds "
+            return (.invalidAssign, "ASSIGN needs a positive leaseMilliseconds and progressIntervalMilliseconds "
                     + "(got \(assign.leaseMilliseconds) and \(assign.progressIntervalMilliseconds))", false)
         }
         if attempts.values.filter(\.isLive).count >= configuration.slots {
-            return ("no-free-slot", "worker \(configuration.workerName) is already encoding "
+            return (.noFreeSlot, "worker \(configuration.workerName) is already encoding "
                     + "\(configuration.slots) segment(s)", true)
         }
         return nil
@@ -398,7 +399,7 @@ package struct WorkerStateMachine: Sendable {
         case .failed(let code, let reason, let retryable):
             .fail(Fail(attempt: assign.attempt, code: code, reason: reason, retryable: retryable))
         case .cancelled:
-            .fail(Fail(attempt: assign.attempt, code: "cancelled", reason: "the encode stopped unexpectedly",
+            .fail(Fail(attempt: assign.attempt, code: .cancelled, reason: "the encode stopped unexpectedly",
                        retryable: true))
         }
         hold(message, attempt: assign.attempt, resendInterval: attempt.progressInterval, now: now, &out)
@@ -436,7 +437,7 @@ package struct WorkerStateMachine: Sendable {
         for (token, attempt) in attempts.sorted(by: { Self.order($0.value.assign.attempt, $1.value.assign.attempt) })
         where attempt.isLive {
             abort(token, because: .drained, &out)
-            let fail = Fail(attempt: attempt.assign.attempt, code: "drained",
+            let fail = Fail(attempt: attempt.assign.attempt, code: .drained,
                             reason: "worker \(configuration.workerName) shut down before the segment finished "
                                 + "(drain timeout \(configuration.drainTimeout))", retryable: true)
             hold(.fail(fail), attempt: attempt.assign.attempt, resendInterval: attempt.progressInterval, now: now, &out)
@@ -457,7 +458,7 @@ package struct WorkerStateMachine: Sendable {
     // MARK: - Helpers
 
     private static func order(_ a: SegmentAttempt, _ b: SegmentAttempt) -> Bool {
-        (a.job.rawValue, a.segment, a.attempt, a.leaseToken.rawValue)
-            < (b.job.rawValue, b.segment, b.attempt, b.leaseToken.rawValue)
+        (a.job.description, a.segment, a.attempt, a.leaseToken.description)
+            < (b.job.description, b.segment, b.attempt, b.leaseToken.description)
     }
 }

@@ -1,34 +1,37 @@
+public import SpliceCore
+
 /// Why a media operation failed: a stable ``code`` to branch on, the raw FFmpeg error code when
 /// there is one, and a one-line message for people that names the file and what to do next.
-public struct MediaError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// Stable categories; the coordinator's retry policy and the CLI's exit path read these.
+public struct MediaError: SpliceError, Hashable {
+    /// Stable categories, kebab-case as text; the coordinator's retry policy and the CLI's exit
+    /// path read these.
     public enum Code: String, Sendable, Codable, Hashable {
         /// The input does not exist or cannot be opened.
-        case fileNotFound
+        case fileNotFound = "file-not-found"
         /// The input exists but is not media FFmpeg can read (truncated, corrupt, random bytes).
-        case invalidMedia
+        case invalidMedia = "invalid-media"
         /// The input has no track of a kind the operation needs.
-        case noUsableTrack
+        case noUsableTrack = "no-usable-track"
         /// No decoder or encoder for a codec, or a codec the container cannot hold.
-        case unsupportedCodec
+        case unsupportedCodec = "unsupported-codec"
         /// The requested settings are not valid (see the message for the field).
-        case invalidSettings
+        case invalidSettings = "invalid-settings"
         /// Decoding failed mid-stream.
-        case decodeFailed
+        case decodeFailed = "decode-failed"
         /// Encoding failed.
-        case encodeFailed
+        case encodeFailed = "encode-failed"
         /// Writing the output failed (disk full, permissions, muxer refusal), or its folder is
         /// missing or not writable.
-        case writeFailed
+        case writeFailed = "write-failed"
         /// A file already exists where the output goes and replacing it was not allowed (or one
         /// appeared while the output was being written); it was left as it was.
-        case outputExists
+        case outputExists = "output-exists"
         /// Segments handed to the stitcher do not belong together.
-        case incompatibleSegments
+        case incompatibleSegments = "incompatible-segments"
         /// The operation was cancelled; any partial output was removed.
         case cancelled
         /// An internal invariant did not hold.
-        case internalError
+        case internalError = "internal-error"
     }
 
     /// The category.

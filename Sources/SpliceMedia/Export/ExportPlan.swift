@@ -189,6 +189,19 @@ struct ExportPlan: Sendable {
             outputZero: plan.outputZero, fastStart: false, metadata: [:], codecThreads: codecThreads, notices: notices,
             progressDuration: plan.approximateDuration(of: spec))
     }
+
+    /// What a run says when its window held no video frame that could be decoded, in the terms
+    /// of what it was writing: the requested range of a file, or one segment of a job.
+    var noDecodableVideo: MediaError {
+        switch output {
+        case .file:
+            MediaError(.decodeFailed, "no video frame of '\(location)' could be decoded in the requested range",
+                       isRetryable: false)
+        case .segment(_, let index):
+            MediaError(.decodeFailed, "segment \(index) of '\(location)' has no decodable video frame in its range; "
+                       + "the source may be damaged there", isRetryable: false)
+        }
+    }
 }
 
 /// Where one audio run's samples come from and go (see ``AudioTimeline`` for positions).

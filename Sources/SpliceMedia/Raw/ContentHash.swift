@@ -1,4 +1,5 @@
 internal import CFFmpeg
+internal import SpliceCore
 
 /// Owns an FFmpeg `AVHashContext` computing SHA-256 incrementally (freed in deinit).
 final class ContentHash {
@@ -16,10 +17,11 @@ final class ContentHash {
         av_hash_update(context, base.assumingMemoryBound(to: UInt8.self), bytes.count)
     }
 
-    /// The digest as lowercase hex ("sha256:" is not prefixed).
-    func finalHex() -> String {
-        var buffer = [UInt8](repeating: 0, count: 2 * 64 + 1)
-        buffer.withUnsafeMutableBufferPointer { av_hash_final_hex(context, $0.baseAddress, Int32($0.count)) }
-        return String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self)
+    /// The digest of everything hashed so far.
+    func finalDigest() -> SHA256Digest {
+        var buffer = [UInt8](repeating: 0, count: Int(av_hash_get_size(context)))
+        buffer.withUnsafeMutableBufferPointer { av_hash_final(context, $0.baseAddress) }
+        guard let digest = SHA256Digest(bytes: buffer) else { fatalError("av_hash SHA256 gave \(buffer.count) bytes") }
+        return digest
     }
 }

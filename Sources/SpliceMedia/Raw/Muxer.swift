@@ -56,11 +56,6 @@ final class Muxer: PacketWriter {
     /// Whether the container wants codec headers out of band (encoders must set GLOBAL_HEADER).
     var wantsGlobalHeader: Bool { context.pointee.oformat.pointee.flags & AVFMT_GLOBALHEADER != 0 }
 
-    /// Whether the container can hold `codec`.
-    func supports(_ codec: AVCodecID) -> Bool {
-        avformat_query_codec(context.pointee.oformat, codec, FF_COMPLIANCE_NORMAL) == 1
-    }
-
     /// Adds a stream configured from an opened encoder.
     func addStream(encoder: CodecContext, frameRate: Rational?) throws(MediaError) -> Int {
         guard let st = avformat_new_stream(context, nil) else { fatalError("avformat_new_stream: out of memory") }

@@ -101,19 +101,6 @@ final class AudioFifo {
         if written < count { throw MediaError(.internalError, "audio buffer could not grow (out of memory)") }
     }
 
-    /// Appends `count` samples of silence.
-    func appendSilence(count: Int) throws(MediaError) {
-        var remaining = count
-        while remaining > 0 {
-            let chunk = min(remaining, 4096)
-            _ = try withAppendBuffer(capacity: 4096) { buf throws(MediaError) -> Int in
-                av_samples_set_silence(buf, 0, Int32(chunk), Int32(channels), format)
-                return chunk
-            }
-            remaining -= chunk
-        }
-    }
-
     /// Removes `count` samples from the front without reading them.
     func drain(_ count: Int) {
         av_audio_fifo_drain(fifo, Int32(min(count, self.count)))

@@ -1,12 +1,13 @@
 public import Foundation
+public import SpliceCore
 
 /// What encoding one segment produced.
 public struct SegmentResult: Sendable, Codable, Hashable {
     public var index: Int
     /// Where the segment file is.
     public var path: String
-    /// SHA-256 of the file, hex.
-    public var checksum: String
+    /// SHA-256 of the file.
+    public var checksum: SHA256Digest
     public var bytes: Int64
     public var videoFrames: Int
     public var audioSamples: Int64
@@ -42,15 +43,12 @@ public struct SegmentExporter: Sendable {
                 let exportPlan = try ExportPlan.segment(plan, spec: spec, asset: asset, destination: output.path,
                                                         codecThreads: codecThreads)
                 let pipeline = ExportPipeline(plan: exportPlan, isCancelled: { flag.isSet }, onProgress: progress)
-                let result: ExportPipeline.Result
-                do {
-                    result = try pipeline.run()
-                } catch let error as MediaError where error.code == .decodeFailed && error.message.hasPrefix("no video frame") {
-                    throw MediaError(.decodeFailed, "segment \(index) of '\(plan.source)' has no decodable video frame "
-                                     + "in its range; the source may be damaged there", isRetryable: false)
+                let result = try pipeline.run()
+                guard let checksum = result.checksum else {
+                    throw MediaError(.internalError, "segment \(index) was written to '\(output.path)' without its checksum")
                 }
                 let bytes = (try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int64) ?? 0
-                return SegmentResult(index: index, path: output.path, checksum: result.checksum ?? "", bytes: bytes,
+                return SegmentResult(index: index, path: output.path, checksum: checksum, bytes: bytes,
                                      videoFrames: result.videoFrames, audioSamples: result.audioSamples,
                                      cpuMicroseconds: threadCPUMicroseconds() - cpuStart)
             }

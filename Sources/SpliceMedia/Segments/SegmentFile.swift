@@ -1,5 +1,6 @@
 internal import CFFmpeg
 import Foundation
+import SpliceCore
 
 /// Splice's segment file: the intermediate container between a segment export and the stitcher.
 ///
@@ -50,7 +51,7 @@ final class SegmentFileWriter: PacketWriter {
     private var videoStream: Int?
     private var finished = false
     /// The SHA-256 of the finished file.
-    private(set) var checksum: String?
+    private(set) var checksum: SHA256Digest?
 
     init(destination: String, planID: String, index: Int) throws(MediaError) {
         self.destination = destination
@@ -133,7 +134,7 @@ final class SegmentFileWriter: PacketWriter {
             throw SegmentFileWriter.systemError("cannot move segment into place at '\(destination)': ")
         }
         finished = true
-        checksum = hash.finalHex()
+        checksum = hash.finalDigest()
     }
 
     // MARK: - Bytes
@@ -295,7 +296,7 @@ final class SegmentFileReader {
     }
 
     /// The SHA-256 of the whole file; valid once ``next(into:)`` has returned nil (nil when not verifying).
-    func checksum() -> String? { atEnd ? hash?.finalHex() : nil }
+    func checksum() -> SHA256Digest? { atEnd ? hash?.finalDigest() : nil }
 
     private func read(_ destination: UnsafeMutableRawPointer, _ count: Int) throws(MediaError) {
         guard filled(destination, count) else {

@@ -1,5 +1,14 @@
-/// A setting that cannot be used: names the field, what was given and what is allowed.
-public struct SettingsError: Error, Sendable, Hashable, CustomStringConvertible {
+public import SpliceCore
+
+/// A setting that cannot be used: names the field, what was given and what is allowed. Of the
+/// shape every Splice error has: its code is always `invalid-settings`, its message names the
+/// field, and no retry helps.
+public struct SettingsError: SpliceError, Hashable {
+    /// Its one code.
+    public enum Code: String, Sendable, Hashable {
+        case invalidSettings = "invalid-settings"
+    }
+
     /// The setting's name as the CLI spells it without dashes ("width", "video-codec").
     public var field: String
     /// What was given, as text.
@@ -13,7 +22,10 @@ public struct SettingsError: Error, Sendable, Hashable, CustomStringConvertible 
         self.allowed = allowed
     }
 
-    public var description: String { "invalid \(field) '\(value)': must be \(allowed)" }
+    public var code: Code { .invalidSettings }
+    public var message: String { "invalid \(field) '\(value)': must be \(allowed)" }
+    public var isRetryable: Bool { false }
+    public var description: String { message }
 
     /// A "one of a, b, c" phrase.
     static func oneOf<S: Sequence>(_ values: S) -> String where S.Element: CustomStringConvertible {

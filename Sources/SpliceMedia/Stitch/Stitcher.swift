@@ -1,5 +1,6 @@
 internal import CFFmpeg
 public import Foundation
+public import SpliceCore
 
 /// What a stitch wrote.
 public struct StitchSummary: Sendable, Codable, Hashable {
@@ -37,7 +38,7 @@ public struct Stitcher: Sendable {
     /// already at `output` is an error (``MediaError/Code/outputExists``), checked before any
     /// segment is read and again when the finished file is moved into place; a segment file is
     /// never replaced, nor the source (``OutputDestination``).
-    public func stitch(segments: [Int: String], checksums: [Int: String] = [:], to output: URL,
+    public func stitch(segments: [Int: String], checksums: [Int: SHA256Digest] = [:], to output: URL,
                        overwrite: Bool = false) async throws -> StitchSummary {
         let plan = self.plan
         return try await BlockingThread.run("splice.stitch") {
@@ -51,7 +52,7 @@ public struct Stitcher: Sendable {
 private struct StitchRun {
     let plan: SegmentPlan
     let segments: [Int: String]
-    let checksums: [Int: String]
+    let checksums: [Int: SHA256Digest]
     let destination: String
     let overwrite: Bool
 
@@ -254,7 +255,7 @@ private func readHeaders(plan: SegmentPlan, specs: [SegmentSpec], files: [Int: S
 private final class VideoUnits: StitchFeed {
     let plan: SegmentPlan
     let files: [Int: String]
-    var checksums: [Int: String] = [:]
+    var checksums: [Int: SHA256Digest] = [:]
     let specs: [SegmentSpec]
     let reference: CodecParameters
     private var sortedPTS: [Int64] = []
@@ -332,7 +333,7 @@ private final class VideoUnits: StitchFeed {
 private final class AudioUnits: StitchFeed {
     let plan: SegmentPlan
     let files: [Int: String]
-    let checksums: [Int: String]
+    let checksums: [Int: SHA256Digest]
     let specs: [SegmentSpec]
     let reference: CodecParameters
     private let samplesPerPacket: Int64
@@ -345,7 +346,7 @@ private final class AudioUnits: StitchFeed {
     private var nextPTS: Int64?
     private(set) var kept = 0
 
-    init(plan: SegmentPlan, track: Int, specs: [SegmentSpec], files: [Int: String], checksums: [Int: String]) throws(MediaError) {
+    init(plan: SegmentPlan, track: Int, specs: [SegmentSpec], files: [Int: String], checksums: [Int: SHA256Digest]) throws(MediaError) {
         self.plan = plan
         self.specs = specs
         self.files = files

@@ -244,7 +244,7 @@ public final class EmbeddedPostgres: Sendable {
     }
 
     private func failure(_ message: String) -> StoreError {
-        StoreError(.embeddedServer, message: message, isRetryable: false)
+        StoreError(.embeddedServer, message, isRetryable: false)
     }
 
     private func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {

@@ -30,10 +30,8 @@ enum PostgresBinaries {
         for directory in candidates where hasAllPrograms(directory) {
             return directory
         }
-        throw StoreError(.embeddedServer,
-                         message: "cannot find PostgreSQL's initdb and pg_ctl (looked in pg_config --bindir, PATH and "
-                             + "/usr/lib/postgresql/*/bin). Install the server (Debian: apt-get install postgresql).",
-                         isRetryable: false)
+        throw StoreError(.embeddedServer, "cannot find PostgreSQL's initdb and pg_ctl (looked in pg_config --bindir, PATH and "
+                             + "/usr/lib/postgresql/*/bin). Install the server (Debian: apt-get install postgresql).", isRetryable: false)
     }
 
     private static func hasAllPrograms(_ directory: String) -> Bool {
@@ -98,8 +96,7 @@ enum ToolRunner {
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArguments, environ)
         guard spawned == 0 else {
-            throw StoreError(.embeddedServer, message: "cannot run \(argv[0]): \(String(cString: strerror(spawned)))",
-                             isRetryable: false)
+            throw StoreError(.embeddedServer, "cannot run \(argv[0]): \(String(cString: strerror(spawned)))", isRetryable: false)
         }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
@@ -118,7 +115,7 @@ enum ToolRunner {
         for setpriv in ["/usr/bin/setpriv", "/bin/setpriv"] where FileManager.default.isExecutableFile(atPath: setpriv) {
             return (setpriv, ["--reuid=\(user)", "--regid=\(user)", "--init-groups", "--"])
         }
-        throw StoreError(.embeddedServer, message: "running as root, but neither runuser nor setpriv is available to "
+        throw StoreError(.embeddedServer, "running as root, but neither runuser nor setpriv is available to "
                              + "run PostgreSQL as user \(user). Install util-linux.", isRetryable: false)
     }
 }

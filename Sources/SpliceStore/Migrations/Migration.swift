@@ -18,11 +18,10 @@ public struct Migration: Sendable, Equatable, CustomStringConvertible {
         guard digits.count == 4, let version = Int(digits), version > 0, fileName.hasSuffix(".sql"),
               fileName.dropFirst(4).hasPrefix("_"), fileName.count > "0000_.sql".count
         else {
-            throw StoreError(.invalidMigration, message: "\(fileName): a migration file must be named NNNN_name.sql",
-                             isRetryable: false)
+            throw StoreError(.invalidMigration, "\(fileName): a migration file must be named NNNN_name.sql", isRetryable: false)
         }
         guard let sql = String(data: contents, encoding: .utf8) else {
-            throw StoreError(.invalidMigration, message: "\(fileName) is not UTF-8", isRetryable: false)
+            throw StoreError(.invalidMigration, "\(fileName) is not UTF-8", isRetryable: false)
         }
         self.version = version
         self.name = String(fileName.dropFirst(5).dropLast(4))
@@ -35,7 +34,7 @@ public struct Migration: Sendable, Equatable, CustomStringConvertible {
         var migrations: [Migration] = []
         for file in embeddedFiles {
             guard let contents = Data(base64Encoded: file.base64) else {
-                throw StoreError(.invalidMigration, message: "\(file.fileName): corrupt embedded copy", isRetryable: false)
+                throw StoreError(.invalidMigration, "\(file.fileName): corrupt embedded copy", isRetryable: false)
             }
             migrations.append(try Migration(fileName: file.fileName, contents: contents))
         }
@@ -46,9 +45,7 @@ public struct Migration: Sendable, Equatable, CustomStringConvertible {
     /// Checks that `migrations` are numbered 1, 2, 3, … in order.
     static func validateSequence(_ migrations: [Migration]) throws(StoreError) {
         for (offset, migration) in migrations.enumerated() where migration.version != offset + 1 {
-            throw StoreError(.invalidMigration,
-                             message: "migration \(migration.label) is out of sequence: expected version \(offset + 1)",
-                             isRetryable: false)
+            throw StoreError(.invalidMigration, "migration \(migration.label) is out of sequence: expected version \(offset + 1)", isRetryable: false)
         }
     }
 

@@ -38,18 +38,14 @@ public struct MigrationStatus: Sendable, CustomStringConvertible {
     /// What stops `migrate()` (and a coordinator) from running against this database, if anything.
     public var problem: StoreError? {
         if let unknown = entries.first(where: { $0.state == .unknownToCode }) {
-            return StoreError(.databaseNewerThanCode,
-                              message: "the database has migration \(unknown.version) (\(unknown.name)) that this "
+            return StoreError(.databaseNewerThanCode, "the database has migration \(unknown.version) (\(unknown.name)) that this "
                                   + "splice binary does not know: the database is newer than the code. "
-                                  + "Run a newer splice, or restore a matching database.",
-                              isRetryable: false)
+                                  + "Run a newer splice, or restore a matching database.", isRetryable: false)
         }
         if let changed = entries.first(where: { $0.state == .checksumMismatch }) {
-            return StoreError(.migrationChecksumMismatch,
-                              message: "migration \(changed.version) (\(changed.name)) was applied with different "
+            return StoreError(.migrationChecksumMismatch, "migration \(changed.version) (\(changed.name)) was applied with different "
                                   + "contents than this binary carries: a landed migration file was edited. "
-                                  + "Restore the original file and add a new migration instead.",
-                              isRetryable: false)
+                                  + "Restore the original file and add a new migration instead.", isRetryable: false)
         }
         return nil
     }

@@ -27,11 +27,9 @@ public struct ConnectionConfiguration: Sendable, Equatable, CustomStringConverti
             // percent-escape in it, say): drop every quoted piece rather than guess.
             let unquoted = reason.trimmingCharacters(in: .whitespacesAndNewlines)
                 .replacing(#/"[^"]*"/#, with: "\"…\"")
-            throw StoreError(.invalidConfiguration,
-                             message: "cannot parse the database URL: " + Redactor(secrets: [connectionString])
+            throw StoreError(.invalidConfiguration, "cannot parse the database URL: " + Redactor(secrets: [connectionString])
                                  .redact(unquoted) + ". Expected postgresql://user:password@host:port/database "
-                                 + "or key=value pairs.",
-                             isRetryable: false)
+                                 + "or key=value pairs.", isRetryable: false)
         }
         defer { PQconninfoFree(options) }
         var parameters: [Parameter] = []

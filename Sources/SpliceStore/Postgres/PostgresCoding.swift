@@ -1,4 +1,5 @@
 public import Foundation
+public import SpliceCore
 
 /// A PostgreSQL type, by its OID; used to tell the server what a bound parameter is.
 public struct PostgresType: Hashable, Sendable {
@@ -119,6 +120,39 @@ extension UUID: PostgresEncodable, PostgresDecodable, PostgresArrayElement {
         let text = try nonNull(text)
         guard let uuid = UUID(uuidString: text) else { throw PostgresDecodingIssue("not a UUID: \(text)") }
         return uuid
+    }
+}
+
+/// Ids travel as `uuid`, in their one text form.
+extension PostgresEncodable where Self: UUIDIdentifier {
+    public static var postgresType: PostgresType { .uuid }
+    public var postgresText: String? { description }
+}
+
+extension PostgresArrayElement where Self: UUIDIdentifier {
+    public static var postgresArrayType: PostgresType { .uuidArray }
+}
+
+extension PostgresDecodable where Self: UUIDIdentifier {
+    public static func decode(postgresText text: String?) throws -> Self {
+        let text = try nonNull(text)
+        guard let id = Self(text) else { throw PostgresDecodingIssue("not a \(Self.noun): \(text)") }
+        return id
+    }
+}
+
+extension JobID: PostgresEncodable, PostgresDecodable, PostgresArrayElement {}
+extension LeaseToken: PostgresEncodable, PostgresDecodable, PostgresArrayElement {}
+
+/// A segment's digest travels as its text form (`sha256:` + hex).
+extension SHA256Digest: PostgresEncodable, PostgresDecodable, PostgresArrayElement {
+    public static var postgresType: PostgresType { .text }
+    public static var postgresArrayType: PostgresType { .textArray }
+    public var postgresText: String? { description }
+    public static func decode(postgresText text: String?) throws -> SHA256Digest {
+        let text = try nonNull(text)
+        guard let digest = SHA256Digest(text) else { throw PostgresDecodingIssue("not a sha256: checksum: \(text)") }
+        return digest
     }
 }
 

@@ -118,7 +118,7 @@ extension PostgresConnection {
         // COMMIT of a transaction that already failed answers ROLLBACK rather than an error.
         let commit = try await query("COMMIT")
         guard commit.commandTag == "COMMIT" else {
-            throw StoreError(.queryFailed, sqlState: "25P02", message: "the transaction failed and was rolled back")
+            throw StoreError(.queryFailed, "the transaction failed and was rolled back", sqlState: "25P02")
         }
         return value
     }

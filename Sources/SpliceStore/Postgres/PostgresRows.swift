@@ -30,7 +30,7 @@ public struct PostgresRow: Sendable {
     /// The column named `column`, decoded as `T` (use an Optional type for nullable columns).
     public func decode<T: PostgresDecodable>(_ type: T.Type = T.self, column: String) throws(StoreError) -> T {
         guard let index = columns.firstIndex(of: column) else {
-            throw StoreError(.decodingFailed, message: "the result has no column \(column)")
+            throw StoreError(.decodingFailed, "the result has no column \(column)")
         }
         return try decode(type, at: index)
     }
@@ -38,14 +38,14 @@ public struct PostgresRow: Sendable {
     /// The column at `index`, decoded as `T`.
     public func decode<T: PostgresDecodable>(_ type: T.Type = T.self, at index: Int) throws(StoreError) -> T {
         guard values.indices.contains(index) else {
-            throw StoreError(.decodingFailed, message: "the result has no column number \(index)")
+            throw StoreError(.decodingFailed, "the result has no column number \(index)")
         }
         do {
             return try T.decode(postgresText: values[index])
         } catch let issue as PostgresDecodingIssue {
-            throw StoreError(.decodingFailed, message: "column \(columns[index]) as \(T.self): \(issue.reason)")
+            throw StoreError(.decodingFailed, "column \(columns[index]) as \(T.self): \(issue.reason)")
         } catch {
-            throw StoreError(.decodingFailed, message: "column \(columns[index]) as \(T.self): \(error)")
+            throw StoreError(.decodingFailed, "column \(columns[index]) as \(T.self): \(error)")
         }
     }
 }

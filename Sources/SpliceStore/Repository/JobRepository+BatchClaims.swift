@@ -63,7 +63,7 @@ extension JobRepository {
             let segment = try Segment(row: row)
             guard let reference = segment.lease, let expiresAt = segment.leaseExpiresAt, let worker = segment.leasedBy
             else {
-                throw StoreError(.decodingFailed, message: "a claimed segment came back without its lease")
+                throw StoreError(.decodingFailed, "a claimed segment came back without its lease")
             }
             leases[worker, default: []].append(SegmentLease(segment: segment, reference: reference, expiresAt: expiresAt))
         }

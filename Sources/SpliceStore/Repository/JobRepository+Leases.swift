@@ -1,5 +1,6 @@
 public import Foundation
 import SpliceConcurrency
+public import SpliceCore
 
 extension JobRepository {
     // MARK: - Claiming
@@ -16,12 +17,6 @@ extension JobRepository {
 
     // MARK: - Extending
 
-    /// Pushes a lease's expiry to `duration` from now. Returns the new expiry, or nil when the lease
-    /// is no longer current (the worker should drop the segment).
-    public func extendLease(_ lease: LeaseReference, by duration: Duration) async throws -> Date? {
-        try await extendLeases([lease], by: duration)[lease]
-    }
-
     /// Extends several leases in one statement (a worker's heartbeat lists all of its segments).
     /// Leases missing from the answer are no longer current.
     public func extendLeases(_ leases: [LeaseReference], by duration: Duration) async throws -> [LeaseReference: Date] {
@@ -29,15 +24,17 @@ extension JobRepository {
         // Rows are locked in id order first, the order completions lock them in: an extension and
         // a completion of the same segments (a PROGRESS just before its COMPLETE) then queue
         // instead of deadlocking (which Postgres only breaks after deadlock_timeout, 1 s).
-        // The rows are found by primary key; `state = 'leased'` is checked by the UPDATE only.
-        // In the locking scan it lets the planner pick the partial index on leased segments,
-        // which under load holds thousands of dead entries of segments no longer leased (bitmap
-        // scans never mark them dead), and every batch would walk them all.
+        // The rows are found by their unique (job, index) key; `state = 'leased'` is checked by
+        // the UPDATE only. In the locking scan it lets the planner pick the partial index on leased
+        // segments, which under load holds thousands of dead entries of segments no longer leased
+        // (bitmap scans never mark them dead), and every batch would walk them all.
         let rows = try await client.query("""
             WITH target AS (
                 SELECT s.id, lease.token
-                FROM segments s JOIN unnest(\(leases.map(\.segmentID)), \(leases.map(\.token))) AS lease(id, token)
-                    ON s.id = lease.id AND s.lease_token = lease.token
+                FROM segments s
+                JOIN unnest(\(leases.map(\.job)), \(leases.map(\.index)), \(leases.map(\.token)))
+                    AS lease(job_id, index, token)
+                    ON s.job_id = lease.job_id AND s.index = lease.index AND s.lease_token = lease.token
                 ORDER BY s.id
                 FOR UPDATE OF s
             )
@@ -46,12 +43,13 @@ extension JobRepository {
                 heartbeat_at = now(), updated_at = now()
             FROM target
             WHERE s.id = target.id AND s.lease_token = target.token AND s.state = 'leased'
-            RETURNING s.id, s.lease_token, s.lease_expires_at
+            RETURNING s.job_id, s.index, s.lease_token, s.lease_expires_at
             """)
         var extended: [LeaseReference: Date] = [:]
         for row in rows {
-            let reference = LeaseReference(segmentID: try row.decode(at: 0), token: try row.decode(at: 1))
-            extended[reference] = try row.decode(Date.self, at: 2)
+            let reference = LeaseReference(job: try row.decode(at: 0), segment: try row.decode(at: 1),
+                                           token: try row.decode(at: 2))
+            extended[reference] = try row.decode(Date.self, at: 3)
         }
         return extended
     }
@@ -64,28 +62,27 @@ extension JobRepository {
     ///
     /// Concurrent calls are group-committed: while one batch is being written, new completions
     /// queue and go together in the next statement, so many completions share one commit.
-    public func completeSegment(_ lease: LeaseReference, outputURL: String, checksum: String) async throws
-        -> CompletionOutcome {
+    public func completeSegment(_ lease: LeaseReference, outputURL: String, checksum: SHA256Digest) async throws
+        -> ResultOutcome {
         try await completionBatcher.submit(SegmentCompletion(lease: lease, outputURL: outputURL, checksum: checksum))
     }
 
-    /// Records several results in one transaction; answers in the same order.
-    public func completeSegments(_ completions: [SegmentCompletion]) async throws -> [CompletionOutcome] {
-        try await Self.writeCompletions(completions, on: client)
-    }
-
-    static func writeCompletions(_ completions: [SegmentCompletion], on client: PostgresClient) async throws
-        -> [CompletionOutcome] {
+    /// Records several results in one transaction; answers in the same order (the group
+    /// committer's write, and the tests').
+    package static func writeCompletions(_ completions: [SegmentCompletion], on client: PostgresClient) async throws
+        -> [ResultOutcome] {
         guard !completions.isEmpty else { return [] }
-        // Found by primary key, the state checked by the UPDATE (see `extendLeases`).
+        // Found by their (job, index) key, the state checked by the UPDATE (see `extendLeases`).
         let rows = try await client.query("""
             WITH input AS (
-                SELECT * FROM unnest(\(completions.map(\.lease.segmentID)), \(completions.map(\.lease.token)),
-                                     \(completions.map(\.outputURL)), \(completions.map(\.checksum)))
-                    WITH ORDINALITY AS input(id, token, output_url, checksum, n)
+                SELECT * FROM unnest(\(completions.map(\.lease.job)), \(completions.map(\.lease.index)),
+                                     \(completions.map(\.lease.token)), \(completions.map(\.outputURL)),
+                                     \(completions.map(\.checksum)))
+                    WITH ORDINALITY AS input(job_id, index, token, output_url, checksum, n)
             ), target AS (
                 SELECT s.id, s.leased_by, input.token, input.output_url, input.checksum
-                FROM segments s JOIN input ON s.id = input.id AND s.lease_token = input.token
+                FROM segments s
+                JOIN input ON s.job_id = input.job_id AND s.index = input.index AND s.lease_token = input.token
                 ORDER BY s.id
                 FOR UPDATE OF s
             ), segment AS (
@@ -94,7 +91,7 @@ extension JobRepository {
                     updated_at = now(), leased_by = NULL, lease_expires_at = NULL
                 FROM target
                 WHERE s.id = target.id AND s.lease_token = target.token AND s.state = 'leased'
-                RETURNING s.id, s.job_id, s.attempt, s.lease_token, target.leased_by AS worker_id
+                RETURNING s.id, s.job_id, s.index, s.attempt, s.lease_token, target.leased_by AS worker_id
             ), counted AS (
                 SELECT job_id, count(*) AS done FROM segment GROUP BY job_id
             ), job AS (
@@ -112,23 +109,23 @@ extension JobRepository {
                 FROM job WHERE state = 'stitching'
             )
             SELECT input.n, earlier.job_id,
-                   EXISTS (SELECT 1 FROM segment WHERE segment.id = input.id AND segment.lease_token = input.token)
-                       AS completed,
+                   EXISTS (SELECT 1 FROM segment WHERE segment.job_id = input.job_id AND segment.index = input.index
+                                                       AND segment.lease_token = input.token) AS completed,
                    (SELECT state FROM job WHERE job.id = earlier.job_id) AS job_state,
                    earlier.state AS earlier_state, earlier.lease_token = input.token AS same_token
-            FROM input LEFT JOIN segments earlier ON earlier.id = input.id
+            FROM input LEFT JOIN segments earlier ON earlier.job_id = input.job_id AND earlier.index = input.index
             ORDER BY input.n
             """)
         // The statement's snapshot predates its own writes: `earlier_*` is the state before this batch.
-        var outcomes: [CompletionOutcome] = []
+        var outcomes: [ResultOutcome] = []
         var counted: Set<LeaseReference> = []
-        var lastOfJob: [UUID: Int] = [:]
+        var lastOfJob: [JobID: Int] = [:]
         for (offset, row) in rows.enumerated() {
             let reference = completions[offset].lease
             if try row.decode(Bool.self, column: "completed"), counted.insert(reference).inserted {
                 outcomes.append(.completed(jobReadyToStitch: false))
                 if try row.decode(JobState?.self, column: "job_state") == .stitching,
-                   let jobID = try row.decode(UUID?.self, column: "job_id") {
+                   let jobID = try row.decode(JobID?.self, column: "job_id") {
                     lastOfJob[jobID] = offset
                 }
                 continue
@@ -151,14 +148,17 @@ extension JobRepository {
     /// Records a failed attempt, only for the current lease. A retryable failure with attempts left
     /// puts the segment back with backoff; a permanent one, the last attempt, or failures on
     /// `deadAfterDistinctWorkers` different workers end the segment (`failed` / `dead`) and fail its job.
-    public func failSegment(_ lease: LeaseReference, failure: SegmentFailure) async throws -> FailureOutcome {
+    public func failSegment(_ lease: LeaseReference, failure: SegmentFailure) async throws -> ResultOutcome {
         try await client.transaction { connection in
             let locked = try await lockLeases(
-                where: "id = \(lease.segmentID) AND lease_token = \(lease.token) AND state = 'leased'",
+                where: """
+                    job_id = \(lease.job) AND index = \(lease.segment) AND lease_token = \(lease.token) \
+                    AND state = 'leased'
+                    """,
                 limit: 1, on: connection)
             guard let segment = locked.first else { return .staleLease }
             let outcome = try await endAttempt(segment, failure: failure, kind: "segment_failed", on: connection)
-            return outcome.map(FailureOutcome.recorded) ?? .staleLease
+            return outcome.map(ResultOutcome.recorded) ?? .staleLease
         }
     }
 
@@ -167,11 +167,12 @@ extension JobRepository {
     /// was leaving, an assignment that never reached it). The segment is claimable again at once
     /// and the worker is not counted among those it failed on; the event (`segment_returned`)
     /// keeps the reason, which `waitingReason(ofJob:)` shows while nothing else has happened.
-    public func returnSegment(_ lease: LeaseReference, reason: String) async throws -> FailureOutcome {
+    public func returnSegment(_ lease: LeaseReference, reason: String) async throws -> ResultOutcome {
         let rows = try await client.query("""
             WITH target AS (
                 SELECT id, leased_by FROM segments
-                WHERE id = \(lease.segmentID) AND lease_token = \(lease.token) AND state = 'leased'
+                WHERE job_id = \(lease.job) AND index = \(lease.segment) AND lease_token = \(lease.token)
+                    AND state = 'leased'
                 FOR UPDATE
             ), segment AS (
                 UPDATE segments s
@@ -198,7 +199,7 @@ extension JobRepository {
     /// Why a job makes no progress, when the newest thing that happened to its segments is a
     /// hand-back (`returnSegment`): the reason of that refusal. Nil once a segment was leased or
     /// finished since, and for jobs whose segments were never refused.
-    public func waitingReason(ofJob jobID: UUID) async throws -> String? {
+    public func waitingReason(ofJob jobID: JobID) async throws -> String? {
         let rows = try await client.query("""
             SELECT kind, detail FROM job_events
             WHERE job_id = \(jobID) AND kind IN ('segment_returned', 'segment_leased', 'segment_done')
@@ -213,7 +214,7 @@ extension JobRepository {
     /// that stopped before its ASSIGN went out, or held by a worker that did not come back after
     /// a coordinator restart. Fenced like the reaper; a retryable failure of the attempt.
     @discardableResult
-    public func releaseOrphanedLeases(held: Set<UUID>, idle: Duration) async throws -> [ReleasedLease] {
+    public func releaseOrphanedLeases(held: Set<LeaseToken>, idle: Duration) async throws -> [ReleasedLease] {
         try await releaseLeases(
             where: """
                 state = 'leased' AND heartbeat_at < now() - \(Int64(idle.wholeMilliseconds)) * interval '1 millisecond'
@@ -256,8 +257,7 @@ extension JobRepository {
                   let outcome = try await endAttempt(segment, failure: failure, kind: kind, also: predicate,
                                                      on: connection)
             else { continue }
-            released.append(ReleasedLease(reference: reference, jobID: segment.jobID, workerID: workerID,
-                                          outcome: outcome))
+            released.append(ReleasedLease(reference: reference, workerID: workerID, outcome: outcome))
         }
         if !released.isEmpty { try await notify(Channel.segments, on: connection) }
         return released

@@ -15,8 +15,7 @@ extension JobRepository {
             RETURNING \(Worker.columns)
             """)
         guard let row = rows.first else {
-            throw StoreError(.workerRevoked, message: "worker key \(publicKey) was revoked and cannot enroll again",
-                             isRetryable: false)
+            throw StoreError(.workerRevoked, "worker key \(publicKey) was revoked and cannot enroll again", isRetryable: false)
         }
         return try Worker(row: row)
     }
@@ -33,8 +32,7 @@ extension JobRepository {
                 WHERE id = \(workerID) RETURNING \(Worker.columns)
                 """)
             guard let row = rows.first else {
-                throw StoreError(.notFound, message: "worker \(workerID.uuidString.lowercased()) does not exist",
-                                 isRetryable: false)
+                throw StoreError(.notFound, "worker \(workerID.uuidString.lowercased()) does not exist", isRetryable: false)
             }
             return try Worker(row: row)
         }

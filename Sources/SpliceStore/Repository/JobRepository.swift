@@ -1,4 +1,5 @@
-public import Foundation
+import Foundation
+public import SpliceCore
 
 /// The coordinator's view of the job store: every method is one transaction (retried by the
 /// client after serialization failures, deadlocks and lost connections, so each is written to be
@@ -32,7 +33,7 @@ public final class JobRepository: Sendable {
 
     public let client: PostgresClient
     public let policy: Policy
-    let completionBatcher: GroupCommitter<SegmentCompletion, CompletionOutcome>
+    let completionBatcher: GroupCommitter<SegmentCompletion, ResultOutcome>
 
     public init(client: PostgresClient, policy: Policy = Policy()) {
         self.client = client
@@ -68,7 +69,7 @@ public final class JobRepository: Sendable {
             let existing = try await connection.query(
                 "SELECT \(Job.columns) FROM jobs WHERE idempotency_key = \(submission.idempotencyKey)")
             guard let row = existing.first else {
-                throw StoreError(.notFound, message: "job with idempotency key vanished during create")
+                throw StoreError(.notFound, "job with idempotency key vanished during create")
             }
             return JobCreation(job: try Job(row: row), created: false)
         }
@@ -77,7 +78,7 @@ public final class JobRepository: Sendable {
     /// `queued → planning`. Returns the job; a job already `planning` is returned unchanged (a
     /// coordinator that restarted mid-planning plans again).
     @discardableResult
-    public func startPlanning(jobID: UUID) async throws -> Job {
+    public func startPlanning(jobID: JobID) async throws -> Job {
         try await client.transaction { connection in
             try await transition(jobID, from: [.queued], to: .planning, alreadyThere: [.planning], on: connection)
         }
@@ -85,10 +86,9 @@ public final class JobRepository: Sendable {
 
     /// `planning → running`: stores the plan and its segments. Recording the same plan again is a no-op.
     @discardableResult
-    public func recordPlan(jobID: UUID, plan: PostgresJSON, segments: [PlannedSegment]) async throws -> Job {
+    public func recordPlan(jobID: JobID, plan: PostgresJSON, segments: [PlannedSegment]) async throws -> Job {
         guard !segments.isEmpty else {
-            throw StoreError(.invalidTransition, message: "job \(jobID): a plan needs at least one segment",
-                             isRetryable: false)
+            throw StoreError(.invalidTransition, "job \(jobID): a plan needs at least one segment", isRetryable: false)
         }
         return try await client.transaction { connection in
             guard let job = try await lockJob(jobID, on: connection) else { throw notFound(jobID) }
@@ -121,7 +121,7 @@ public final class JobRepository: Sendable {
 
     /// `stitching → completed`, once the coordinator has written the output. Idempotent.
     @discardableResult
-    public func completeJob(jobID: UUID) async throws -> Job {
+    public func completeJob(jobID: JobID) async throws -> Job {
         try await client.transaction { connection in
             try await transition(jobID, from: [.stitching], to: .completed, setting: ", finished_at = now()",
                                  alreadyThere: [.completed], on: connection)
@@ -131,7 +131,7 @@ public final class JobRepository: Sendable {
     /// Fails an unfinished job (planning or stitching went wrong), cancelling its open segments.
     /// A job that already failed is returned unchanged.
     @discardableResult
-    public func failJob(jobID: UUID, error: String) async throws -> Job {
+    public func failJob(jobID: JobID, error: String) async throws -> Job {
         try await client.transaction { connection in
             try await endJob(jobID, as: .failed, reason: error, on: connection)
         }
@@ -140,7 +140,7 @@ public final class JobRepository: Sendable {
     /// Cancels an unfinished job and its open segments (leased ones too: their workers' reports will
     /// be rejected as stale). A job already cancelled is returned unchanged.
     @discardableResult
-    public func cancelJob(jobID: UUID, reason: String) async throws -> Job {
+    public func cancelJob(jobID: JobID, reason: String) async throws -> Job {
         try await client.transaction { connection in
             try await endJob(jobID, as: .cancelled, reason: reason, on: connection)
         }
@@ -149,7 +149,7 @@ public final class JobRepository: Sendable {
     // MARK: - Reading (what a restarted coordinator resumes from)
 
     /// The job, or nil.
-    public func job(id: UUID) async throws -> Job? {
+    public func job(id: JobID) async throws -> Job? {
         try await client.query("SELECT \(Job.columns) FROM jobs WHERE id = \(id)").first.map(Job.init(row:))
     }
 
@@ -169,35 +169,22 @@ public final class JobRepository: Sendable {
 
     /// The ids of the jobs in any of `states`, in the order of ``jobs(in:limit:)`` — for rounds
     /// that look at most jobs only to skip them, without reading every job's plan each time.
-    public func jobIDs(in states: [JobState], limit: Int) async throws -> [UUID] {
+    public func jobIDs(in states: [JobState], limit: Int) async throws -> [JobID] {
         try await client.query("""
             SELECT id FROM jobs WHERE state = ANY(\(states))
             ORDER BY priority DESC, created_at, id LIMIT \(limit)
-            """).map { row throws(StoreError) in try row.decode(UUID.self, at: 0) }
+            """).map { row throws(StoreError) in try row.decode(JobID.self, at: 0) }
     }
 
     /// Every segment of a job, by index.
-    public func segments(ofJob jobID: UUID) async throws -> [Segment] {
+    public func segments(ofJob jobID: JobID) async throws -> [Segment] {
         try await client.query("SELECT \(Segment.columns) FROM segments WHERE job_id = \(jobID) ORDER BY index")
             .map(Segment.init(row:))
     }
 
-    /// The segments currently leased to a worker (a reconnecting worker's work in progress).
-    public func leasedSegments(ofWorker workerID: UUID) async throws -> [Segment] {
-        try await client.query("""
-            SELECT \(Segment.columns) FROM segments WHERE leased_by = \(workerID) AND state = 'leased' ORDER BY id
-            """).map(Segment.init(row:))
-    }
-
-    /// A job's audit log, oldest first.
-    public func events(ofJob jobID: UUID) async throws -> [JobEvent] {
-        try await client.query("SELECT \(JobEvent.columns) FROM job_events WHERE job_id = \(jobID) ORDER BY id")
-            .map(JobEvent.init(row:))
-    }
-
     // MARK: - Shared steps (inside a caller's transaction)
 
-    func lockJob(_ jobID: UUID, on connection: PostgresConnection) async throws -> Job? {
+    func lockJob(_ jobID: JobID, on connection: PostgresConnection) async throws -> Job? {
         try await connection.query("SELECT \(Job.columns) FROM jobs WHERE id = \(jobID) FOR UPDATE")
             .first.map(Job.init(row:))
     }
@@ -205,7 +192,7 @@ public final class JobRepository: Sendable {
     /// Moves a job from one of `from` to `to`, setting `setting` too (a fragment starting with a
     /// comma), and logs the event. A job already in one of `alreadyThere` is returned unchanged.
     func transition(
-        _ jobID: UUID, from: [JobState], to: JobState, setting: PostgresQuery = "", detail: String? = nil,
+        _ jobID: JobID, from: [JobState], to: JobState, setting: PostgresQuery = "", detail: String? = nil,
         alreadyThere: [JobState] = [], on connection: PostgresConnection
     ) async throws -> Job {
         let moved = try await connection.query("""
@@ -229,7 +216,7 @@ public final class JobRepository: Sendable {
 
     /// Ends a job as failed or cancelled: first its open segments (segments before the job row,
     /// the lock order every write here follows), then the job.
-    func endJob(_ jobID: UUID, as state: JobState, reason: String, on connection: PostgresConnection) async throws -> Job {
+    func endJob(_ jobID: JobID, as state: JobState, reason: String, on connection: PostgresConnection) async throws -> Job {
         try await connection.query("""
             WITH segment AS (
                 UPDATE segments SET state = 'cancelled', leased_by = NULL, lease_expires_at = NULL,
@@ -249,13 +236,11 @@ public final class JobRepository: Sendable {
         try await connection.query("SELECT pg_notify(\(channel), '')")
     }
 
-    func notFound(_ jobID: UUID) -> StoreError {
-        StoreError(.notFound, message: "job \(jobID.uuidString.lowercased()) does not exist", isRetryable: false)
+    func notFound(_ jobID: JobID) -> StoreError {
+        StoreError(.notFound, "job \(jobID) does not exist", isRetryable: false)
     }
 
     func invalidTransition(_ job: Job, to state: JobState) -> StoreError {
-        StoreError(.invalidTransition,
-                   message: "job \(job.id.uuidString.lowercased()) is \(job.state.rawValue) and cannot become \(state.rawValue)",
-                   isRetryable: false)
+        StoreError(.invalidTransition, "job \(job.id) is \(job.state.rawValue) and cannot become \(state.rawValue)", isRetryable: false)
     }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+public import SpliceCore
 
 // MARK: - States
 
@@ -70,7 +71,7 @@ public struct JobSubmission: Sendable, Equatable {
 
 /// A job as stored.
 public struct Job: Sendable, Equatable, Identifiable {
-    public var id: UUID
+    public var id: JobID
     public var idempotencyKey: String
     public var sourceURL: String
     public var outputURL: String
@@ -120,14 +121,14 @@ public struct PlannedSegment: Sendable, Equatable {
 /// A segment as stored.
 public struct Segment: Sendable, Equatable, Identifiable {
     public var id: Int64
-    public var jobID: UUID
+    public var jobID: JobID
     public var plan: PlannedSegment
     public var state: SegmentState
     /// How many attempts have started (the current one included while leased).
     public var attempt: Int
     public var maxAttempts: Int
     /// The current lease's token while leased; afterwards the last attempt's.
-    public var leaseToken: UUID?
+    public var leaseToken: LeaseToken?
     public var leasedBy: UUID?
     public var leaseExpiresAt: Date?
     public var heartbeatAt: Date?
@@ -136,27 +137,35 @@ public struct Segment: Sendable, Equatable, Identifiable {
     /// Workers whose attempts failed or were taken back.
     public var failedWorkers: [UUID]
     public var outputURL: String?
-    public var checksum: String?
+    public var checksum: SHA256Digest?
     public var lastError: String?
     public var finishedAt: Date?
 
     /// The fence a worker must present to extend, complete or fail this attempt.
     public var lease: LeaseReference? {
-        leaseToken.map { LeaseReference(segmentID: id, token: $0) }
+        leaseToken.map { LeaseReference(job: jobID, segment: plan.index, token: $0) }
     }
 }
 
-/// Names one attempt at one segment: only the holder of the current token can act on it.
+/// Names one attempt at one segment — the job, the segment's index in its plan, the attempt's
+/// lease token, as the worker protocol names it too — so only the holder of the current token
+/// can act on it.
 public struct LeaseReference: Sendable, Hashable, CustomStringConvertible {
-    public var segmentID: Int64
-    public var token: UUID
+    public var job: JobID
+    /// The segment's index in the job's plan.
+    public var segment: Int
+    public var token: LeaseToken
 
-    public init(segmentID: Int64, token: UUID) {
-        self.segmentID = segmentID
+    public init(job: JobID, segment: Int, token: LeaseToken) {
+        self.job = job
+        self.segment = segment
         self.token = token
     }
 
-    public var description: String { "segment=\(segmentID) lease=\(token.uuidString.lowercased())" }
+    public var description: String { "job=\(job) segment=\(segment) lease=\(token)" }
+
+    /// The segment index as the `segments.index` column holds it (`integer`).
+    var index: Int32 { Int32(clamping: segment) }
 }
 
 /// A segment just leased to a worker.
@@ -171,22 +180,30 @@ public struct SegmentCompletion: Sendable, Equatable {
     public var lease: LeaseReference
     /// Where the attempt wrote its output (unique per attempt).
     public var outputURL: String
-    public var checksum: String
+    public var checksum: SHA256Digest
 
-    public init(lease: LeaseReference, outputURL: String, checksum: String) {
+    public init(lease: LeaseReference, outputURL: String, checksum: SHA256Digest) {
         self.lease = lease
         self.outputURL = outputURL
         self.checksum = checksum
     }
 }
 
-/// What `completeSegment` did.
-public enum CompletionOutcome: Sendable, Equatable {
-    /// Recorded. `jobReadyToStitch` is true when this was the job's last segment (the job is now `stitching`).
+/// What recording a worker's report of an attempt did — `completeSegment` (a result),
+/// `failSegment` (a failure), `returnSegment` (a hand-back). The coordinator acts on it as it is:
+/// it decides the ACK, whether the job is ready to stitch or has failed, and when the segment may
+/// be claimed again.
+public enum ResultOutcome: Sendable, Hashable {
+    /// The result is recorded. `jobReadyToStitch` is true when this was the job's last segment
+    /// (the job is now `stitching`).
     case completed(jobReadyToStitch: Bool)
     /// This very attempt had already completed: a duplicate report, acknowledged again, changing nothing.
     case alreadyCompleted
-    /// The token is not the segment's current lease (taken back, re-leased, cancelled): rejected.
+    /// The attempt ended without a result (a failure, a hand-back) and that is recorded: what
+    /// became of the segment.
+    case recorded(AttemptOutcome)
+    /// The token is not the segment's current lease (taken back, re-leased, cancelled, or the
+    /// failure was already recorded): no effect.
     case staleLease
 }
 
@@ -203,24 +220,16 @@ public struct SegmentFailure: Sendable, Equatable {
 }
 
 /// What happened to a segment whose attempt ended without a result (failure, expired or released lease).
-public enum AttemptOutcome: Sendable, Equatable {
+public enum AttemptOutcome: Sendable, Hashable {
     /// Back to `pending`, claimable again from `at`.
     case willRetry(at: Date)
     /// The segment is `failed` or `dead`, and its job has failed.
     case jobFailed(segmentState: SegmentState)
 }
 
-/// What `failSegment` did.
-public enum FailureOutcome: Sendable, Equatable {
-    case recorded(AttemptOutcome)
-    /// The token is not the segment's current lease (or the failure was already recorded): no effect.
-    case staleLease
-}
-
 /// A lease the reaper (or a worker's revocation) took back.
 public struct ReleasedLease: Sendable, Equatable {
     public var reference: LeaseReference
-    public var jobID: UUID
     public var workerID: UUID
     public var outcome: AttemptOutcome
 }
@@ -243,7 +252,7 @@ public struct Worker: Sendable, Equatable, Identifiable {
 /// One line of a job's audit log.
 public struct JobEvent: Sendable, Equatable {
     public var id: Int64
-    public var jobID: UUID
+    public var jobID: JobID
     public var segmentID: Int64?
     public var at: Date
     /// `job_created`, `job_planning`, `segment_leased`, `segment_done`, `segment_retry`, …
@@ -252,6 +261,6 @@ public struct JobEvent: Sendable, Equatable {
     public var toState: String?
     public var attempt: Int?
     public var workerID: UUID?
-    public var leaseToken: UUID?
+    public var leaseToken: LeaseToken?
     public var detail: String?
 }

@@ -60,11 +60,11 @@ extension Worker {
 }
 
 extension JobEvent {
-    static let columns: PostgresQuery = """
+    package static let columns: PostgresQuery = """
         id, job_id, segment_id, at, kind, from_state, to_state, attempt, worker_id, lease_token, detail
         """
 
-    init(row: PostgresRow) throws(StoreError) {
+    package init(row: PostgresRow) throws(StoreError) {
         self.init(
             id: try row.decode(column: "id"), jobID: try row.decode(column: "job_id"),
             segmentID: try row.decode(column: "segment_id"), at: try row.decode(column: "at"),

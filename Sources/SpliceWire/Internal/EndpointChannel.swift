@@ -17,7 +17,6 @@ enum EndpointCommand: Sendable {
     case sendAll([(frames: [Data], target: SendTarget)], reply: CheckedContinuation<[Result<Void, WireError>], Never>)
     /// Sends `farewell` to every connection of `key`, then forgets them; replies with their count.
     case disconnect(key: CurvePublicKey, farewell: [Data]?, reply: CheckedContinuation<Int, Never>)
-    case inspect(reply: CheckedContinuation<[String: Int64], Never>)
     case close(linger: Duration?, reply: CheckedContinuation<Void, Never>?)
 
     /// Answers the command as if the endpoint were closed.
@@ -26,7 +25,6 @@ enum EndpointCommand: Sendable {
         case .send(_, _, let reply): reply.resume(returning: .failure(.endpointClosed))
         case .sendAll(let sends, let reply): reply.resume(returning: sends.map { _ in .failure(.endpointClosed) })
         case .disconnect(_, _, let reply): reply.resume(returning: 0)
-        case .inspect(let reply): reply.resume(returning: [:])
         case .close(_, let reply): reply?.resume()
         }
     }
@@ -46,7 +44,7 @@ final class EndpointChannel: Sendable {
         do {
             wake = try WakePipe()
         } catch {
-            throw WireError(code: .system, errno: error.errno, message: error.description)
+            throw WireError(.system, error.description, errno: error.errno)
         }
         self.wake = wake
         self.inbound = InboundQueue(capacity: inboundCapacity) { wake.signal() }

@@ -74,7 +74,7 @@ final class EndpointLoop {
 
     /// Applies every option; linger first, so a socket abandoned by a later failure cannot hang
     /// the context.
-    private static func configure(_ socket: RawSocket, _ options: WireOptions, type: WireSocketType) throws(WireError) {
+    static func configure(_ socket: RawSocket, _ options: WireOptions, type: WireSocketType) throws(WireError) {
         try socket.set(ZMQ_LINGER, options.linger?.zmqMilliseconds ?? Int32(-1), name: "ZMQ_LINGER")
         try socket.set(ZMQ_SNDHWM, Int32(clamping: options.sendHighWaterMark), name: "ZMQ_SNDHWM")
         try socket.set(ZMQ_RCVHWM, Int32(clamping: options.receiveHighWaterMark), name: "ZMQ_RCVHWM")
@@ -172,8 +172,6 @@ final class EndpointLoop {
             reply.resume(returning: sends.map { send($0.frames, to: $0.target) })
         case .disconnect(let key, let farewell, let reply):
             reply.resume(returning: disconnect(key, farewell: farewell))
-        case .inspect(let reply):
-            reply.resume(returning: inspect())
         case .close:
             break  // handled by run()
         }
@@ -284,28 +282,27 @@ final class EndpointLoop {
         switch target {
         case .peer(let peer):
             guard let id = peer.routingID else {
-                return .failure(WireError(code: .invalidArgument, message: "a ROUTER send needs the peer's routing id"))
+                return .failure(WireError(.invalidArgument, "a ROUTER send needs the peer's routing id"))
             }
             routingID = id
             key = peer.publicKey
         case .key(let target):
             guard let id = routesOfKey[target]?.last else {
-                return .failure(WireError(code: .unknownPeer, message: "no connection from key \(target)"))
+                return .failure(WireError(.unknownPeer, "no connection from key \(target)"))
             }
             routingID = id
             key = target
         }
         guard let key, let domain = serverDomain else { return .success(routingID) }
         if let authorizer = plan.authorizer, !authorizer.isStillAuthorized(key, domain: domain) {
-            return .failure(WireError(code: .peerRevoked, message: "key \(key) is no longer authorized"))
+            return .failure(WireError(.peerRevoked, "key \(key) is no longer authorized"))
         }
         guard let owner = keyOfRoute[routingID] else {
-            return .failure(WireError(code: .unknownPeer, message: "no connection \(routingID) from key \(key)"))
+            return .failure(WireError(.unknownPeer, "no connection \(routingID) from key \(key)"))
         }
         guard owner == key else {
             return .failure(WireError(
-                code: .peerMismatch, message: "connection \(routingID) now belongs to key \(owner), not \(key)"
-            ))
+                .peerMismatch, "connection \(routingID) now belongs to key \(owner), not \(key)"))
         }
         return .success(routingID)
     }
@@ -317,23 +314,5 @@ final class EndpointLoop {
             forgetRoute(routingID)
         }
         return routes.count
-    }
-
-    // MARK: - Inspection (tests)
-
-    private func inspect() -> [String: Int64] {
-        let options: [(String, Int32)] = [
-            ("linger", ZMQ_LINGER), ("sndhwm", ZMQ_SNDHWM), ("rcvhwm", ZMQ_RCVHWM),
-            ("heartbeat_ivl", ZMQ_HEARTBEAT_IVL), ("heartbeat_timeout", ZMQ_HEARTBEAT_TIMEOUT),
-            ("heartbeat_ttl", ZMQ_HEARTBEAT_TTL), ("immediate", ZMQ_IMMEDIATE),
-            ("reconnect_ivl", ZMQ_RECONNECT_IVL), ("reconnect_ivl_max", ZMQ_RECONNECT_IVL_MAX),
-            ("curve_server", ZMQ_CURVE_SERVER), ("zap_enforce_domain", Int32(splice_ZMQ_ZAP_ENFORCE_DOMAIN())),
-        ]
-        var values: [String: Int64] = [:]
-        for (name, option) in options {
-            if let value = try? socket.get(option, as: Int32.self, name: name) { values[name] = Int64(value) }
-        }
-        values["maxmsgsize"] = try? socket.get(ZMQ_MAXMSGSIZE, as: Int64.self, name: "ZMQ_MAXMSGSIZE")
-        return values
     }
 }

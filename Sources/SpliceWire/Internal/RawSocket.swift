@@ -38,7 +38,7 @@ final class RawSocket {
     }
 
     private func open(_ operation: @autoclosure () -> String) throws(WireError) -> UnsafeMutableRawPointer {
-        guard let handle else { throw WireError(code: .closed, message: "\(operation()): socket closed") }
+        guard let handle else { throw WireError(.closed, "\(operation()): socket closed") }
         return handle
     }
 

@@ -1,3 +1,6 @@
+public import SpliceCore
+public import SpliceJSON
+
 /// The client API: requests from `splice submit/status/jobs/cancel/workers` (DEALER) to the
 /// coordinator's API endpoint (ROUTER), each answered by exactly one reply carrying the same
 /// envelope `id`. Times are milliseconds since the Unix epoch (UTC).
@@ -83,9 +86,9 @@ public struct SubmitJob: MessageBody, Hashable {
     public static let messageType = "SUBMIT"
     public var input: String
     public var output: String
-    /// The export settings (codec, size, bitrate, range, segment length…) as the cluster module
-    /// encodes them (`TranscodeRequest`); exact times inside, never floating-point seconds.
-    public var export: JSONValue
+    /// The export settings (codec, size, bitrate, range, segment length…): the media module's
+    /// `TranscodeRequest`, opaque to the wire layer; exact times inside, never floating-point seconds.
+    public var export: JSONPayload
     /// Higher runs first; nil is the default priority.
     public var priority: Int?
     /// Makes the submit safe to resend: the client picks it once per job (a UUID) and reuses it
@@ -94,7 +97,7 @@ public struct SubmitJob: MessageBody, Hashable {
     public var submissionKey: String?
 
     public init(
-        input: String, output: String, export: JSONValue, priority: Int? = nil, submissionKey: String? = nil
+        input: String, output: String, export: JSONPayload, priority: Int? = nil, submissionKey: String? = nil
     ) {
         self.input = input
         self.output = output
@@ -277,18 +280,44 @@ public struct WorkerKeyChanged: MessageBody, Hashable {
     }
 }
 
-/// ERROR: the request failed.
-public struct APIError: MessageBody, Hashable, Error {
+/// ERROR: the request failed — the API's error, of the shape every Splice error has.
+public struct APIError: MessageBody, Hashable, SpliceError {
     public static let messageType = "ERROR"
-    /// Stable code: `not-found`, `invalid-request`, `unavailable`, `internal`…
-    public var code: String
+
+    /// A stable code, kebab-case on the wire. Open: a newer coordinator may answer with a code
+    /// this client does not know.
+    public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// No such job or worker key.
+        public static let notFound = Code(rawValue: "not-found")
+        /// The request can never succeed as it is (a relative path, invalid settings, an unknown
+        /// state, a revoked key enrolled again…).
+        public static let invalidRequest = Code(rawValue: "invalid-request")
+        /// The coordinator cannot answer now (its store is unreachable); try again.
+        public static let unavailable = Code(rawValue: "unavailable")
+        /// The coordinator failed in a way it did not expect.
+        public static let `internal` = Code(rawValue: "internal")
+    }
+
+    public var code: Code
     /// What went wrong and what to do, for people.
     public var message: String
-    /// Whether sending the same request later may succeed.
-    public var retryable: Bool
-    public init(code: String, message: String, retryable: Bool = false) {
+    /// Whether sending the same request later may succeed (`retryable` on the wire).
+    public var isRetryable: Bool
+
+    public init(_ code: Code, _ message: String, isRetryable: Bool = false) {
         self.code = code
         self.message = message
-        self.retryable = retryable
+        self.isRetryable = isRetryable
+    }
+
+    public var description: String { message }
+
+    private enum CodingKeys: String, CodingKey {
+        case code, message
+        case isRetryable = "retryable"
     }
 }

@@ -128,8 +128,7 @@ extension MessageEndpoint where Inbound == APIReply, Outbound == APIRequest {
         }
         guard let reply else {
             throw WireError(
-                code: .timedOut, message: "no reply from the coordinator within \(timeout)", isRetryable: true
-            )
+                .timedOut, "no reply from the coordinator within \(timeout)", isRetryable: true)
         }
         return reply
     }

@@ -1,4 +1,5 @@
 public import Foundation
+internal import SpliceJSON
 
 /// Encodes messages into frames and decodes frames into messages, totally: `decode` never
 /// throws or traps, it returns a `WireRejection` for anything it cannot accept.
@@ -18,34 +19,16 @@ public struct WireCodec: Sendable {
     /// The frames for `message`, with an optional request id in the envelope.
     public func encode<M: WireMessage>(_ message: M, requestID: String? = nil) throws(WireError) -> [Data] {
         let data: Data
-        let box = EncodingBox(message: message, requestID: requestID)
         do {
-            do {
-                data = Data(try WireJSONEncoder.encode(box))
-            } catch is WireJSONEncoder.Unsupported {
-                data = try Self.encoder.encode(box)
-            }
+            data = Data(try JSON.encode(EncodingBox(message: message, requestID: requestID)))
         } catch {
-            throw WireError(code: .encoding, message: "cannot encode \(type(of: message.body).messageType): \(error)")
+            throw WireError(.encoding, "cannot encode \(type(of: message.body).messageType): \(error)")
         }
         guard data.count <= maxMessageBytes else {
             throw WireError(
-                code: .messageTooLarge,
-                message: "\(type(of: message.body).messageType) is \(data.count) bytes, over the \(maxMessageBytes)-byte limit"
-            )
+                .messageTooLarge, "\(type(of: message.body).messageType) is \(data.count) bytes, over the \(maxMessageBytes)-byte limit")
         }
         return [data]
-    }
-
-    /// The frames Foundation's `JSONEncoder` writes for `message`: the reference `encode` must
-    /// equal byte for byte (tests), and what it falls back to.
-    package func referenceEncode<M: WireMessage>(_ message: M, requestID: String? = nil) throws -> [Data] {
-        [try Self.encoder.encode(EncodingBox(message: message, requestID: requestID))]
-    }
-
-    /// Whether `WireJSONEncoder` writes `message` itself (no fallback), for the tests.
-    package func encodesWithoutFallback<M: WireMessage>(_ message: M) -> Bool {
-        (try? WireJSONEncoder.encode(EncodingBox(message: message, requestID: nil))) != nil
     }
 
     // MARK: - Decoding
@@ -60,7 +43,7 @@ public struct WireCodec: Sendable {
             return .failure(WireRejection(.oversized, "\(frame.count) bytes, over the \(maxMessageBytes)-byte limit"))
         }
         do {
-            let box = try Self.decoder.decode(DecodingBox<M>.self, from: frame)
+            let box = try JSON.decode(DecodingBox<M>.self, from: frame)
             return .success(Envelope(box.message, requestID: box.requestID))
         } catch let rejection as WireRejection {
             return .failure(rejection)
@@ -68,15 +51,6 @@ public struct WireCodec: Sendable {
             return .failure(WireRejection(.garbled, "not a JSON envelope"))
         }
     }
-
-    // JSONEncoder/JSONDecoder are thread safe once configured. `encoder` writes what
-    // `WireJSONEncoder` cannot; the two write the same text.
-    static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
-    private static let decoder = JSONDecoder()
 }
 
 private struct EncodingBox<M: WireMessage>: Encodable {
@@ -84,7 +58,7 @@ private struct EncodingBox<M: WireMessage>: Encodable {
     let requestID: String?
 
     func encode(to encoder: any Encoder) throws {
-        // In key order, which is the order on the wire (it spares WireJSONEncoder a reordering).
+        // In key order, which is the order on the wire (it spares the writer a reordering).
         var container = encoder.container(keyedBy: EnvelopeKey.self)
         try container.encode(message.body, forKey: .body)
         try container.encodeIfPresent(requestID, forKey: .id)

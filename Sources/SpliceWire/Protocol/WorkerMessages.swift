@@ -1,3 +1,6 @@
+public import SpliceCore
+public import SpliceJSON
+
 // The bodies of the worker protocol's messages. Durations are whole milliseconds: workers and
 // coordinator do not share a clock, so the protocol never sends absolute deadlines. A worker
 // computes its lease deadline on its own clock from when it *sent* an ACCEPT or PROGRESS that the
@@ -70,13 +73,14 @@ public struct Assign: MessageBody, Hashable {
     public var leaseMilliseconds: Int
     /// How often to send PROGRESS (each one extends the lease).
     public var progressIntervalMilliseconds: Int
-    /// The segment spec (source range, export settings), encoded by the media module. Opaque to
-    /// the wire layer: decode it with `spec.decode(SegmentSpec.self)`.
-    public var spec: JSONValue
+    /// The segment's work order (the cluster layer's `SegmentWorkOrder`), opaque to the wire
+    /// layer: encoded once by the coordinator, decoded once by the worker
+    /// (`spec.decode(SegmentWorkOrder.self)`).
+    public var spec: JSONPayload
 
     public init(
         attempt: SegmentAttempt, outputPath: String, leaseMilliseconds: Int, progressIntervalMilliseconds: Int,
-        spec: JSONValue
+        spec: JSONPayload
     ) {
         self.attempt = attempt
         self.outputPath = outputPath
@@ -122,8 +126,8 @@ public struct Complete: MessageBody, Hashable {
     public var attempt: SegmentAttempt
     /// Where the output is (the ASSIGN's `outputPath`).
     public var outputPath: String
-    /// `sha256:` followed by 64 lowercase hex digits, over the whole output file.
-    public var checksum: String
+    /// The SHA-256 of the whole output file (`sha256:` + 64 hex digits on the wire).
+    public var checksum: SHA256Digest
     /// The output file's size.
     public var sizeBytes: Int64
     /// How long the encode took, for statistics.
@@ -132,8 +136,10 @@ public struct Complete: MessageBody, Hashable {
     /// worker that predates it leaves it out.
     public var videoFrames: Int?
 
-    public init(attempt: SegmentAttempt, outputPath: String, checksum: String, sizeBytes: Int64, encodeMilliseconds: Int,
-                videoFrames: Int? = nil) {
+    public init(
+        attempt: SegmentAttempt, outputPath: String, checksum: SHA256Digest, sizeBytes: Int64, encodeMilliseconds: Int,
+        videoFrames: Int? = nil
+    ) {
         self.attempt = attempt
         self.outputPath = outputPath
         self.checksum = checksum
@@ -148,14 +154,14 @@ public struct Complete: MessageBody, Hashable {
 public struct Fail: MessageBody, Hashable {
     public static let messageType = "FAIL"
     public var attempt: SegmentAttempt
-    /// A stable error code (`undecodable-input`, `encoder-missing`, `drained`…).
-    public var code: String
+    /// A stable code (`undecodable-input`, `encoder-missing`, `drained`…) and so whose fault it is.
+    public var code: Code
     /// What went wrong, for people.
     public var reason: String
     /// Whether another attempt (on any worker) may succeed.
     public var retryable: Bool
 
-    public init(attempt: SegmentAttempt, code: String, reason: String, retryable: Bool) {
+    public init(attempt: SegmentAttempt, code: Code, reason: String, retryable: Bool) {
         self.attempt = attempt
         self.code = code
         self.reason = reason
@@ -255,6 +261,73 @@ public struct Disconnect: MessageBody, Hashable {
 }
 
 extension Fail {
+    /// A FAIL's stable code: kebab-case text on the wire, defined here once with whose fault it
+    /// is (`blame`). The set is open — a newer worker may send a code this build does not know,
+    /// which counts as the segment's — so it is a struct of constants, not an enum.
+    public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        // MARK: The worker's set-up (`Blame.worker`)
+
+        /// The ASSIGN's output path is not inside this worker's spool.
+        public static let outputOutsideSpool = Code(rawValue: "output-outside-spool")
+        /// The worker cannot create the job's directory in its spool.
+        public static let spoolUnwritable = Code(rawValue: "spool-unwritable")
+        /// The spool (or the worker's quota on it) is full.
+        public static let spoolFull = Code(rawValue: "spool-full")
+        /// The worker has no encoder for the settings.
+        public static let encoderMissing = Code(rawValue: "encoder-missing")
+        /// The worker cannot open the source at its path.
+        public static let sourceNotFound = Code(rawValue: "source-not-found")
+
+        // MARK: Nobody's (`Blame.nobody`)
+
+        /// The worker is shutting down (or handed the attempt back at its drain timeout).
+        public static let drained = Code(rawValue: "drained")
+        /// The ASSIGN reached the worker before its WELCOME.
+        public static let notRegistered = Code(rawValue: "not-registered")
+        /// The worker was already encoding as many segments as it has slots.
+        public static let noFreeSlot = Code(rawValue: "no-free-slot")
+
+        // MARK: The segment's (`Blame.segment`)
+
+        /// The ASSIGN's lease or progress interval is not positive.
+        public static let invalidAssign = Code(rawValue: "invalid-assign")
+        /// The ASSIGN's spec is not a valid work order.
+        public static let invalidSpec = Code(rawValue: "invalid-spec")
+        /// The export settings cannot be used.
+        public static let invalidSettings = Code(rawValue: "invalid-settings")
+        /// The source is not media the decoder can read.
+        public static let invalidMedia = Code(rawValue: "invalid-media")
+        /// The source has no track of a kind the segment needs.
+        public static let noUsableTrack = Code(rawValue: "no-usable-track")
+        /// The segment's range could not be decoded.
+        public static let undecodableInput = Code(rawValue: "undecodable-input")
+        /// The encoder failed.
+        public static let encodeFailed = Code(rawValue: "encode-failed")
+        /// Writing the output failed for a reason other than a full spool.
+        public static let writeFailed = Code(rawValue: "write-failed")
+        /// A file was already where the output goes.
+        public static let outputExists = Code(rawValue: "output-exists")
+        /// Segments do not belong together.
+        public static let incompatibleSegments = Code(rawValue: "incompatible-segments")
+        /// The encode stopped without being asked to.
+        public static let cancelled = Code(rawValue: "cancelled")
+        /// Something the worker did not expect.
+        public static let internalError = Code(rawValue: "internal-error")
+
+        /// Whose fault a failure with this code is.
+        public var blame: Blame {
+            switch self {
+            case .outputOutsideSpool, .spoolUnwritable, .encoderMissing, .sourceNotFound: .worker
+            case .drained, .notRegistered, .noFreeSlot: .nobody
+            default: .segment
+            }
+        }
+    }
+
     /// Whose fault a failed attempt is, read from its `code`. It decides what the attempt costs
     /// (docs/protocol.md, FAIL codes).
     public enum Blame: Sendable, Hashable {
@@ -269,18 +342,5 @@ extension Fail {
         case nobody
     }
 
-    /// Codes a worker uses for refusals caused by its own set-up. (`spool-full` is not one: the
-    /// spool is shared, so every worker would refuse alike and the jobs would wait on quarantines;
-    /// it spends attempts and fails the job with a reason that says so.)
-    public static let workerSetupCodes: Set<String> = [
-        "output-outside-spool", "spool-unwritable", "encoder-missing", "source-not-found",
-    ]
-    /// Codes for refusals that are nobody's fault.
-    public static let nobodysCodes: Set<String> = ["drained", "not-registered", "no-free-slot"]
-
-    public var blame: Blame {
-        if Self.workerSetupCodes.contains(code) { return .worker }
-        if Self.nobodysCodes.contains(code) { return .nobody }
-        return .segment
-    }
+    public var blame: Blame { code.blame }
 }

@@ -1,33 +1,10 @@
+public import SpliceCore
+
 /// The worker protocol: the messages between the coordinator's worker endpoint (ROUTER, CURVE
 /// server) and the worker daemons (DEALER, CURVE client). See docs/protocol.md.
 public enum WorkerProtocol {
     public static let name = "splice-worker"
     public static let version = 1
-}
-
-/// A string identifier that encodes as a plain JSON string.
-public protocol WireIdentifier: RawRepresentable<String>, Hashable, Sendable, Codable, CustomStringConvertible,
-    ExpressibleByStringLiteral
-{
-    init(rawValue: String)
-}
-
-extension WireIdentifier {
-    public init(stringLiteral value: String) { self.init(rawValue: value) }
-    public var description: String { rawValue }
-}
-
-/// A job's id as the wire carries it (the store's id in text form).
-public struct JobID: WireIdentifier {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-}
-
-/// The fencing token of one lease: fresh for every attempt, so a late message from an earlier
-/// attempt is recognisably stale.
-public struct LeaseToken: WireIdentifier {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
 }
 
 /// One attempt at one segment. Every worker→coordinator segment message carries it, so the

@@ -63,12 +63,6 @@ public final class EnrolledKeys: Authorizer {
         keys.withLock { $0.remove(key) != nil }
     }
 
-    /// Replaces the whole set (after reloading it from the database).
-    public func replaceAll(with keys: some Sequence<CurvePublicKey>) {
-        let fresh = Set(keys)
-        self.keys.withLock { $0 = fresh }
-    }
-
     public func contains(_ key: CurvePublicKey) -> Bool {
         keys.withLock { $0.contains(key) }
     }
@@ -79,28 +73,5 @@ public final class EnrolledKeys: Authorizer {
 
     public func isStillAuthorized(_ key: CurvePublicKey, domain: String) -> Bool {
         contains(key)
-    }
-}
-
-/// An `Authorizer` from a closure (for a database-backed check). Live sessions are not
-/// re-checked unless `stillAuthorized` is given.
-public struct ClosureAuthorizer: Authorizer {
-    private let decide: @Sendable (AuthorizationRequest) async -> AuthorizationDecision
-    private let stillAuthorized: (@Sendable (CurvePublicKey, String) -> Bool)?
-
-    public init(
-        stillAuthorized: (@Sendable (CurvePublicKey, String) -> Bool)? = nil,
-        _ decide: @escaping @Sendable (AuthorizationRequest) async -> AuthorizationDecision
-    ) {
-        self.decide = decide
-        self.stillAuthorized = stillAuthorized
-    }
-
-    public func authorize(_ request: AuthorizationRequest) async -> AuthorizationDecision {
-        await decide(request)
-    }
-
-    public func isStillAuthorized(_ key: CurvePublicKey, domain: String) -> Bool {
-        stillAuthorized?(key, domain) ?? true
     }
 }

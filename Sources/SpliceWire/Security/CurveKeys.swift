@@ -26,7 +26,7 @@ enum Z85 {
 private func curveKeyBytes(z85 text: String, what: String) throws(WireError) -> Data {
     let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
     guard trimmed.utf8.count == 40, let bytes = Z85.decode(trimmed), bytes.count == 32 else {
-        throw WireError(code: .invalidKey, message: "not a CURVE \(what): expected 40 characters of Z85 text")
+        throw WireError(.invalidKey, "not a CURVE \(what): expected 40 characters of Z85 text")
     }
     return bytes
 }
@@ -45,7 +45,7 @@ public struct CurvePublicKey: Hashable, Sendable, Codable, CustomStringConvertib
     /// Wraps 32 raw key bytes.
     public init(bytes: Data) throws(WireError) {
         guard bytes.count == 32 else {
-            throw WireError(code: .invalidKey, message: "a CURVE public key has 32 bytes, not \(bytes.count)")
+            throw WireError(.invalidKey, "a CURVE public key has 32 bytes, not \(bytes.count)")
         }
         self.bytes = Data(bytes)
     }

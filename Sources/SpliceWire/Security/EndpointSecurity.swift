@@ -33,10 +33,8 @@ public enum EndpointSecurity {
     public static func checkBinding(_ endpoint: String, curveEnabled: Bool, insecure: Bool) throws(WireError) {
         guard !curveEnabled, !insecure, !isLoopback(endpoint) else { return }
         throw WireError(
-            code: .insecureBinding,
-            message: "refusing to listen on \(endpoint) without CURVE keys: anyone who can reach it could "
+            .insecureBinding, "refusing to listen on \(endpoint) without CURVE keys: anyone who can reach it could "
                 + "act as a worker or client. Create keys with `splice keys generate`, bind to 127.0.0.1, "
-                + "or pass --insecure on a network you trust"
-        )
+                + "or pass --insecure on a network you trust")
     }
 }

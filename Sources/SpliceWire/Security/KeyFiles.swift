@@ -39,7 +39,7 @@ extension CurveKeyPair {
                     atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]
                 )
             } catch {
-                throw WireError(code: .keyFile, message: "cannot create directory \(directory) for key files: \(error)")
+                throw WireError(.keyFile, "cannot create directory \(directory) for key files: \(error)")
             }
         }
         let pair = try generate()
@@ -55,16 +55,14 @@ extension CurveKeyPair {
         let mode = status.st_mode & 0o777
         guard mode & 0o077 == 0 else {
             throw WireError(
-                code: .insecureKeyFile,
-                message: "secret key file \(secretKeyPath) is readable by others (mode \(String(mode, radix: 8))); "
-                    + "run `chmod 600 \(secretKeyPath)`, or generate a new key pair if it may have leaked"
-            )
+                .insecureKeyFile, "secret key file \(secretKeyPath) is readable by others (mode \(String(mode, radix: 8))); "
+                    + "run `chmod 600 \(secretKeyPath)`, or generate a new key pair if it may have leaked")
         }
         let text = try KeyFile.keyLine(secretKeyPath)
         do {
             return try CurveKeyPair(secretKey: CurveSecretKey(z85: text))
         } catch {
-            throw WireError(code: .invalidKey, message: "\(secretKeyPath) does not hold a CURVE secret key")
+            throw WireError(.invalidKey, "\(secretKeyPath) does not hold a CURVE secret key")
         }
     }
 }
@@ -76,7 +74,7 @@ extension CurvePublicKey {
         do {
             return try CurvePublicKey(z85: text)
         } catch {
-            throw WireError(code: .invalidKey, message: "\(path) does not hold a CURVE public key")
+            throw WireError(.invalidKey, "\(path) does not hold a CURVE public key")
         }
     }
 }
@@ -84,9 +82,7 @@ extension CurvePublicKey {
 enum KeyFile {
     static func systemError(_ verb: String, _ path: String, errno: Int32 = Glibc.errno) -> WireError {
         WireError(
-            code: .keyFile, errno: errno,
-            message: "cannot \(verb) key file \(path): \(String(cString: strerror(errno)))"
-        )
+            .keyFile, "cannot \(verb) key file \(path): \(String(cString: strerror(errno)))", errno: errno)
     }
 
     /// The first line that is neither blank nor a `#` comment.
@@ -97,7 +93,7 @@ enum KeyFile {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if !trimmed.isEmpty && !trimmed.hasPrefix("#") { return trimmed }
         }
-        throw WireError(code: .invalidKey, message: "key file \(path) holds no key")
+        throw WireError(.invalidKey, "key file \(path) holds no key")
     }
 
     /// Writes `text` to a temporary file in the destination's directory with exactly `mode`,
@@ -129,8 +125,8 @@ enum KeyFile {
                 if rename(temporary, path) != 0 { failure = systemError("replace", path) }
             } else if link(temporary, path) != 0 {
                 failure = errno == EEXIST
-                    ? WireError(code: .keyFile, errno: EEXIST, message: "key file \(path) already exists; "
-                        + "pass overwrite (--force) to replace it")
+                    ? WireError(.keyFile, "key file \(path) already exists; "
+                        + "pass overwrite (--force) to replace it", errno: EEXIST)
                     : systemError("create", path)
             }
         }

@@ -49,7 +49,7 @@ public final class ZAPHandler: Sendable {
         do {
             endpoint = try await WireEndpoint.bind([zapEndpoint], type: .router, context: context, options: options)
         } catch where error.code == .addressInUse {
-            throw WireError(code: .addressInUse, errno: error.errno, message: "a ZAP handler already runs in this context")
+            throw WireError(.addressInUse, "a ZAP handler already runs in this context", errno: error.errno)
         }
         context.registerZAPDomains(authorizers)
         return ZAPHandler(

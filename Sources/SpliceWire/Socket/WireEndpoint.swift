@@ -58,10 +58,8 @@ public final class WireEndpoint: Sendable {
             plan.authorizer = context.authorizer(forZAPDomain: domain)
             if plan.authorizer == nil && requireZAPHandler {
                 throw WireError(
-                    code: .authenticationUnavailable,
-                    message: "no ZAP handler serves domain \"\(domain)\" in this context; start a ZAPHandler "
-                        + "before binding a CURVE server, or every client key would be admitted"
-                )
+                    .authenticationUnavailable, "no ZAP handler serves domain \"\(domain)\" in this context; start a ZAPHandler "
+                        + "before binding a CURVE server, or every client key would be admitted")
             }
         }
         let (events, eventSink) = AsyncStream.makeStream(of: WireEvent.self, bufferingPolicy: .bufferingNewest(256))
@@ -199,13 +197,6 @@ public final class WireEndpoint: Sendable {
     public func close(linger: Duration? = nil) async {
         await withCheckedContinuation { reply in
             channel.submit(.close(linger: linger, reply: reply))
-        }
-    }
-
-    /// The socket's integer options as libzmq reports them (for tests).
-    package func appliedOptions() async -> [String: Int64] {
-        await withCheckedContinuation { reply in
-            channel.submit(.inspect(reply: reply))
         }
     }
 }

@@ -1,9 +1,12 @@
 import SpliceCluster
+import SpliceCore
 import SpliceWire
 
 /// `splice cancel JOB`: cancels a job; its running segments stop and their partial files go.
 struct CancelCommand: ClientCommand {
-    static let job = Positional<String>("job", help: "The job id `splice submit` printed.") { $0 }
+    static let job = Positional<JobID>(
+        "job", help: "The job id `splice submit` printed.", expected: "a job id (the UUID `splice submit` printed)"
+    ) { JobID($0) }
 
     static let configuration = CommandConfiguration(
         name: "cancel", abstract: "Cancel a job.",
@@ -14,7 +17,7 @@ struct CancelCommand: ClientCommand {
     let client: ClientOptions
 
     init(_ arguments: ParsedArguments) throws {
-        job = JobID(rawValue: try arguments.value(Self.job))
+        job = try arguments.value(Self.job)
         client = try ClientOptions(arguments)
     }
 

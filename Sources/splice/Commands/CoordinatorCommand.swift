@@ -135,7 +135,7 @@ struct CoordinatorCommand: Command {
             database: store, spool: spool.map { URL(fileURLWithPath: $0) } ?? state.appendingPathComponent("spool"),
             workersEndpoint: workersEndpoint, apiEndpoint: apiEndpoint, keys: keys,
             adminKeys: try adminKeys.map(Self.loadAdminKeys) ?? [], insecure: insecure, maxAttempts: maxAttempts,
-            sessions: CoordinatorStateMachine.Policy(leaseDuration: .seconds(leaseSeconds)), logger: context.logger)
+            sessions: CoordinatorPolicy(leaseDuration: .seconds(leaseSeconds)), logger: context.logger)
         // Planning and stitching in children of this very binary: a crash there fails the job only.
         if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
             configuration.mediaTasks = .childProcess(executable: executable)

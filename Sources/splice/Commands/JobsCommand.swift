@@ -52,7 +52,7 @@ struct JobsCommand: ClientCommand {
         for job in jobs {
             let segments = job.segmentsTotal.map { "\(job.segmentsDone)/\($0)" } ?? "-"
             table.rows.append([
-                job.job.rawValue, job.state, segments, "\(StatusCommand.percent(job.fraction))%",
+                job.job.description, job.state, segments, "\(StatusCommand.percent(job.fraction))%",
                 ClusterText.time(millisecondsSinceEpoch: job.submittedAtMilliseconds), job.output,
             ])
         }

@@ -1,9 +1,12 @@
 import SpliceCluster
+import SpliceCore
 import SpliceWire
 
 /// `splice status JOB [--json]`: one job's state and progress.
 struct StatusCommand: ClientCommand {
-    static let job = Positional<String>("job", help: "The job id `splice submit` printed.") { $0 }
+    static let job = Positional<JobID>(
+        "job", help: "The job id `splice submit` printed.", expected: "a job id (the UUID `splice submit` printed)"
+    ) { JobID($0) }
     static let json = Flag("json", help: "Print the coordinator's JOB_STATUS as JSON.")
 
     static let configuration = CommandConfiguration(
@@ -15,7 +18,7 @@ struct StatusCommand: ClientCommand {
     let client: ClientOptions
 
     init(_ arguments: ParsedArguments) throws {
-        job = JobID(rawValue: try arguments.value(Self.job))
+        job = try arguments.value(Self.job)
         json = arguments[Self.json]
         client = try ClientOptions(arguments)
     }
@@ -33,7 +36,7 @@ struct StatusCommand: ClientCommand {
     /// The text form: one `label  value` line per field.
     static func lines(for status: JobStatus) -> [String] {
         var fields = [
-            ("job", status.job.rawValue),
+            ("job", status.job.description),
             ("state", status.state),
             ("progress", progress(of: status)),
             ("input", status.input),

@@ -1,5 +1,7 @@
 import Foundation
 import SpliceCluster
+import SpliceCore
+import SpliceJSON
 import SpliceMedia
 import SpliceWire
 import Synchronization
@@ -87,7 +89,7 @@ struct SubmitCommand: ClientCommand {
     /// The SUBMIT request: absolute paths, the export settings, the invocation's submission key.
     func submission() throws -> SubmitJob {
         SubmitJob(input: Self.absolutePath(input), output: Self.absolutePath(output),
-                  export: try JSONValue(encoding: request), priority: priority, submissionKey: submissionKey)
+                  export: try JSONPayload(encoding: request), priority: priority, submissionKey: submissionKey)
     }
 
     /// `path` made absolute against the working directory, with `.` and `..` resolved.
@@ -104,7 +106,7 @@ struct SubmitCommand: ClientCommand {
                 if json {
                     try context.output.writeJSON(JobSubmitted(job: job))
                 } else {
-                    context.output.writeLine(job.rawValue)
+                    context.output.writeLine(job.description)
                 }
                 return .success
             }

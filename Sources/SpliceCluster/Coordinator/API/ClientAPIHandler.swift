@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SpliceConcurrency
+import SpliceCore
 import SpliceLog
 import SpliceMedia
 import SpliceStore
@@ -48,8 +49,7 @@ final class ClientAPIHandler: Sendable {
         case .status, .list, .workers:
             let answer = await withDeadline(Self.readStoreWait) { await self.answer(request) }
             return answer ?? .error(APIError(
-                code: "unavailable", message: "the job store is not answering (is PostgreSQL up?); try again",
-                retryable: true))
+                .unavailable, "the job store is not answering (is PostgreSQL up?); try again", isRetryable: true))
         case .submit, .cancel, .enroll, .revoke:
             return await answer(request)
         }
@@ -69,11 +69,11 @@ final class ClientAPIHandler: Sendable {
         } catch let error as APIError {
             return .error(error)
         } catch let error as StoreError where error.isRetryable {
-            return .error(APIError(code: "unavailable", message: "the job store is unreachable; try again",
-                                   retryable: true))
+            return .error(APIError(.unavailable, "the job store is unreachable; try again",
+                                   isRetryable: true))
         } catch {
             logger.error("API request failed", ["type": type(of: request.body).messageType, "error": "\(error)"])
-            return .error(APIError(code: "internal", message: "the coordinator could not answer: \(error)"))
+            return .error(APIError(.internal, "the coordinator could not answer: \(error)"))
         }
     }
 
@@ -81,33 +81,33 @@ final class ClientAPIHandler: Sendable {
 
     private func submit(_ submit: SubmitJob) async throws -> APIReply {
         for (name, path) in [("input", submit.input), ("output", submit.output)] where !path.hasPrefix("/") {
-            throw APIError(code: "invalid-request", message: "\(name) must be an absolute path, not '\(path)'")
+            throw APIError(.invalidRequest, "\(name) must be an absolute path, not '\(path)'")
         }
         let request: TranscodeRequest
         do {
             request = try submit.export.decode(TranscodeRequest.self)
             try request.validate()
         } catch let error as SettingsError {
-            throw APIError(code: "invalid-request", message: "invalid settings: \(error)")
+            throw APIError(.invalidRequest, "invalid settings: \(error)")
         } catch {
-            throw APIError(code: "invalid-request", message: "the export settings are not a valid TranscodeRequest: \(error)")
+            throw APIError(.invalidRequest, "the export settings are not a valid TranscodeRequest: \(error)")
         }
         let key = submit.submissionKey ?? UUID().uuidString
-        guard !key.isEmpty else { throw APIError(code: "invalid-request", message: "the submission key is empty") }
+        guard !key.isEmpty else { throw APIError(.invalidRequest, "the submission key is empty") }
         // A resend of a SUBMIT that created its job gets that job, whatever the files look like now
         // (its output may exist by now: the job wrote it).
         if let existing = try await repository.job(idempotencyKey: key) {
-            return .submitted(JobSubmitted(job: JobID(existing.id)))
+            return .submitted(JobSubmitted(job: existing.id))
         }
         try await checkPaths(input: submit.input, output: submit.output, overwrite: request.overwrite)
         let creation = try await repository.createJob(JobSubmission(
             idempotencyKey: key, sourceURL: submit.input, outputURL: submit.output,
             settings: try PostgresJSON(encoding: request), priority: submit.priority ?? 0, maxAttempts: maxAttempts))
         if creation.created {
-            logger.info("job submitted", ["job": creation.job.id.wireText, "input": submit.input, "output": submit.output])
+            logger.info("job submitted", ["job": creation.job.id.description, "input": submit.input, "output": submit.output])
             plannerWake.signal()
         }
-        return .submitted(JobSubmitted(job: JobID(creation.job.id)))
+        return .submitted(JobSubmitted(job: creation.job.id))
     }
 
     /// What the coordinator checks before it accepts a job, so a job that cannot succeed is refused
@@ -146,13 +146,13 @@ final class ClientAPIHandler: Sendable {
             }
             return nil
         }
-        if let refusal { throw APIError(code: "invalid-request", message: refusal) }
+        if let refusal { throw APIError(.invalidRequest, refusal) }
     }
 
     private func status(of job: JobID) async throws -> JobStatus {
-        guard let id = job.uuid, let stored = try await repository.job(id: id) else { throw notFound(job) }
-        let waiting = stored.state == .running ? try await repository.waitingReason(ofJob: id) : nil
-        return JobStatusMapping.status(of: stored, runningProgress: await shell.runningProgress(ofJob: id),
+        guard let stored = try await repository.job(id: job) else { throw notFound(job) }
+        let waiting = stored.state == .running ? try await repository.waitingReason(ofJob: job) : nil
+        return JobStatusMapping.status(of: stored, runningProgress: await shell.runningProgress(ofJob: job),
                                        waiting: waiting)
     }
 
@@ -160,7 +160,7 @@ final class ClientAPIHandler: Sendable {
         let states: [JobState]
         if let name = list.state {
             guard let state = JobStatusMapping.state(named: name) else {
-                throw APIError(code: "invalid-request", message: "unknown state '\(name)'; use one of "
+                throw APIError(.invalidRequest, "unknown state '\(name)'; use one of "
                     + JobStatusMapping.stateNames.joined(separator: ", "))
             }
             states = [state]
@@ -179,26 +179,25 @@ final class ClientAPIHandler: Sendable {
     }
 
     private func cancel(_ job: JobID) async throws -> APIReply {
-        guard let id = job.uuid else { throw notFound(job) }
         let stored: Job
         do {
-            stored = try await repository.cancelJob(jobID: id, reason: "cancelled on request")
+            stored = try await repository.cancelJob(jobID: job, reason: "cancelled on request")
         } catch let error as StoreError where error.code == .notFound {
             throw notFound(job)
         } catch let error as StoreError where error.code == .invalidTransition {
             // Already finished: it keeps its state.
-            guard let finished = try await repository.job(id: id) else { throw notFound(job) }
+            guard let finished = try await repository.job(id: job) else { throw notFound(job) }
             return .cancelled(JobCancelled(job: job, state: JobStatusMapping.name(of: finished.state)))
         }
         if stored.state == .cancelled {
-            logger.info("job cancelled", ["job": id.wireText])
-            await shell.jobEnded(id, reason: .jobCancelled)
+            logger.info("job cancelled", ["job": job.description])
+            await shell.jobEnded(job, reason: .jobCancelled)
         }
         return .cancelled(JobCancelled(job: job, state: JobStatusMapping.name(of: stored.state)))
     }
 
     private func notFound(_ job: JobID) -> APIError {
-        APIError(code: "not-found", message: "no job \(job); `splice jobs` lists the known ones")
+        APIError(.notFound, "no job \(job); `splice jobs` lists the known ones")
     }
 
     // MARK: - Workers
@@ -231,7 +230,7 @@ final class ClientAPIHandler: Sendable {
         let key = enroll.publicKey
         let existing = try await repository.worker(publicKey: key.z85)
         if existing?.state == .revoked {
-            throw APIError(code: "invalid-request", message: "worker key \(key) was revoked and cannot enroll again; "
+            throw APIError(.invalidRequest, "worker key \(key) was revoked and cannot enroll again; "
                 + "generate a new key pair on that worker with `splice keys generate`")
         }
         try await repository.enrollWorker(
@@ -246,7 +245,7 @@ final class ClientAPIHandler: Sendable {
     /// handshakes and messages, ends its live sessions with DISCONNECT `revoked`, and forgets them.
     private func revoke(_ key: CurvePublicKey) async throws -> APIReply {
         guard let worker = try await repository.worker(publicKey: key.z85) else {
-            throw APIError(code: "not-found", message: "no worker with key \(key); `splice workers` lists them")
+            throw APIError(.notFound, "no worker with key \(key); `splice workers` lists them")
         }
         try await repository.revokeWorker(id: worker.id)
         enrolledKeys?.revoke(key)

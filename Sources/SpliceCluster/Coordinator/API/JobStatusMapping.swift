@@ -29,7 +29,7 @@ enum JobStatusMapping {
         default: fraction = 0
         }
         return JobStatus(
-            job: JobID(job.id), state: name(of: job.state), input: job.sourceURL, output: job.outputURL,
+            job: job.id, state: name(of: job.state), input: job.sourceURL, output: job.outputURL,
             priority: job.priority, segmentsTotal: planned ? job.segmentsTotal : nil, segmentsDone: job.segmentsDone,
             fraction: fraction, submittedAtMilliseconds: milliseconds(job.createdAt),
             finishedAtMilliseconds: job.finishedAt.map(milliseconds), error: job.error,

@@ -1,5 +1,7 @@
 import Foundation
+import SpliceCore
 import SpliceMetrics
+import SpliceStore
 import SpliceWire
 import Synchronization
 
@@ -34,7 +36,7 @@ final class CoordinatorMetrics: Sendable {
         buckets: [5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 43200])
 
     /// When the claim that leased each attempt was issued, until its ASSIGN is sent.
-    private let claimed = Mutex<[LeaseToken: ContinuousClock.Instant]>([:])
+    private let claimTimes = Mutex<[LeaseToken: ContinuousClock.Instant]>([:])
     private let throughput = Mutex(Throughput())
 
     /// The in-memory families, in exposition order.
@@ -51,8 +53,8 @@ final class CoordinatorMetrics: Sendable {
         case (.complete(let complete), .completed):
             segmentsCompleted.increment()
             encodeSeconds.observe(Double(complete.encodeMilliseconds) / 1000)
-        case (.fail(let fail), .failureRecorded), (.fail(let fail), .returned):
-            attemptsFailed.increment([AttemptFailure.reason(code: fail.code)])
+        case (.fail(let fail), .recorded):
+            attemptsFailed.increment([AttemptFailure.reason(code: fail.code.rawValue)])
         default:
             break
         }
@@ -76,7 +78,7 @@ final class CoordinatorMetrics: Sendable {
 
     /// A claim issued at `issued` came back with these assignments.
     func claimed(_ assignments: [WorkerIdentity: [Assignment]], issued: ContinuousClock.Instant) {
-        claimed.withLock { claimed in
+        claimTimes.withLock { claimed in
             if claimed.count > 50_000 {
                 // ASSIGNs never sent (their worker left): forget the old ones.
                 let horizon = ContinuousClock.now - .seconds(300)
@@ -88,7 +90,7 @@ final class CoordinatorMetrics: Sendable {
 
     /// These messages went out on the worker endpoint.
     func sent(_ messages: [CoordinatorMessage], at now: ContinuousClock.Instant = .now) {
-        let issued: [ContinuousClock.Instant] = claimed.withLock { claimed in
+        let issued: [ContinuousClock.Instant] = claimTimes.withLock { claimed in
             messages.compactMap { message in
                 guard case .assign(let assign) = message else { return nil }
                 return claimed.removeValue(forKey: assign.attempt.leaseToken)

@@ -135,7 +135,7 @@ final class CoordinatorSite: OperationsSite {
             var progress: [String: Double] = [:]
             for worker in live {
                 for attempt in worker.attempts where !attempt.reported {
-                    progress[attempt.attempt.job.rawValue, default: 0] += attempt.fraction
+                    progress[attempt.attempt.job.description, default: 0] += attempt.fraction
                 }
             }
             report.jobs = summaries.map {

@@ -101,7 +101,7 @@ struct StatusReport: Codable, Sendable {
             name: session.name, identity: session.identity.description, slots: session.slots,
             busy: min(session.slots, running.count),
             segments: running.map {
-                Worker.Segment(job: $0.attempt.job.rawValue, segment: $0.attempt.segment, attempt: $0.attempt.attempt,
+                Worker.Segment(job: $0.attempt.job.description, segment: $0.attempt.segment, attempt: $0.attempt.attempt,
                         fraction: $0.fraction)
             },
             framesPerSecond: framesPerSecond, status: status,

@@ -36,7 +36,7 @@ final class JobPlanner: Sendable {
     }
 
     private func plan(_ job: Job) async {
-        let fields: KeyValuePairs<String, any LogValue> = ["job": job.id.wireText, "input": job.sourceURL]
+        let fields: KeyValuePairs<String, any LogValue> = ["job": job.id.description, "input": job.sourceURL]
         do {
             try await repository.startPlanning(jobID: job.id)
         } catch let error as StoreError where error.code == .invalidTransition || error.code == .notFound {
@@ -68,7 +68,7 @@ final class JobPlanner: Sendable {
             return
         }
         rounds.succeeded(job)
-        logger.info("job planned", ["job": job.id.wireText, "segments": plan.segments.count])
+        logger.info("job planned", ["job": job.id.description, "segments": plan.segments.count])
         await planned()
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import SpliceCore
 import SpliceLog
 import SpliceStore
 import Synchronization
@@ -23,7 +24,7 @@ final class JobRounds: Sendable {
     /// ids only and read a job (its plan can be megabytes) when it is due: a job backing off
     /// costs a round almost nothing.
     func forEachDue(in states: [JobState], _ body: (Job) async -> Void) async {
-        let ids: [UUID]
+        let ids: [JobID]
         do {
             ids = try await repository.jobIDs(in: states, limit: 64)
         } catch is CancellationError {
@@ -40,7 +41,7 @@ final class JobRounds: Sendable {
             } catch is CancellationError {
                 return
             } catch {
-                logger.warning("cannot read a job", ["stage": stage, "job": id.wireText, "error": "\(error)"])
+                logger.warning("cannot read a job", ["stage": stage, "job": id.description, "error": "\(error)"])
                 return
             }
             // Moved on since the listing (cancelled, or another step took it): not this round's.
@@ -54,7 +55,7 @@ final class JobRounds: Sendable {
     @discardableResult
     func retry(_ job: Job, after error: any Error) async -> Bool {
         if retries.failed(job.id) {
-            logger.warning("job step failed; will retry", ["job": job.id.wireText, "stage": stage, "error": "\(error)"])
+            logger.warning("job step failed; will retry", ["job": job.id.description, "stage": stage, "error": "\(error)"])
             return false
         }
         return await fail(job, reason: "\(stage) kept failing: \(error)")
@@ -66,10 +67,10 @@ final class JobRounds: Sendable {
         retries.forget(job.id)
         do {
             try await repository.failJob(jobID: job.id, error: reason)
-            logger.error("job failed", ["job": job.id.wireText, "stage": stage, "error": reason])
+            logger.error("job failed", ["job": job.id.description, "stage": stage, "error": reason])
             return true
         } catch {
-            logger.warning("cannot record the job's failure", ["job": job.id.wireText, "error": "\(error)"])
+            logger.warning("cannot record the job's failure", ["job": job.id.description, "error": "\(error)"])
             return false
         }
     }
@@ -88,7 +89,7 @@ final class RetryBook: Sendable {
         var notBefore: ContinuousClock.Instant
     }
 
-    private let entries = Mutex<[UUID: Entry]>([:])
+    private let entries = Mutex<[JobID: Entry]>([:])
     private let attempts: Int
     private let base: Duration
 
@@ -98,12 +99,12 @@ final class RetryBook: Sendable {
     }
 
     /// Whether the job may be tried now.
-    func isDue(_ job: UUID) -> Bool {
+    func isDue(_ job: JobID) -> Bool {
         entries.withLock { $0[job].map { ContinuousClock.now >= $0.notBefore } ?? true }
     }
 
     /// Records a failure; false when the job has run out of attempts (the entry is then dropped).
-    func failed(_ job: UUID) -> Bool {
+    func failed(_ job: JobID) -> Bool {
         entries.withLock { entries in
             let failures = (entries[job]?.failures ?? 0) + 1
             guard failures < attempts else {
@@ -115,7 +116,7 @@ final class RetryBook: Sendable {
         }
     }
 
-    func forget(_ job: UUID) {
+    func forget(_ job: JobID) {
         _ = entries.withLock { $0.removeValue(forKey: job) }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SpliceCore
 import SpliceLog
 import SpliceMedia
 import SpliceStore
@@ -36,19 +37,19 @@ final class JobStitcher: Sendable {
 
     private func stitch(_ job: Job) async {
         let output = Self.outputURL(job.outputURL)
-        logger.info("stitching job", ["job": job.id.wireText, "output": output.path])
+        logger.info("stitching job", ["job": job.id.description, "output": output.path])
         let summary: StitchSummary
         let started = ContinuousClock.now
         do {
             guard let plan = try job.plan?.decode(SegmentPlan.self) else {
-                throw MediaError(.internalError, "job \(job.id.wireText) has no plan")
+                throw MediaError(.internalError, "job \(job.id) has no plan")
             }
             var paths: [Int: String] = [:]
-            var checksums: [Int: String] = [:]
+            var checksums: [Int: SHA256Digest] = [:]
             for segment in try await repository.segments(ofJob: job.id) where segment.state == .done {
                 guard let path = segment.outputURL else { continue }
                 paths[segment.plan.index] = path
-                if let checksum = segment.checksum { checksums[segment.plan.index] = Self.hexDigest(checksum) }
+                checksums[segment.plan.index] = segment.checksum
             }
             // Replacing: after a restart the job's own earlier stitch may already be there. (A file
             // someone else put there was refused at SUBMIT unless the client said -y.)
@@ -72,13 +73,13 @@ final class JobStitcher: Sendable {
             // Cancelled (or failed) while it was being stitched: the output must not outlive it.
             let removed = await FileRemoval.remove(output.path)
             logger.info("job ended while it was stitched; its output removed",
-                        ["job": job.id.wireText, "output": output.path, "removed": removed])
+                        ["job": job.id.description, "output": output.path, "removed": removed])
             rounds.succeeded(job)
             await cleanUp(job.id)
             return
         } catch {
             logger.warning("job stitched but not recorded; it will be stitched again",
-                           ["job": job.id.wireText, "error": "\(error)"])
+                           ["job": job.id.description, "error": "\(error)"])
             return
         }
         rounds.succeeded(job)
@@ -86,7 +87,7 @@ final class JobStitcher: Sendable {
         if let finished = completed.finishedAt {
             metrics.jobDuration.observe(max(0, finished.timeIntervalSince(completed.createdAt)))
         }
-        logger.info("job completed", ["job": job.id.wireText, "output": output.path, "frames": summary.videoFrames,
+        logger.info("job completed", ["job": job.id.description, "output": output.path, "frames": summary.videoFrames,
                                       "bytes": summary.bytes])
         await cleanUp(job.id)
     }
@@ -95,7 +96,7 @@ final class JobStitcher: Sendable {
         if await rounds.fail(job, reason: reason) { await cleanUp(job.id) }
     }
 
-    private func cleanUp(_ job: UUID) async {
+    private func cleanUp(_ job: JobID) async {
         store.forget(job: job)
         await cleaner.removeJob(job)
     }
@@ -104,11 +105,6 @@ final class JobStitcher: Sendable {
     static func outputURL(_ text: String) -> URL {
         if text.hasPrefix("file://"), let url = URL(string: text) { return url }
         return URL(fileURLWithPath: text)
-    }
-
-    /// The stitcher compares bare hex; COMPLETE carries `sha256:` + hex.
-    static func hexDigest(_ checksum: String) -> String {
-        checksum.hasPrefix("sha256:") ? String(checksum.dropFirst("sha256:".count)) : checksum
     }
 }
 

@@ -1,3 +1,4 @@
+import SpliceCore
 import SpliceLog
 
 /// Takes back leases whose workers stopped extending them, so their segments are retried (the
@@ -51,7 +52,7 @@ struct SpoolJanitor: Sendable {
                 guard let state = try await store.repository.job(id: job)?.state, state.isTerminal else { continue }
                 await cleaner.removeJob(job)
             } catch {
-                logger.debug("spool sweep skipped a job", ["job": job.wireText, "error": "\(error)"])
+                logger.debug("spool sweep skipped a job", ["job": job.description, "error": "\(error)"])
             }
         }
     }

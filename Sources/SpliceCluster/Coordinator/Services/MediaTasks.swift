@@ -1,4 +1,5 @@
 import Foundation
+public import SpliceCore
 public import SpliceMedia
 
 /// The two steps of a job that read media in the coordinator: planning (probe the source, cut
@@ -20,7 +21,8 @@ public enum MediaTask: Sendable, Codable, Hashable {
     /// Probe `source` and plan it as `request` asks, for `lanes` encoders at once.
     case plan(source: String, request: TranscodeRequest, lanes: Int)
     /// Join `segments` (index → file, with their SHA-256 `checksums`) into `output`.
-    case stitch(plan: SegmentPlan, segments: [Int: String], checksums: [Int: String], output: String, overwrite: Bool)
+    case stitch(
+        plan: SegmentPlan, segments: [Int: String], checksums: [Int: SHA256Digest], output: String, overwrite: Bool)
 
     /// Runs the step here. Any error comes out as a `MediaError` (settings errors as
     /// `invalidSettings`), so the same failure reads the same in and out of process.
@@ -97,7 +99,7 @@ struct MediaTaskRunner: Sendable {
         return plan
     }
 
-    func stitch(plan: SegmentPlan, segments: [Int: String], checksums: [Int: String], output: String,
+    func stitch(plan: SegmentPlan, segments: [Int: String], checksums: [Int: SHA256Digest], output: String,
                 overwrite: Bool) async throws(MediaError) -> StitchSummary {
         let task = MediaTask.stitch(plan: plan, segments: segments, checksums: checksums, output: output,
                                     overwrite: overwrite)

@@ -1,5 +1,6 @@
 import Foundation
 import SpliceConcurrency
+import SpliceCore
 import SpliceLog
 import SpliceStore
 import SpliceWire
@@ -22,7 +23,7 @@ actor CoordinatorShell {
     nonisolated let metrics = CoordinatorMetrics()
 
     init(
-        policy: CoordinatorStateMachine.Policy, store: CoordinatorStore, outbox: Outbox, spool: SpoolCleaner,
+        policy: CoordinatorPolicy, store: CoordinatorStore, outbox: Outbox, spool: SpoolCleaner,
         stitcherWake: WakeSignal, logger: Logger
     ) {
         self.machine = CoordinatorStateMachine(policy: policy)
@@ -42,61 +43,57 @@ actor CoordinatorShell {
         for received in batch {
             switch received {
             case .message(let envelope, let peer):
-                execute(machine.onMessage(envelope.message, from: peer, now: now))
+                execute(machine.handle(.received(envelope.message, from: peer), at: now))
             case .rejected(let rejection, let peer):
-                execute(machine.onRejected(rejection, from: peer, now: now))
+                execute(machine.handle(.rejected(rejection, from: peer), at: now))
             }
         }
-        execute(machine.dispatch(now: now))
+        execute(machine.dispatch(at: now))
     }
 
     /// The timer: heartbeats and liveness.
     func tick() {
-        apply { $0.onTick(now: .now) }
+        apply(.tick)
     }
 
     /// Segments may be claimable (poll timer, NOTIFY, a lease taken back, a backoff ended).
     func workAvailable() {
-        apply {
-            $0.onWorkAvailable()
-            return []
-        }
+        apply(.workAvailable)
     }
 
     /// The store took leases back (reaper, or a worker's release).
     func takenBack(_ taken: CoordinatorStore.TakenBack) {
         for lease in taken.leases {
-            logger.info("lease taken back", ["job": lease.job.rawValue, "lease": lease.leaseToken.rawValue,
+            logger.info("lease taken back", ["job": lease.job.description, "lease": lease.leaseToken.description,
                                              "job_failed": lease.jobFailed])
         }
         if let retry = taken.firstRetry { wake(at: retry) }
         for job in Set(taken.leases.filter(\.jobFailed).map(\.job)) { logJobFailed(job) }
-        apply {
-            $0.onWorkAvailable()
-            return $0.onLeasesTakenBack(taken.leases, now: .now)
-        }
+        let now = ContinuousClock.now
+        execute(machine.handle(.workAvailable, at: now))
+        apply(.leasesTakenBack(taken.leases))
     }
 
     /// A job was cancelled or failed outside the worker protocol (the API, the planner).
-    func jobEnded(_ job: UUID, reason: Cancel.Reason) {
-        apply { $0.onJobEnded(JobID(job), reason: reason, now: .now) }
+    func jobEnded(_ job: JobID, reason: Cancel.Reason) {
+        apply(.jobEnded(job, reason))
     }
 
     /// A worker key was revoked: its connections are already cut off.
     func workerRevoked(_ identity: WorkerIdentity) {
-        apply { $0.onWorkerRevoked(identity) }
+        apply(.workerRevoked(identity))
     }
 
     /// A send from the outbox failed.
     func sendFailed(_ outgoing: Outbox.Outgoing, error: WireError) {
-        apply { $0.onSendFailed(outgoing.message, to: outgoing.peer, worker: outgoing.worker, error: error, now: .now) }
+        apply(.sendFailed(outgoing.message, to: outgoing.peer, worker: outgoing.worker, error: error))
     }
 
     // MARK: - Shutdown
 
     /// Graceful shutdown, step 1: no more claims.
     func stopDispatching() {
-        machine.stopDispatching()
+        execute(machine.handle(.drainStarted, at: .now))
     }
 
     /// Step 2: returns once every store task started so far (and those they started) is
@@ -107,7 +104,7 @@ actor CoordinatorShell {
 
     /// Step 3: DISCONNECT `shutdown` to every worker.
     func farewell() {
-        execute(machine.onShutdown(now: .now))
+        execute(machine.handle(.drained, at: .now))
     }
 
     // MARK: - Reading
@@ -117,8 +114,8 @@ actor CoordinatorShell {
     /// The lease tokens the sessions hold, for the orphan sweep.
     var heldLeaseTokens: Set<LeaseToken> { machine.heldLeaseTokens }
 
-    func runningProgress(ofJob job: UUID) -> Double {
-        machine.runningProgress(ofJob: JobID(job))
+    func runningProgress(ofJob job: JobID) -> Double {
+        machine.runningProgress(ofJob: job)
     }
 
     /// The sessions with the attempts they hold, for the status page and the metrics.
@@ -127,9 +124,10 @@ actor CoordinatorShell {
     // MARK: - Carrying out directives
 
     /// Runs one event through the machine, carries out what it says, then lets it dispatch.
-    private func apply(_ event: @Sendable (inout CoordinatorStateMachine) -> [CoordinatorDirective]) {
-        execute(event(&machine))
-        execute(machine.dispatch(now: .now))
+    private func apply(_ event: CoordinatorEvent) {
+        let now = ContinuousClock.now
+        execute(machine.handle(event, at: now))
+        execute(machine.dispatch(at: now))
     }
 
     private func execute(_ directives: [CoordinatorDirective]) {
@@ -158,8 +156,8 @@ actor CoordinatorShell {
             stitcherWake.signal()
         case .removeJobFiles(let job):
             spawn { await self.removeFiles(of: job) }
-        case .report(let observation):
-            log(observation)
+        case .notice(let notice):
+            log(notice)
         }
     }
 
@@ -183,40 +181,40 @@ actor CoordinatorShell {
         do {
             switch try await store.register(identity, name: name, slots: slots, encoders: encoders) {
             case .registered(let workerID):
-                await apply { $0.onWorkerRegistered(identity, workerID: workerID, now: .now) }
+                await apply(.workerRegistered(identity, workerID: workerID))
             case .refused(let reason):
-                await apply { $0.onWorkerRefused(identity, reason: reason, now: .now) }
+                await apply(.workerRefused(identity, reason: reason))
             }
         } catch {
             logger.warning("worker registration failed", ["worker": identity.description, "error": "\(error)"])
-            await apply { $0.onRegistrationFailed(identity) }
+            await apply(.registrationFailed(identity))
         }
     }
 
     private nonisolated func commit(_ result: WorkerResult) async {
         let attempt = result.attempt
         do {
-            let (outcome, retryAt) = try await store.commit(result)
+            let outcome = try await store.commit(result)
             metrics.committed(result, outcome: outcome)
             logCommitted(result, outcome: outcome)
-            if let retryAt { await wake(at: retryAt) }
-            await apply { $0.onResultCommitted(result, outcome: outcome, now: .now) }
+            if let retryAt = outcome.retryAt { await wake(at: retryAt) }
+            await apply(.resultCommitted(result, outcome))
         } catch {
             logger.warning("result not committed; the worker will resend it", [
-                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
                 "error": "\(error)",
             ])
-            await apply { $0.onResultCommitFailed(result, now: .now) }
+            await apply(.resultCommitFailed(result))
         }
     }
 
     private nonisolated func extend(_ attempts: [SegmentAttempt], worker: WorkerIdentity, check: LeaseCheck) async {
         do {
             let current = try await store.extend(attempts)
-            await apply { $0.onLeasesExtended(attempts, worker: worker, check: check, current: current, now: .now) }
+            await apply(.leasesExtended(attempts, worker: worker, check: check, current: current))
         } catch {
             logger.warning("lease extension failed", ["worker": worker.description, "error": "\(error)"])
-            await apply { $0.onLeaseExtensionFailed(attempts, worker: worker, check: check, now: .now) }
+            await apply(.leaseExtensionFailed(attempts, worker: worker, check: check))
         }
     }
 
@@ -229,34 +227,34 @@ actor CoordinatorShell {
                 for (worker, claimed) in assignments {
                     for attempt in claimed.map(\.attempt) {
                         logger.debug("segment assigned", [
-                            "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                            "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
                             "worker": worker.description,
                         ])
                     }
                 }
             }
-            await apply { $0.onClaimed(assignments, demands: demands, generation: generation, now: .now) }
+            await apply(.claimed(assignments, demands: demands, generation: generation))
         } catch {
             logger.warning("claim failed", ["workers": demands.count, "error": "\(error)"])
-            await apply { $0.onClaimFailed(demands) }
+            await apply(.claimFailed(demands))
         }
     }
 
     private nonisolated func abandon(_ attempt: SegmentAttempt, reason: String, spendsAttempt: Bool) async {
         do {
-            let (jobFailed, retryAt) = try await store.abandon(attempt, reason: reason, spendsAttempt: spendsAttempt)
-            metrics.abandoned(reason: reason, recorded: jobFailed || retryAt != nil)
+            let outcome = try await store.abandon(attempt, reason: reason, spendsAttempt: spendsAttempt)
+            metrics.abandoned(reason: reason, recorded: outcome.failedJob || outcome.retryAt != nil)
             logger.info("attempt handed back", [
-                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt, "reason": reason,
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt, "reason": reason,
             ])
-            if let retryAt { await wake(at: retryAt) }
-            if jobFailed {
+            if let retryAt = outcome.retryAt { await wake(at: retryAt) }
+            if outcome.failedJob {
                 logJobFailed(attempt.job)
-                await apply { $0.onJobEnded(attempt.job, reason: .jobFailed, now: .now) }
+                await apply(.jobEnded(attempt.job, .jobFailed))
             }
         } catch {
             logger.warning("attempt not handed back; its lease will expire", [
-                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
                 "error": "\(error)",
             ])
         }
@@ -268,7 +266,7 @@ actor CoordinatorShell {
             metrics.takenBack(taken.leases.count, reason: AttemptFailure.workerLost)
             await takenBack(taken)
         } catch {
-            logger.warning("leases not released; they will expire", ["worker_id": workerID.wireText, "error": "\(error)"])
+            logger.warning("leases not released; they will expire", ["worker_id": workerID.uuidString.lowercased(), "error": "\(error)"])
         }
     }
 
@@ -281,9 +279,8 @@ actor CoordinatorShell {
     }
 
     private nonisolated func removeFiles(of job: JobID) async {
-        guard let id = job.uuid else { return }
-        store.forget(job: id)
-        await spool.removeJob(id)
+        store.forget(job: job)
+        await spool.removeJob(job)
     }
 
     // MARK: - Logging
@@ -291,24 +288,24 @@ actor CoordinatorShell {
     private nonisolated func logCommitted(_ result: WorkerResult, outcome: ResultOutcome) {
         let attempt = result.attempt
         let fields: KeyValuePairs<String, any LogValue> = [
-            "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+            "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
         ]
         switch (result, outcome) {
         case (.complete, .completed(let ready)):
             logger.debug("segment done", fields)
-            if ready { logger.info("job ready to stitch", ["job": attempt.job.rawValue]) }
-        case (.fail(let fail), .failureRecorded(let jobFailed)):
-            logger.warning("segment attempt failed", [
-                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
-                "code": fail.code, "retryable": fail.retryable, "job_failed": jobFailed, "reason": fail.reason,
-            ])
-            if jobFailed { logJobFailed(attempt.job) }
-        case (.fail(let fail), .returned):
+            if ready { logger.info("job ready to stitch", ["job": attempt.job.description]) }
+        case (.fail(let fail), .recorded) where fail.blame != .segment:
             logger.warning("segment refused by the worker; returned without spending an attempt", [
-                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
-                "code": fail.code, "reason": fail.reason,
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
+                "code": fail.code.rawValue, "reason": fail.reason,
             ])
-        case (_, .stale):
+        case (.fail(let fail), .recorded):
+            logger.warning("segment attempt failed", [
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
+                "code": fail.code.rawValue, "retryable": fail.retryable, "job_failed": outcome.failedJob, "reason": fail.reason,
+            ])
+            if outcome.failedJob { logJobFailed(attempt.job) }
+        case (_, .staleLease):
             logger.info("stale result refused", fields)
         default:
             logger.debug("duplicate result", fields)
@@ -319,16 +316,16 @@ actor CoordinatorShell {
     private nonisolated func logJobFailed(_ job: JobID) {
         Task {
             let reason = await store.jobError(job) ?? "unknown"
-            logger.error("job failed", ["job": job.rawValue, "error": reason])
+            logger.error("job failed", ["job": job.description, "error": reason])
         }
     }
 
-    private nonisolated func log(_ observation: CoordinatorObservation) {
-        switch observation {
+    private nonisolated func log(_ notice: CoordinatorNotice) {
+        switch notice {
         case .workerRegistering(let worker, let name, let slots):
             logger.info("worker registering", ["worker": worker.description, "name": name, "slots": slots])
         case .workerWelcomed(let worker, let workerID, let running):
-            logger.info("worker welcomed", ["worker": worker.description, "worker_id": workerID.wireText,
+            logger.info("worker welcomed", ["worker": worker.description, "worker_id": workerID.uuidString.lowercased(),
                                             "running": running])
         case .workerRefused(let worker, let reason):
             logger.warning("worker refused", ["worker": worker.description, "reason": reason])
@@ -353,12 +350,12 @@ actor CoordinatorShell {
             logger.warning("invalid HELLO", ["worker": worker.description, "detail": detail])
         case .leaseLost(let worker, let attempt):
             logger.info("lease lost: attempt cancelled", [
-                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
                 "worker": worker.description,
             ])
         case .orphanedAttempt(let worker, let attempt):
             logger.info("worker registered again without an attempt", [
-                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
                 "worker": worker.description,
             ])
         case .undeliverable(let worker, let type, let error):
@@ -368,7 +365,7 @@ actor CoordinatorShell {
                                                                    "reason": reason])
         case .notAccepted(let worker, let attempt):
             logger.warning("assignment not accepted in time: taken back", [
-                "job": attempt.job.rawValue, "segment": attempt.segment, "attempt": attempt.attempt,
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
                 "worker": worker.description,
             ])
         }

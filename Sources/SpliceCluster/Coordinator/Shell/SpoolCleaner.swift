@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SpliceCore
 import SpliceLog
 
 /// Removes segment files from the shared spool: a job's whole directory once the job has ended
@@ -17,8 +18,8 @@ final class SpoolCleaner: Sendable {
     }
 
     /// Removes `<spool>/jobs/<job>/` if it exists.
-    func removeJob(_ job: UUID) async {
-        let directory = layout.jobDirectory(job.wireText)
+    func removeJob(_ job: JobID) async {
+        let directory = layout.jobDirectory(job)
         let failure: String? = await onQueue {
             guard FileManager.default.fileExists(atPath: directory.path) else { return nil }
             do {
@@ -29,19 +30,19 @@ final class SpoolCleaner: Sendable {
             }
         }
         if let failure {
-            logger.warning("segment files not removed", ["job": job.wireText, "path": directory.path,
+            logger.warning("segment files not removed", ["job": job.description, "path": directory.path,
                                                          "error": failure])
         } else {
-            logger.debug("segment files removed", ["job": job.wireText])
+            logger.debug("segment files removed", ["job": job.description])
         }
     }
 
     /// The job ids that have a directory in the spool.
-    func jobsWithFiles() async -> [UUID] {
+    func jobsWithFiles() async -> [JobID] {
         let root = layout.root.appendingPathComponent("jobs")
         return await onQueue {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
-            return names.compactMap { UUID(uuidString: $0) }
+            return names.compactMap { JobID($0) }
         }
     }
 

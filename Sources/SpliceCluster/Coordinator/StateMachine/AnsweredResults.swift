@@ -1,3 +1,5 @@
+import SpliceCore
+import SpliceStore
 import SpliceWire
 
 /// The committed outcome of recent COMPLETE/FAIL reports, by lease token, so that a resend is

@@ -1,24 +1,27 @@
-public import Foundation
-public import SpliceWire
+package import Foundation
+package import SpliceCore
+package import SpliceJSON
+import SpliceStore
+package import SpliceWire
 
 /// What the coordinator's state machine asks its shell to do. The state machine never performs
 /// I/O: it returns directives, and the shell carries them out (send a message, write to the
-/// store, wake a loop) and reports each outcome back as another event.
-public enum CoordinatorDirective: Hashable, Sendable {
+/// store, wake a loop) and reports each outcome back as another ``CoordinatorEvent``.
+package enum CoordinatorDirective: Hashable, Sendable {
     /// Send `message` to `peer` (the return address of `worker`'s latest message). A failed send
-    /// comes back as `onSendFailed`.
+    /// comes back as `.sendFailed`.
     case send(CoordinatorMessage, to: WirePeer, worker: WorkerIdentity)
     /// Look the worker up (or, without CURVE, enroll its connection) and record it online;
-    /// answer with `onWorkerRegistered`, `onWorkerRefused` or `onRegistrationFailed`.
+    /// answer with `.workerRegistered`, `.workerRefused` or `.registrationFailed`.
     case registerWorker(WorkerIdentity, name: String, slots: Int, encoders: [String])
-    /// Commit a COMPLETE or FAIL, fenced on its lease token; answer with `onResultCommitted` or
-    /// `onResultCommitFailed`.
+    /// Commit a COMPLETE or FAIL, fenced on its lease token; answer with `.resultCommitted` or
+    /// `.resultCommitFailed`.
     case commitResult(WorkerResult)
     /// Extend these leases (ACCEPT, PROGRESS, or the `running` list of a HELLO); answer with
-    /// `onLeasesExtended` or `onLeaseExtensionFailed`.
+    /// `.leasesExtended` or `.leaseExtensionFailed`.
     case extendLeases([SegmentAttempt], worker: WorkerIdentity, check: LeaseCheck)
     /// Lease segments to these workers, up to each one's free slots, in one store round trip;
-    /// answer with `onClaimed` or `onClaimFailed`.
+    /// answer with `.claimed` or `.claimFailed`.
     case claim([ClaimDemand], generation: UInt64)
     /// End an attempt that will never run so the segment can be retried, fenced on the token:
     /// a retryable failure that `spendsAttempt` when the worker may have run it (it came back
@@ -33,15 +36,15 @@ public enum CoordinatorDirective: Hashable, Sendable {
     /// Remove the job's segment files from the spool (it was cancelled or failed).
     case removeJobFiles(JobID)
     /// Something worth a log line.
-    case report(CoordinatorObservation)
+    case notice(CoordinatorNotice)
 }
 
 /// A worker's result for one attempt: what COMPLETE and FAIL carry.
-public enum WorkerResult: Hashable, Sendable {
+package enum WorkerResult: Hashable, Sendable {
     case complete(Complete)
     case fail(Fail)
 
-    public var attempt: SegmentAttempt {
+    package var attempt: SegmentAttempt {
         switch self {
         case .complete(let complete): complete.attempt
         case .fail(let fail): fail.attempt
@@ -49,7 +52,7 @@ public enum WorkerResult: Hashable, Sendable {
     }
 
     /// The message type an ACK of this result names.
-    public var acknowledged: Ack.Acknowledged {
+    package var acknowledged: Ack.Acknowledged {
         switch self {
         case .complete: .complete
         case .fail: .fail
@@ -57,32 +60,34 @@ public enum WorkerResult: Hashable, Sendable {
     }
 }
 
-/// What committing a `WorkerResult` did.
-public enum ResultOutcome: Hashable, Sendable {
-    /// The segment is done; `readyToStitch` when it was the job's last one.
-    case completed(readyToStitch: Bool)
-    /// This very attempt had completed before (a resend).
-    case alreadyCompleted
-    /// The failure is recorded; `jobFailed` when it ended the segment and with it the job.
-    case failureRecorded(jobFailed: Bool)
-    /// The lease token is not current: the attempt was taken back, re-leased or cancelled.
-    case stale
-    /// A FAIL that was not the segment's fault (the worker's set-up, or it was leaving): the
-    /// segment went back to pending without spending the attempt.
-    case returned
-
-    /// The ACK outcome for the first report of the attempt.
+extension ResultOutcome {
+    /// The ACK for the first report of the attempt.
     var ackOutcome: Ack.Outcome {
         switch self {
-        case .completed, .failureRecorded, .returned: .accepted
+        case .completed, .recorded: .accepted
         case .alreadyCompleted: .duplicate
-        case .stale: .stale
+        case .staleLease: .stale
         }
+    }
+
+    /// The ACK for a report of an attempt already committed (a resend): the same every time.
+    var resendAckOutcome: Ack.Outcome {
+        self == .staleLease ? .stale : .duplicate
+    }
+
+    /// The job failed because of this attempt (the segment ran out of attempts or failed for good).
+    var failedJob: Bool {
+        if case .recorded(.jobFailed) = self { true } else { false }
+    }
+
+    /// When the segment may be claimed again, when it went back to pending.
+    var retryAt: Date? {
+        if case .recorded(.willRetry(let at)) = self { at } else { nil }
     }
 }
 
 /// Why leases are being extended.
-public enum LeaseCheck: Hashable, Sendable {
+package enum LeaseCheck: Hashable, Sendable {
     /// An ACCEPT: acknowledge it.
     case accept
     /// A PROGRESS: acknowledge it.
@@ -101,13 +106,13 @@ public enum LeaseCheck: Hashable, Sendable {
 }
 
 /// One worker's share of a claim: its free slots.
-public struct ClaimDemand: Hashable, Sendable {
-    public var worker: WorkerIdentity
+package struct ClaimDemand: Hashable, Sendable {
+    package var worker: WorkerIdentity
     /// Its `workers` row.
-    public var workerID: UUID
-    public var limit: Int
+    package var workerID: UUID
+    package var limit: Int
 
-    public init(worker: WorkerIdentity, workerID: UUID, limit: Int) {
+    package init(worker: WorkerIdentity, workerID: UUID, limit: Int) {
         self.worker = worker
         self.workerID = workerID
         self.limit = limit
@@ -115,14 +120,14 @@ public struct ClaimDemand: Hashable, Sendable {
 }
 
 /// One claimed segment, ready to be sent as an ASSIGN.
-public struct Assignment: Hashable, Sendable {
-    public var attempt: SegmentAttempt
+package struct Assignment: Hashable, Sendable {
+    package var attempt: SegmentAttempt
     /// The attempt-unique output path in the shared spool.
-    public var outputPath: String
-    /// The `SegmentWorkOrder` as JSON.
-    public var spec: JSONValue
+    package var outputPath: String
+    /// The `SegmentWorkOrder`, encoded.
+    package var spec: JSONPayload
 
-    public init(attempt: SegmentAttempt, outputPath: String, spec: JSONValue) {
+    package init(attempt: SegmentAttempt, outputPath: String, spec: JSONPayload) {
         self.attempt = attempt
         self.outputPath = outputPath
         self.spec = spec
@@ -130,21 +135,21 @@ public struct Assignment: Hashable, Sendable {
 }
 
 /// A lease the store took back without a result (the reaper, or a worker's release).
-public struct TakenBackLease: Hashable, Sendable {
-    public var job: JobID
-    public var leaseToken: LeaseToken
+package struct TakenBackLease: Hashable, Sendable {
+    package var job: JobID
+    package var leaseToken: LeaseToken
     /// The segment ran out of attempts and its job failed.
-    public var jobFailed: Bool
+    package var jobFailed: Bool
 
-    public init(job: JobID, leaseToken: LeaseToken, jobFailed: Bool) {
+    package init(job: JobID, leaseToken: LeaseToken, jobFailed: Bool) {
         self.job = job
         self.leaseToken = leaseToken
         self.jobFailed = jobFailed
     }
 }
 
-/// Events the shell logs.
-public enum CoordinatorObservation: Hashable, Sendable {
+/// Events of the sessions worth a log line.
+package enum CoordinatorNotice: Hashable, Sendable {
     case workerRegistering(WorkerIdentity, name: String, slots: Int)
     case workerWelcomed(WorkerIdentity, workerID: UUID, running: Int)
     case workerRefused(WorkerIdentity, reason: String)

@@ -1,79 +1,25 @@
-public import Foundation
+import Foundation
 import SpliceConcurrency
-public import SpliceWire
+package import SpliceCore
+import SpliceStore
+import SpliceWire
 
 /// The coordinator's side of the worker protocol as a plain state machine: every event goes in
-/// through a `mutating func on…` and comes out as `CoordinatorDirective`s for the shell to carry
-/// out (swift-cluster-membership style). It performs no I/O and reads no clock — time is an
-/// argument — so every rule of docs/protocol.md is tested without a socket or a database.
+/// as a ``CoordinatorEvent`` and comes out as `CoordinatorDirective`s for the shell to carry out.
+/// It performs no I/O and reads no clock — time is an argument — so every rule of
+/// docs/protocol.md is tested without a socket or a database.
 ///
 /// What it keeps is only what a restarted coordinator can afford to lose: worker sessions (keyed
 /// by `WorkerIdentity`, never by routing id), the attempts each worker runs (for slot accounting,
 /// progress and CANCEL fan-out), results being committed (so a resend waits for the same commit)
 /// and the recent answers (so a resend gets the same ACK). Postgres holds the truth.
 ///
-/// The shell calls `dispatch()` after every event: it turns free slots into claims.
-public struct CoordinatorStateMachine: Sendable {
+/// Events go in through `handle(_:at:)`, one ``CoordinatorEvent`` at a time with the time it is
+/// handled, as the worker's machine takes its events; the shell calls `dispatch(at:)` after every
+/// event (or burst of events): it turns free slots into claims.
+package struct CoordinatorStateMachine: Sendable {
     /// Timings and limits.
-    public struct Policy: Sendable, Hashable {
-        /// How often each side sends HEARTBEAT when it has sent nothing else.
-        public var heartbeatInterval: Duration
-        /// Silent intervals after which a worker gets no new assignments.
-        public var heartbeatLiveness: Int
-        /// The lease an ASSIGN grants (and each ACCEPT/PROGRESS renews).
-        public var leaseDuration: Duration
-        /// How often a worker should send PROGRESS.
-        public var progressInterval: Duration
-        /// Silence after which a session is forgotten altogether (the worker must HELLO again).
-        public var forgetAfter: Duration
-        /// How often a live worker's `last_seen_at` is written.
-        public var seenInterval: Duration
-        /// How many committed result outcomes are remembered for resends.
-        public var answeredCapacity: Int
-        /// An ACCEPT received within this long of issuing the claim that granted its lease is
-        /// acknowledged from that claim's commit instead of a new extension (docs/protocol.md,
-        /// Leases). Zero sends every ACCEPT to the store.
-        public var acceptFromClaimWindow: Duration
-        /// An ASSIGN not answered by ACCEPT (or FAIL) within this long is taken back: the worker
-        /// dropped it, or it never arrived.
-        public var acceptDeadline: Duration
-        /// A lease that no session of this coordinator holds and nobody has extended for this long
-        /// is released (claimed by a coordinator that died before its ASSIGN went out, or held by
-        /// a worker that never came back after a restart). Also how long after starting the
-        /// coordinator waits before it judges any lease an orphan: the workers re-register first.
-        public var orphanGrace: Duration
-        /// The first quarantine of a worker that refused an assignment for a reason of its own
-        /// (its spool, its encoders): no ASSIGN for this long. Each refusal in a row doubles it,
-        /// up to `quarantineLimit`.
-        public var quarantineBase: Duration
-        public var quarantineLimit: Duration
-
-        public init(
-            heartbeatInterval: Duration = .seconds(2), heartbeatLiveness: Int = 3, leaseDuration: Duration = .seconds(60),
-            progressInterval: Duration? = nil, forgetAfter: Duration? = nil, seenInterval: Duration = .seconds(15),
-            answeredCapacity: Int = 16_384, acceptFromClaimWindow: Duration? = nil, acceptDeadline: Duration? = nil,
-            orphanGrace: Duration? = nil, quarantineBase: Duration = .seconds(10), quarantineLimit: Duration = .seconds(300)
-        ) {
-            self.heartbeatInterval = heartbeatInterval
-            self.heartbeatLiveness = max(1, heartbeatLiveness)
-            self.leaseDuration = leaseDuration
-            self.progressInterval = progressInterval ?? min(.seconds(5), leaseDuration / 4)
-            self.forgetAfter = forgetAfter ?? leaseDuration + heartbeatInterval * self.heartbeatLiveness
-            self.seenInterval = seenInterval
-            self.answeredCapacity = max(1, answeredCapacity)
-            // Never more than the worker's smallest safety margin (a quarter of the lease, and
-            // 5 s by default), which is what absorbs the overshoot (docs/protocol.md).
-            self.acceptFromClaimWindow = max(.zero, min(acceptFromClaimWindow ?? .seconds(1), leaseDuration / 16))
-            let silence = heartbeatInterval * self.heartbeatLiveness
-            self.acceptDeadline = acceptDeadline ?? max(.seconds(5), silence)
-            self.orphanGrace = orphanGrace ?? silence + heartbeatInterval * 2
-            self.quarantineBase = max(.milliseconds(1), quarantineBase)
-            self.quarantineLimit = max(self.quarantineBase, quarantineLimit)
-        }
-
-        /// Silence after which a worker is considered silent.
-        var silenceLimit: Duration { heartbeatInterval * heartbeatLiveness }
-    }
+    package typealias Policy = CoordinatorPolicy
 
     typealias Instant = ContinuousClock.Instant
 
@@ -87,22 +33,22 @@ public struct CoordinatorStateMachine: Sendable {
         var fromHello: Bool
     }
 
-    public let policy: Policy
+    package let policy: Policy
     /// Sent in WELCOME; identifies this coordinator process in the workers' logs.
-    public let sessionName: String
+    package let sessionName: String
     private(set) var sessions: [WorkerIdentity: WorkerSession] = [:]
     private var pendingResults: [LeaseToken: [ResultWaiter]] = [:]
     private var answered: AnsweredResults
     /// Whether a claim may find something. Cleared when a claim comes back short, set again by
     /// `onWorkAvailable()`; the generation keeps a wake-up that raced a short claim from being lost.
-    public private(set) var workAvailable = true
+    package private(set) var workAvailable = true
     private var workGeneration: UInt64 = 0
     /// At most one claim at a time, for all workers.
     private var claimInFlight = false
     /// When the claim in flight was issued: its leases run until at least this + `leaseDuration`.
     private var claimIssuedAt: Instant?
     private var incarnations: UInt64 = 0
-    public private(set) var shuttingDown = false
+    package private(set) var shuttingDown = false
     private var farewellSent = false
     /// Workers that refused assignments for reasons of their own, by identity (they outlive a
     /// session: a worker that re-registers unchanged is still misconfigured).
@@ -111,16 +57,47 @@ public struct CoordinatorStateMachine: Sendable {
     /// running (stopped, starved), and that time is not the workers' silence.
     private var lastTick: Instant?
 
-    public init(policy: Policy = Policy(), sessionName: String = UUID().uuidString.lowercased()) {
+    package init(policy: Policy = Policy(), sessionName: String = UUID().uuidString.lowercased()) {
         self.policy = policy
         self.sessionName = sessionName
         self.answered = AnsweredResults(capacity: policy.answeredCapacity)
     }
 
+    // MARK: - Events
+
+    /// Handles one event at `now` (the shell's monotonic clock) and returns what to do, in order.
+    package mutating func handle(_ event: CoordinatorEvent, at now: ContinuousClock.Instant) -> [CoordinatorDirective] {
+        switch event {
+        case .received(let message, let peer): onMessage(message, from: peer, now: now)
+        case .rejected(let rejection, let peer): onRejected(rejection, from: peer, now: now)
+        case .workerRegistered(let identity, let workerID): onWorkerRegistered(identity, workerID: workerID, now: now)
+        case .workerRefused(let identity, let reason): onWorkerRefused(identity, reason: reason, now: now)
+        case .registrationFailed(let identity): onRegistrationFailed(identity)
+        case .workerRevoked(let identity): onWorkerRevoked(identity)
+        case .resultCommitted(let result, let outcome): onResultCommitted(result, outcome: outcome, now: now)
+        case .resultCommitFailed(let result): onResultCommitFailed(result, now: now)
+        case .leasesExtended(let attempts, let worker, let check, let current):
+            onLeasesExtended(attempts, worker: worker, check: check, current: current, now: now)
+        case .leaseExtensionFailed(let attempts, let worker, let check):
+            onLeaseExtensionFailed(attempts, worker: worker, check: check, now: now)
+        case .leasesTakenBack(let leases): onLeasesTakenBack(leases, now: now)
+        case .jobEnded(let job, let reason): onJobEnded(job, reason: reason, now: now)
+        case .workAvailable: onWorkAvailable()
+        case .claimed(let assignments, let demands, let generation):
+            onClaimed(assignments, demands: demands, generation: generation, now: now)
+        case .claimFailed(let demands): onClaimFailed(demands)
+        case .sendFailed(let message, let peer, let worker, let error):
+            onSendFailed(message, to: peer, worker: worker, error: error, now: now)
+        case .tick: onTick(now: now)
+        case .drainStarted: stopDispatching()
+        case .drained: onShutdown(now: now)
+        }
+    }
+
     // MARK: - Messages
 
     /// A decoded message from a worker.
-    public mutating func onMessage(_ message: WorkerMessage, from peer: WirePeer, now: ContinuousClock.Instant)
+    private mutating func onMessage(_ message: WorkerMessage, from peer: WirePeer, now: ContinuousClock.Instant)
         -> [CoordinatorDirective]
     {
         guard let identity = WorkerIdentity(peer: peer) else { return [] }
@@ -135,7 +112,7 @@ public struct CoordinatorStateMachine: Sendable {
         guard sessions[identity] != nil else {
             let farewell = CoordinatorMessage.disconnect(Disconnect(reason: .reregister, detail: "unknown session: send HELLO"))
             return [
-                .report(.unknownSession(identity, messageType: type(of: message.body).messageType)),
+                .notice(.unknownSession(identity, messageType: type(of: message.body).messageType)),
                 .send(farewell, to: peer, worker: identity),
             ]
         }
@@ -167,10 +144,10 @@ public struct CoordinatorStateMachine: Sendable {
 
     /// A message the endpoint dropped (garbled, wrong protocol, unknown type…). It is already
     /// counted in `WireCounters`; here it only becomes a log line.
-    public mutating func onRejected(_ rejection: WireRejection, from peer: WirePeer, now: ContinuousClock.Instant)
+    private mutating func onRejected(_ rejection: WireRejection, from peer: WirePeer, now: ContinuousClock.Instant)
         -> [CoordinatorDirective]
     {
-        [.report(.dropped(rejection, from: WorkerIdentity(peer: peer)))]
+        [.notice(.dropped(rejection, from: WorkerIdentity(peer: peer)))]
     }
 
     // MARK: - Sessions
@@ -181,7 +158,7 @@ public struct CoordinatorStateMachine: Sendable {
         guard hello.slots > 0 else {
             let detail = "HELLO must offer at least one slot, not \(hello.slots)"
             return [
-                .report(.invalidHello(identity, detail: detail)),
+                .notice(.invalidHello(identity, detail: detail)),
                 .send(.disconnect(Disconnect(reason: .protocolError, detail: detail)), to: peer, worker: identity),
             ]
         }
@@ -198,21 +175,21 @@ public struct CoordinatorStateMachine: Sendable {
                 + hello.failed.map(\.attempt.leaseToken))
             for held in existing.held.values.sorted(by: { $0.attempt.description < $1.attempt.description })
             where !mentioned.contains(held.attempt.leaseToken) {
-                directives.append(.report(.orphanedAttempt(identity, held.attempt)))
+                directives.append(.notice(.orphanedAttempt(identity, held.attempt)))
                 directives.append(.abandonAttempt(
                     held.attempt, reason: "the worker registered again without it", spendsAttempt: true))
             }
         }
         incarnations += 1
         sessions[identity] = WorkerSession(identity: identity, incarnation: incarnations, peer: peer, hello: hello, now: now)
-        directives.append(.report(.workerRegistering(identity, name: hello.workerName, slots: hello.slots)))
+        directives.append(.notice(.workerRegistering(identity, name: hello.workerName, slots: hello.slots)))
         directives.append(.registerWorker(identity, name: hello.workerName, slots: hello.slots, encoders: hello.encoders))
         return directives
     }
 
     /// The store knows the worker (row `workerID`): commit what its HELLO holds, check what it
     /// runs, and WELCOME it once that is done.
-    public mutating func onWorkerRegistered(_ identity: WorkerIdentity, workerID: UUID, now: ContinuousClock.Instant)
+    private mutating func onWorkerRegistered(_ identity: WorkerIdentity, workerID: UUID, now: ContinuousClock.Instant)
         -> [CoordinatorDirective]
     {
         guard var session = sessions[identity], session.phase == .registering, let hello = session.pendingHello else {
@@ -238,32 +215,32 @@ public struct CoordinatorStateMachine: Sendable {
     }
 
     /// The worker may not register (its key is unknown or revoked): tell it and forget it.
-    public mutating func onWorkerRefused(_ identity: WorkerIdentity, reason: String, now: ContinuousClock.Instant)
+    private mutating func onWorkerRefused(_ identity: WorkerIdentity, reason: String, now: ContinuousClock.Instant)
         -> [CoordinatorDirective]
     {
         guard let session = sessions.removeValue(forKey: identity) else { return [] }
         return [
-            .report(.workerRefused(identity, reason: reason)),
+            .notice(.workerRefused(identity, reason: reason)),
             .send(.disconnect(Disconnect(reason: .revoked, detail: reason)), to: session.peer, worker: identity),
         ]
     }
 
     /// Registering failed (the store was unreachable): forget the session; the worker resends
     /// HELLO until it is welcomed.
-    public mutating func onRegistrationFailed(_ identity: WorkerIdentity) -> [CoordinatorDirective] {
+    private mutating func onRegistrationFailed(_ identity: WorkerIdentity) -> [CoordinatorDirective] {
         if sessions[identity]?.phase == .registering { sessions[identity] = nil }
         return []
     }
 
     /// The key was revoked; the shell has already cut off its connections.
-    public mutating func onWorkerRevoked(_ identity: WorkerIdentity) -> [CoordinatorDirective] {
+    private mutating func onWorkerRevoked(_ identity: WorkerIdentity) -> [CoordinatorDirective] {
         guard sessions.removeValue(forKey: identity) != nil else { return [] }
-        return [.report(.workerRefused(identity, reason: "key revoked"))]
+        return [.notice(.workerRefused(identity, reason: "key revoked"))]
     }
 
     private mutating func onDisconnect(_ disconnect: Disconnect, identity: WorkerIdentity) -> [CoordinatorDirective] {
         guard let session = sessions.removeValue(forKey: identity) else { return [] }
-        var directives: [CoordinatorDirective] = [.report(.workerLeft(identity, reason: disconnect.reason))]
+        var directives: [CoordinatorDirective] = [.notice(.workerLeft(identity, reason: disconnect.reason))]
         if let workerID = session.workerID {
             let reason = disconnect.detail.isEmpty
                 ? "the worker disconnected (\(disconnect.reason.rawValue))"
@@ -282,7 +259,7 @@ public struct CoordinatorStateMachine: Sendable {
         let wasSilent = session.silent
         session.silent = false
         sessions[identity] = session
-        return wasSilent ? [.report(.workerBack(identity))] : []
+        return wasSilent ? [.notice(.workerBack(identity))] : []
     }
 
     /// One of a HELLO's commits or checks is done; WELCOME when none is left.
@@ -301,7 +278,7 @@ public struct CoordinatorStateMachine: Sendable {
             session.pendingHelloWork <= 0, let workerID = session.workerID
         else { return [] }
         sessions[identity]?.phase = .active
-        return [.report(.workerWelcomed(identity, workerID: workerID, running: session.held.count))]
+        return [.notice(.workerWelcomed(identity, workerID: workerID, running: session.held.count))]
             + welcome(identity, now: now)
     }
 
@@ -322,7 +299,7 @@ public struct CoordinatorStateMachine: Sendable {
         guard let session = sessions[identity] else { return ([], false) }
         if let outcome = answered[token] {
             sessions[identity]?.held[token] = nil
-            let ack = Ack(attempt: result.attempt, acknowledges: result.acknowledged, outcome: Self.resendOutcome(outcome))
+            let ack = Ack(attempt: result.attempt, acknowledges: result.acknowledged, outcome: outcome.resendAckOutcome)
             return (send(.ack(ack), to: identity, now: now), false)
         }
         // The worker is no longer running the attempt; its slot frees when the result is committed.
@@ -339,7 +316,7 @@ public struct CoordinatorStateMachine: Sendable {
     }
 
     /// The result is committed: ACK every report of it that waited, then act on the outcome.
-    public mutating func onResultCommitted(_ result: WorkerResult, outcome: ResultOutcome, now: ContinuousClock.Instant)
+    private mutating func onResultCommitted(_ result: WorkerResult, outcome: ResultOutcome, now: ContinuousClock.Instant)
         -> [CoordinatorDirective]
     {
         let token = result.attempt.leaseToken
@@ -348,7 +325,7 @@ public struct CoordinatorStateMachine: Sendable {
         let waiters = pendingResults.removeValue(forKey: token) ?? []
         for (position, waiter) in waiters.enumerated() {
             sessions[waiter.identity]?.held[token] = nil
-            let ackOutcome = position == 0 ? outcome.ackOutcome : Self.resendOutcome(outcome)
+            let ackOutcome = position == 0 ? outcome.ackOutcome : outcome.resendAckOutcome
             let ack = Ack(attempt: result.attempt, acknowledges: waiter.acknowledged, outcome: ackOutcome)
             directives += send(.ack(ack), to: waiter.identity, fallback: waiter.peer, now: now)
             if waiter.fromHello {
@@ -357,9 +334,9 @@ public struct CoordinatorStateMachine: Sendable {
         }
         if case .completed = outcome, let first = waiters.first { quarantines[first.identity] = nil }
         switch outcome {
-        case .completed(readyToStitch: true):
+        case .completed(jobReadyToStitch: true):
             directives.append(.wakeStitcher)
-        case .failureRecorded(jobFailed: true):
+        case .recorded(.jobFailed):
             directives += onJobEnded(result.attempt.job, reason: .jobFailed, now: now)
         default:
             break
@@ -368,7 +345,7 @@ public struct CoordinatorStateMachine: Sendable {
     }
 
     /// The commit failed (the store stayed unreachable): no ACK, so the worker resends.
-    public mutating func onResultCommitFailed(_ result: WorkerResult, now: ContinuousClock.Instant)
+    private mutating func onResultCommitFailed(_ result: WorkerResult, now: ContinuousClock.Instant)
         -> [CoordinatorDirective]
     {
         var directives: [CoordinatorDirective] = []
@@ -379,11 +356,6 @@ public struct CoordinatorStateMachine: Sendable {
             }
         }
         return directives
-    }
-
-    /// How a resend of an already-committed result is answered.
-    static func resendOutcome(_ outcome: ResultOutcome) -> Ack.Outcome {
-        outcome == .stale ? .stale : .duplicate
     }
 
     // MARK: - Leases
@@ -402,7 +374,7 @@ public struct CoordinatorStateMachine: Sendable {
     }
 
     /// Extensions committed: `current` holds the tokens the store extended; the others are gone.
-    public mutating func onLeasesExtended(
+    private mutating func onLeasesExtended(
         _ attempts: [SegmentAttempt], worker identity: WorkerIdentity, check: LeaseCheck, current: Set<LeaseToken>,
         now: ContinuousClock.Instant
     ) -> [CoordinatorDirective] {
@@ -420,7 +392,7 @@ public struct CoordinatorStateMachine: Sendable {
                     let ack = Ack(attempt: attempt, acknowledges: acknowledged, outcome: .accepted)
                     directives += send(.ack(ack), to: identity, now: now)
                 }
-            } else if pendingResults[token] != nil || answered[token].map({ $0 != .stale }) == true {
+            } else if pendingResults[token] != nil || answered[token].map({ $0 != .staleLease }) == true {
                 // The lease ended because this attempt's own COMPLETE/FAIL was committed (a
                 // PROGRESS raced it): nothing was lost, and a worker told `stale` or CANCEL might
                 // delete the very output whose COMPLETE is being acknowledged.
@@ -430,7 +402,7 @@ public struct CoordinatorStateMachine: Sendable {
                 }
             } else {
                 sessions[identity]?.held[token] = nil
-                directives.append(.report(.leaseLost(identity, attempt)))
+                directives.append(.notice(.leaseLost(identity, attempt)))
                 if let acknowledged = check.acknowledged {
                     let ack = Ack(attempt: attempt, acknowledges: acknowledged, outcome: .stale)
                     directives += send(.ack(ack), to: identity, now: now)
@@ -446,7 +418,7 @@ public struct CoordinatorStateMachine: Sendable {
 
     /// The extension could not be committed: no ACK (the worker keeps its own deadline and sends
     /// PROGRESS again); a HELLO's running attempts stay counted as running.
-    public mutating func onLeaseExtensionFailed(
+    private mutating func onLeaseExtensionFailed(
         _ attempts: [SegmentAttempt], worker identity: WorkerIdentity, check: LeaseCheck, now: ContinuousClock.Instant
     ) -> [CoordinatorDirective] {
         guard case .helloRunning(let incarnation) = check else { return [] }
@@ -455,7 +427,7 @@ public struct CoordinatorStateMachine: Sendable {
 
     /// The store took leases back (expired, or released): the worker holding one, if any, is told
     /// to stop; a job that failed because of it cancels its other attempts.
-    public mutating func onLeasesTakenBack(_ leases: [TakenBackLease], now: ContinuousClock.Instant)
+    private mutating func onLeasesTakenBack(_ leases: [TakenBackLease], now: ContinuousClock.Instant)
         -> [CoordinatorDirective]
     {
         var directives: [CoordinatorDirective] = []
@@ -464,7 +436,7 @@ public struct CoordinatorStateMachine: Sendable {
             for (identity, session) in sessions {
                 guard let held = session.held[lease.leaseToken], !held.reported else { continue }
                 sessions[identity]?.held[lease.leaseToken] = nil
-                directives.append(.report(.leaseLost(identity, held.attempt)))
+                directives.append(.notice(.leaseLost(identity, held.attempt)))
                 directives += send(.cancel(Cancel(attempt: held.attempt, reason: .leaseLost)), to: identity, now: now)
             }
             if lease.jobFailed && !failedJobs.contains(lease.job) { failedJobs.append(lease.job) }
@@ -475,7 +447,7 @@ public struct CoordinatorStateMachine: Sendable {
 
     /// A job was cancelled or failed: every attempt of it still running anywhere gets CANCEL, and
     /// its segment files are removed.
-    public mutating func onJobEnded(_ job: JobID, reason: Cancel.Reason, now: ContinuousClock.Instant)
+    private mutating func onJobEnded(_ job: JobID, reason: Cancel.Reason, now: ContinuousClock.Instant)
         -> [CoordinatorDirective]
     {
         var directives: [CoordinatorDirective] = []
@@ -494,15 +466,16 @@ public struct CoordinatorStateMachine: Sendable {
 
     /// Something may be claimable: a plan was recorded, a lease was taken back, a backoff ended,
     /// or the poll timer fired.
-    public mutating func onWorkAvailable() {
+    private mutating func onWorkAvailable() -> [CoordinatorDirective] {
         workAvailable = true
         workGeneration &+= 1
+        return []
     }
 
     /// One claim for every worker with free slots, when none is in flight: slots freed while one
     /// is in flight go into the next, which batches claims under load without delaying them when
     /// idle — one store round trip per round, whatever the number of workers.
-    public mutating func dispatch(now: ContinuousClock.Instant) -> [CoordinatorDirective] {
+    package mutating func dispatch(at now: ContinuousClock.Instant) -> [CoordinatorDirective] {
         guard workAvailable, !shuttingDown, !claimInFlight else { return [] }
         var demands: [ClaimDemand] = []
         for (identity, session) in sessions {
@@ -519,7 +492,7 @@ public struct CoordinatorStateMachine: Sendable {
 
     /// A claim came back with these segments per worker: ASSIGN each. Fewer than asked means
     /// nothing else is claimable right now.
-    public mutating func onClaimed(
+    private mutating func onClaimed(
         _ assignments: [WorkerIdentity: [Assignment]], demands: [ClaimDemand], generation: UInt64,
         now: ContinuousClock.Instant
     ) -> [CoordinatorDirective] {
@@ -554,7 +527,7 @@ public struct CoordinatorStateMachine: Sendable {
 
     /// The claim failed (the store was unreachable): the slots are free again, and claiming stops
     /// until the next `onWorkAvailable()` (the poll timer), so an unreachable store is not hammered.
-    public mutating func onClaimFailed(_ demands: [ClaimDemand]) -> [CoordinatorDirective] {
+    private mutating func onClaimFailed(_ demands: [ClaimDemand]) -> [CoordinatorDirective] {
         claimInFlight = false
         claimIssuedAt = nil
         workAvailable = false
@@ -573,13 +546,13 @@ public struct CoordinatorStateMachine: Sendable {
     /// process died: the connection closed) is forgotten and its leases are released at once, so
     /// its segments run elsewhere within seconds, not at lease expiry. A failure to an older
     /// address of a worker that has since reconnected ends nothing.
-    public mutating func onSendFailed(
+    private mutating func onSendFailed(
         _ message: CoordinatorMessage, to peer: WirePeer, worker identity: WorkerIdentity, error: WireError,
         now: ContinuousClock.Instant
     ) -> [CoordinatorDirective] {
         guard error.code != .closed else { return [] }  // shutting down: the next coordinator takes over
         var directives: [CoordinatorDirective] = [
-            .report(.undeliverable(identity, messageType: type(of: message.body).messageType, error: error.description))
+            .notice(.undeliverable(identity, messageType: type(of: message.body).messageType, error: error.description))
         ]
         if case .assign(let assign) = message {
             sessions[identity]?.held[assign.attempt.leaseToken] = nil
@@ -588,7 +561,7 @@ public struct CoordinatorStateMachine: Sendable {
         }
         let gone: Set<WireError.Code> = [.unroutable, .unknownPeer, .peerMismatch, .peerRevoked]
         if gone.contains(error.code), sessions[identity]?.peer == peer, let session = sessions.removeValue(forKey: identity) {
-            directives.append(.report(.workerForgotten(identity)))
+            directives.append(.notice(.workerForgotten(identity)))
             if let workerID = session.workerID {
                 directives.append(.releaseWorker(
                     workerID: workerID, reason: "the worker's connection is gone (\(error.code.rawValue))"))
@@ -616,7 +589,7 @@ public struct CoordinatorStateMachine: Sendable {
         let length = min(policy.quarantineLimit, policy.quarantineBase * (1 << min(refusals - 1, 20)))
         let reason = "\(fail.code): \(fail.reason)"
         quarantines[identity] = Quarantine(until: now + length, refusals: refusals, reason: reason)
-        return [.report(.workerQuarantined(identity, for: length, reason: reason))]
+        return [.notice(.workerQuarantined(identity, for: length, reason: reason))]
     }
 
     private func isQuarantined(_ identity: WorkerIdentity, now: Instant) -> Bool {
@@ -630,7 +603,7 @@ public struct CoordinatorStateMachine: Sendable {
     /// segments run elsewhere; a late COMPLETE is refused by the fence); one silent for
     /// `forgetAfter` is forgotten. Assignments not accepted within `acceptDeadline` are taken
     /// back. Live workers are recorded as seen now and then.
-    public mutating func onTick(now: ContinuousClock.Instant) -> [CoordinatorDirective] {
+    private mutating func onTick(now: ContinuousClock.Instant) -> [CoordinatorDirective] {
         var directives: [CoordinatorDirective] = []
         // Time this process did not run (SIGSTOP, a starved machine) is nobody's silence: credit
         // it to every session before judging liveness, or one pause would release every lease.
@@ -649,13 +622,13 @@ public struct CoordinatorStateMachine: Sendable {
             let silence = now - session.lastHeard
             if silence > policy.forgetAfter {
                 sessions[identity] = nil
-                directives.append(.report(.workerForgotten(identity)))
+                directives.append(.notice(.workerForgotten(identity)))
                 if let workerID = session.workerID { gone.append(workerID) }
                 continue
             }
             if !session.silent && silence > policy.silenceLimit {
                 session.silent = true
-                directives.append(.report(.workerSilent(identity)))
+                directives.append(.notice(.workerSilent(identity)))
                 if let workerID = session.workerID, session.held.values.contains(where: { !$0.reported }) {
                     directives.append(.releaseWorker(
                         workerID: workerID, reason: "the worker fell silent (nothing heard for \(silence))"))
@@ -689,7 +662,7 @@ public struct CoordinatorStateMachine: Sendable {
                   now - leasedAt > policy.acceptDeadline
             else { continue }
             sessions[identity]?.held[attempt.attempt.leaseToken] = nil
-            directives.append(.report(.notAccepted(identity, attempt.attempt)))
+            directives.append(.notice(.notAccepted(identity, attempt.attempt)))
             directives.append(.abandonAttempt(
                 attempt.attempt, reason: "the worker did not accept the assignment within \(policy.acceptDeadline)",
                 spendsAttempt: true))
@@ -699,13 +672,14 @@ public struct CoordinatorStateMachine: Sendable {
     }
 
     /// The first step of a graceful shutdown: no more claims.
-    public mutating func stopDispatching() {
+    private mutating func stopDispatching() -> [CoordinatorDirective] {
         shuttingDown = true
+        return []
     }
 
     /// The last step of a graceful shutdown, once in-flight commits are answered: every worker is
     /// told the coordinator is leaving (it keeps its results and reports them to the next one).
-    public mutating func onShutdown(now: ContinuousClock.Instant) -> [CoordinatorDirective] {
+    private mutating func onShutdown(now: ContinuousClock.Instant) -> [CoordinatorDirective] {
         guard !farewellSent else { return [] }
         shuttingDown = true
         farewellSent = true
@@ -735,7 +709,7 @@ public struct CoordinatorStateMachine: Sendable {
     // MARK: - Reading
 
     /// The sessions, for `splice workers`, with their quarantines as of `now`.
-    public func sessionSnapshots(now: ContinuousClock.Instant) -> [WorkerSessionSnapshot] {
+    package func sessionSnapshots(now: ContinuousClock.Instant) -> [WorkerSessionSnapshot] {
         sessions.values.map { session in
             let quarantine = quarantines[session.identity].flatMap { now < $0.until ? $0 : nil }
             return WorkerSessionSnapshot(
@@ -747,16 +721,78 @@ public struct CoordinatorStateMachine: Sendable {
 
     /// Every lease token a session of this process holds or whose result is being committed: the
     /// leases the orphan sweep must leave alone.
-    public var heldLeaseTokens: Set<LeaseToken> {
+    package var heldLeaseTokens: Set<LeaseToken> {
         var tokens = Set(pendingResults.keys)
         for session in sessions.values { tokens.formUnion(session.held.keys) }
         return tokens
     }
 
     /// The summed PROGRESS fractions of the job's running attempts (0 when none run).
-    public func runningProgress(ofJob job: JobID) -> Double {
+    package func runningProgress(ofJob job: JobID) -> Double {
         sessions.values.reduce(0) { sum, session in
             sum + session.held.values.filter { $0.attempt.job == job }.reduce(0) { $0 + $1.fraction }
         }
     }
+}
+/// The timings and limits of the coordinator's side of the worker protocol: heartbeats and
+/// liveness, leases, the accept window and deadline, orphans, quarantines
+/// (`CoordinatorConfiguration.sessions`).
+public struct CoordinatorPolicy: Sendable, Hashable {
+    /// How often each side sends HEARTBEAT when it has sent nothing else.
+    public var heartbeatInterval: Duration
+    /// Silent intervals after which a worker gets no new assignments.
+    public var heartbeatLiveness: Int
+    /// The lease an ASSIGN grants (and each ACCEPT/PROGRESS renews).
+    public var leaseDuration: Duration
+    /// How often a worker should send PROGRESS.
+    public var progressInterval: Duration
+    /// Silence after which a session is forgotten altogether (the worker must HELLO again).
+    public var forgetAfter: Duration
+    /// How often a live worker's `last_seen_at` is written.
+    public var seenInterval: Duration
+    /// How many committed result outcomes are remembered for resends.
+    public var answeredCapacity: Int
+    /// An ACCEPT received within this long of issuing the claim that granted its lease is
+    /// acknowledged from that claim's commit instead of a new extension (docs/protocol.md,
+    /// Leases). Zero sends every ACCEPT to the store.
+    public var acceptFromClaimWindow: Duration
+    /// An ASSIGN not answered by ACCEPT (or FAIL) within this long is taken back: the worker
+    /// dropped it, or it never arrived.
+    public var acceptDeadline: Duration
+    /// A lease that no session of this coordinator holds and nobody has extended for this long
+    /// is released (claimed by a coordinator that died before its ASSIGN went out, or held by
+    /// a worker that never came back after a restart). Also how long after starting the
+    /// coordinator waits before it judges any lease an orphan: the workers re-register first.
+    public var orphanGrace: Duration
+    /// The first quarantine of a worker that refused an assignment for a reason of its own
+    /// (its spool, its encoders): no ASSIGN for this long. Each refusal in a row doubles it,
+    /// up to `quarantineLimit`.
+    public var quarantineBase: Duration
+    public var quarantineLimit: Duration
+
+    public init(
+        heartbeatInterval: Duration = .seconds(2), heartbeatLiveness: Int = 3, leaseDuration: Duration = .seconds(60),
+        progressInterval: Duration? = nil, forgetAfter: Duration? = nil, seenInterval: Duration = .seconds(15),
+        answeredCapacity: Int = 16_384, acceptFromClaimWindow: Duration? = nil, acceptDeadline: Duration? = nil,
+        orphanGrace: Duration? = nil, quarantineBase: Duration = .seconds(10), quarantineLimit: Duration = .seconds(300)
+    ) {
+        self.heartbeatInterval = heartbeatInterval
+        self.heartbeatLiveness = max(1, heartbeatLiveness)
+        self.leaseDuration = leaseDuration
+        self.progressInterval = progressInterval ?? min(.seconds(5), leaseDuration / 4)
+        self.forgetAfter = forgetAfter ?? leaseDuration + heartbeatInterval * self.heartbeatLiveness
+        self.seenInterval = seenInterval
+        self.answeredCapacity = max(1, answeredCapacity)
+        // Never more than the worker's smallest safety margin (a quarter of the lease, and
+        // 5 s by default), which is what absorbs the overshoot (docs/protocol.md).
+        self.acceptFromClaimWindow = max(.zero, min(acceptFromClaimWindow ?? .seconds(1), leaseDuration / 16))
+        let silence = heartbeatInterval * self.heartbeatLiveness
+        self.acceptDeadline = acceptDeadline ?? max(.seconds(5), silence)
+        self.orphanGrace = orphanGrace ?? silence + heartbeatInterval * 2
+        self.quarantineBase = max(.milliseconds(1), quarantineBase)
+        self.quarantineLimit = max(self.quarantineBase, quarantineLimit)
+    }
+
+    /// Silence after which a worker is considered silent.
+    var silenceLimit: Duration { heartbeatInterval * heartbeatLiveness }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+import SpliceCore
 import SpliceWire
 
 /// One registered worker as the state machine sees it: where to reach it, what it holds, and

@@ -1,12 +1,15 @@
 import Foundation
+import SpliceCore
+import SpliceJSON
 import SpliceMedia
 import SpliceStore
 import SpliceWire
 
-/// The coordinator's use of the job store: it turns wire attempts into fenced lease references,
-/// claimed segments into ASSIGN payloads, and store answers into state machine outcomes. Every
-/// write is the repository's fenced, retry-safe transaction; the caches here only spare queries
-/// (segment ids and plans never change once a job is planned).
+/// The coordinator's use of the job store: it turns claimed segments into ASSIGN payloads and
+/// store answers into state machine outcomes. A wire attempt names its lease exactly as the store
+/// does (job, segment index, token), so nothing is looked up to fence a write. Every write is the
+/// repository's fenced, retry-safe transaction; the plan cache only spares queries (a job's plan
+/// never changes once recorded).
 final class CoordinatorStore: Sendable {
     /// What registering a worker found.
     enum Registration: Sendable, Equatable {
@@ -17,10 +20,8 @@ final class CoordinatorStore: Sendable {
     let repository: JobRepository
     let leaseDuration: Duration
     let spool: SpoolLayout
-    /// Segment id by index, per job.
-    private let segmentIDs = JobKeyedCache<[Int: Int64]>()
-    /// The job's plan without its segments, and the segments by index.
-    private let plans = JobKeyedCache<SegmentWorkOrderJSON.Parts>(limit: 128)
+    /// Each job's plan, decoded once.
+    private let plans = JobKeyedCache<PlannedJob>(limit: 128)
     /// Lease extensions are group-committed like completions: one statement for all that arrive
     /// while the previous one is being written.
     private let extensions: GroupCommitter<LeaseReference, Bool>
@@ -65,47 +66,31 @@ final class CoordinatorStore: Sendable {
 
     // MARK: - Results and leases
 
-    /// Commits a COMPLETE or FAIL, fenced on its token. Also returns when a retried segment
-    /// becomes claimable again.
-    func commit(_ result: WorkerResult) async throws -> (outcome: ResultOutcome, retryAt: Date?) {
-        guard let reference = try await reference(for: result.attempt) else { return (.stale, nil) }
+    /// Commits a COMPLETE or FAIL, fenced on its token.
+    func commit(_ result: WorkerResult) async throws -> ResultOutcome {
+        let reference = result.attempt.lease
         switch result {
         case .complete(let complete):
-            switch try await repository.completeSegment(
+            return try await repository.completeSegment(
                 reference, outputURL: complete.outputPath, checksum: complete.checksum)
-            {
-            case .completed(let ready): return (.completed(readyToStitch: ready), nil)
-            case .alreadyCompleted: return (.alreadyCompleted, nil)
-            case .staleLease: return (.stale, nil)
-            }
         case .fail(let fail) where fail.blame != .segment:
             // Not the segment's fault: back at once, no attempt spent (docs/coordinator.md, Refusals).
-            let reason = "refused by worker: \(fail.code): \(fail.reason)"
-            switch try await repository.returnSegment(reference, reason: reason) {
-            case .recorded(.willRetry(let at)): return (.returned, at)
-            case .recorded(.jobFailed), .staleLease: return (.stale, nil)
-            }
+            return try await repository.returnSegment(reference, reason: "refused by worker: \(fail.code): \(fail.reason)")
         case .fail(let fail):
             let failure = SegmentFailure(message: "\(fail.code): \(fail.reason)", isRetryable: fail.retryable)
-            switch try await repository.failSegment(reference, failure: failure) {
-            case .recorded(.willRetry(let at)): return (.failureRecorded(jobFailed: false), at)
-            case .recorded(.jobFailed): return (.failureRecorded(jobFailed: true), nil)
-            case .staleLease: return (.stale, nil)
-            }
+            return try await repository.failSegment(reference, failure: failure)
         }
     }
 
     /// Extends the leases; returns the tokens that were current (and are now extended).
     func extend(_ attempts: [SegmentAttempt]) async throws -> Set<LeaseToken> {
         if attempts.count == 1, let attempt = attempts.first {  // ACCEPT and PROGRESS: no task group
-            guard let reference = try await reference(for: attempt) else { return [] }
-            return try await extensions.submit(reference) ? [attempt.leaseToken] : []
+            return try await extensions.submit(attempt.lease) ? [attempt.leaseToken] : []
         }
         return try await withThrowingTaskGroup(of: LeaseToken?.self) { group in
             for attempt in attempts {
                 group.addTask {
-                    guard let reference = try await self.reference(for: attempt) else { return nil }
-                    return try await self.extensions.submit(reference) ? attempt.leaseToken : nil
+                    try await self.extensions.submit(attempt.lease) ? attempt.leaseToken : nil
                 }
             }
             var current: Set<LeaseToken> = []
@@ -115,19 +100,11 @@ final class CoordinatorStore: Sendable {
     }
 
     /// Ends an attempt that will never run: a retryable failure when it `spendsAttempt`, else a
-    /// hand-back. Returns whether that failed its job, and when the segment may be claimed again.
-    func abandon(_ attempt: SegmentAttempt, reason: String, spendsAttempt: Bool) async throws
-        -> (jobFailed: Bool, retryAt: Date?)
-    {
-        guard let reference = try await reference(for: attempt) else { return (false, nil) }
-        let outcome = spendsAttempt
-            ? try await repository.failSegment(reference, failure: SegmentFailure(message: reason, isRetryable: true))
-            : try await repository.returnSegment(reference, reason: reason)
-        switch outcome {
-        case .recorded(.willRetry(let at)): return (false, at)
-        case .recorded(.jobFailed): return (true, nil)
-        case .staleLease: return (false, nil)
-        }
+    /// hand-back.
+    func abandon(_ attempt: SegmentAttempt, reason: String, spendsAttempt: Bool) async throws -> ResultOutcome {
+        spendsAttempt
+            ? try await repository.failSegment(attempt.lease, failure: SegmentFailure(message: reason, isRetryable: true))
+            : try await repository.returnSegment(attempt.lease, reason: reason)
     }
 
     /// Takes back the leases of a worker that left.
@@ -142,13 +119,12 @@ final class CoordinatorStore: Sendable {
 
     /// Takes back leases no session holds (`held`) that nobody extended for `idle`.
     func releaseOrphanedLeases(held: Set<LeaseToken>, idle: Duration) async throws -> TakenBack {
-        TakenBack(try await repository.releaseOrphanedLeases(held: Set(held.compactMap(\.uuid)), idle: idle))
+        TakenBack(try await repository.releaseOrphanedLeases(held: held, idle: idle))
     }
 
     /// The reason a failed job records.
     func jobError(_ job: JobID) async -> String? {
-        guard let id = job.uuid else { return nil }
-        return try? await repository.job(id: id)?.error
+        try? await repository.job(id: job)?.error
     }
 
     /// Leases the store took back, in the state machine's terms.
@@ -159,10 +135,8 @@ final class CoordinatorStore: Sendable {
 
         init(_ released: [ReleasedLease]) {
             leases = released.map { lease in
-                if case .jobFailed = lease.outcome {
-                    return TakenBackLease(job: JobID(lease.jobID), leaseToken: LeaseToken(lease.reference.token), jobFailed: true)
-                }
-                return TakenBackLease(job: JobID(lease.jobID), leaseToken: LeaseToken(lease.reference.token), jobFailed: false)
+                let jobFailed = if case .jobFailed = lease.outcome { true } else { false }
+                return TakenBackLease(job: lease.reference.job, leaseToken: lease.reference.token, jobFailed: jobFailed)
             }
             firstRetry = released.compactMap { lease -> Date? in
                 if case .willRetry(let at) = lease.outcome { return at }
@@ -192,14 +166,12 @@ final class CoordinatorStore: Sendable {
     /// cannot be read, which no retry would change.
     private func assignment(for lease: SegmentLease) async -> Assignment? {
         let segment = lease.segment
-        segmentIDs.update(segment.jobID, initial: [:]) { $0[segment.plan.index] = segment.id }
-        let job = JobID(segment.jobID)
-        let token = LeaseToken(lease.reference.token)
+        let job = segment.jobID
+        let token = lease.reference.token
         let attempt = SegmentAttempt(job: job, segment: segment.plan.index, attempt: segment.attempt, leaseToken: token)
         do {
             let spec = try await workOrder(job: segment.jobID, segment: segment.plan.index)
-            let output = spool.segmentPath(
-                job: job.rawValue, segment: segment.plan.index, attempt: segment.attempt, leaseToken: token.rawValue)
+            let output = spool.segmentPath(job: job, segment: segment.plan.index, attempt: segment.attempt, leaseToken: token)
             return Assignment(attempt: attempt, outputPath: output, spec: spec)
         } catch {
             let failure = SegmentFailure(message: "the job's plan cannot be read: \(error)", isRetryable: false)
@@ -208,39 +180,31 @@ final class CoordinatorStore: Sendable {
         }
     }
 
-    /// The ASSIGN `spec`: `SegmentWorkOrder` — the job's plan cut down to one segment — as JSON.
-    private func workOrder(job: UUID, segment index: Int) async throws -> JSONValue {
+    /// The ASSIGN `spec`: the `SegmentWorkOrder` — the job's plan cut down to one segment —
+    /// encoded once, here.
+    private func workOrder(job: JobID, segment index: Int) async throws -> JSONPayload {
         let repository = self.repository
-        let parts = try await plans.value(for: job) { () async throws -> SegmentWorkOrderJSON.Parts? in
+        let planned = try await plans.value(for: job) { () async throws -> PlannedJob? in
             guard let plan = try await repository.job(id: job)?.plan else { return nil }
-            guard let parts = SegmentWorkOrderJSON.parts(ofPlan: plan.text) else {
-                throw CoordinatorError(.planUnreadable, "job \(job.wireText): its plan is not a segment plan")
+            do {
+                return PlannedJob(try plan.decode(SegmentPlan.self))
+            } catch {
+                throw CoordinatorError(.planUnreadable, "job \(job): its plan is not a segment plan: \(error)")
             }
-            return parts
         }
-        guard let parts, let spec = parts.specs[index] else {
-            throw CoordinatorError(.planUnreadable, "job \(job.wireText) has no plan for segment \(index)")
+        guard let order = planned?.order(index) else {
+            throw CoordinatorError(.planUnreadable, "job \(job) has no plan for segment \(index)")
         }
-        return SegmentWorkOrderJSON.order(skeleton: parts.skeleton, spec: spec, segment: index)
+        return try JSONPayload(encoding: order)
     }
 
     /// Drops what is cached about a job that has ended.
-    func forget(job: UUID) {
-        segmentIDs.forget(job)
+    func forget(job: JobID) {
         plans.forget(job)
     }
+}
 
-    // MARK: - Attempts to leases
-
-    /// The fenced reference of a wire attempt; nil when the job or segment does not exist (the
-    /// attempt is then answered as stale).
-    func reference(for attempt: SegmentAttempt) async throws -> LeaseReference? {
-        guard let jobID = attempt.job.uuid, let token = attempt.leaseToken.uuid else { return nil }
-        if let id = segmentIDs[jobID]?[attempt.segment] { return LeaseReference(segmentID: id, token: token) }
-        let segments = try await repository.segments(ofJob: jobID)
-        guard !segments.isEmpty else { return nil }
-        let ids = Dictionary(segments.map { ($0.plan.index, $0.id) }, uniquingKeysWith: { first, _ in first })
-        segmentIDs.store(ids, for: jobID)
-        return ids[attempt.segment].map { LeaseReference(segmentID: $0, token: token) }
-    }
+extension SegmentAttempt {
+    /// The store's name for this attempt's lease: the same job, segment and token.
+    var lease: LeaseReference { LeaseReference(job: job, segment: segment, token: leaseToken) }
 }

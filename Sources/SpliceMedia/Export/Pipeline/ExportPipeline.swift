@@ -1,5 +1,6 @@
 internal import CFFmpeg
 import Foundation
+import SpliceCore
 
 /// Runs one ``ExportPlan`` on the calling thread (a dedicated one — see ``BlockingThread``):
 /// demux, route each packet to its track path, flush, and finish the file.
@@ -16,7 +17,7 @@ final class ExportPipeline {
         /// Output pts of every video frame written (encoder time base), for segment bookkeeping.
         var videoTimestamps: [Int64]
         /// SHA-256 of a segment file.
-        var checksum: String?
+        var checksum: SHA256Digest?
     }
 
     private let plan: ExportPlan
@@ -191,10 +192,7 @@ final class ExportPipeline {
         }
         try checkCancelled()
         for path in paths { try path.finish(checkCancelled: checkCancelled) }
-        if let v = videoEncode, v.framesWritten == 0 {
-            throw MediaError(.decodeFailed, "no video frame of '\(plan.location)' could be decoded in the requested range",
-                             isRetryable: false)
-        }
+        if let v = videoEncode, v.framesWritten == 0 { throw plan.noDecodableVideo }
         if let muxer, case .file(let muxerName, let isQuickTime, _) = plan.output {
             var extra = collectors.map(\.track)
             if !plan.annotations.isEmpty {

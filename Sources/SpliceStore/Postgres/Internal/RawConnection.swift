@@ -43,12 +43,12 @@ final class RawConnection: @unchecked Sendable {
         }
         // libpq returns a PGconn even on failure (NULL only when out of memory); it is ours to PQfinish.
         guard let opened else {
-            throw StoreError(.connectionFailed, message: "libpq could not allocate a connection")
+            throw StoreError(.connectionFailed, "libpq could not allocate a connection")
         }
         guard PQstatus(opened) == CONNECTION_OK else {
             let reason = String(cString: PQerrorMessage(opened))
             PQfinish(opened)
-            throw StoreError(.connectionFailed, message: "cannot connect to PostgreSQL (\(configuration)): "
+            throw StoreError(.connectionFailed, "cannot connect to PostgreSQL (\(configuration)): "
                                  + redact(reason))
         }
         // Server notices (e.g. "relation already exists, skipping") are not errors; libpq's default
@@ -84,12 +84,11 @@ final class RawConnection: @unchecked Sendable {
         let handle = try openHandle()
         let (sql, binds) = query.rendered
         guard binds.count <= Int(UInt16.max) else {
-            throw StoreError(.invalidValue, message: "\(binds.count) parameters: PostgreSQL takes at most 65535; "
+            throw StoreError(.invalidValue, "\(binds.count) parameters: PostgreSQL takes at most 65535; "
                                  + "bind an array instead", isRetryable: false)
         }
         for bind in binds where bind.text?.contains("\0") == true {
-            throw StoreError(.invalidValue, message: "a text value contains a NUL byte, which PostgreSQL cannot store",
-                             isRetryable: false)
+            throw StoreError(.invalidValue, "a text value contains a NUL byte, which PostgreSQL cannot store", isRetryable: false)
         }
         let types = binds.map { Oid($0.type.oid) }
         let result: OpaquePointer? = try withCStringArray(binds.map(\.text)) { values throws(StoreError) in
@@ -120,7 +119,7 @@ final class RawConnection: @unchecked Sendable {
 
     private func openHandle() throws(StoreError) -> OpaquePointer {
         guard let handle, PQstatus(handle) == CONNECTION_OK else {
-            throw StoreError(.connectionLost, message: "the connection to PostgreSQL is closed")
+            throw StoreError(.connectionLost, "the connection to PostgreSQL is closed")
         }
         return handle
     }
@@ -172,14 +171,14 @@ final class RawConnection: @unchecked Sendable {
             // The server is going away (shutdown, crash): this session is finished.
             close()
         }
-        return StoreError(.queryFailed, sqlState: sqlState, message: redact(message))
+        return StoreError(.queryFailed, redact(message), sqlState: sqlState)
     }
 
     /// The session is unusable: close it and say why (`reason` is libpq's message, if any).
     private func connectionLost(_ reason: String?) -> StoreError {
         let message = reason ?? handle.map { String(cString: PQerrorMessage($0)) } ?? ""
         close()
-        return StoreError(.connectionLost, message: "lost the connection to PostgreSQL: "
+        return StoreError(.connectionLost, "lost the connection to PostgreSQL: "
                               + redact(message.isEmpty ? "no reason given" : message))
     }
 

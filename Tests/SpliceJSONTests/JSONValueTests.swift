@@ -1,8 +1,8 @@
 import Foundation
-import SpliceWire
+import SpliceJSON
 import Testing
 
-@Suite("JSONValue: opaque payloads")
+@Suite("JSONValue: any JSON as a tree")
 struct JSONValueTests {
     @Test("every kind of value survives a round trip, integers exactly")
     func roundTrip() throws {
@@ -83,6 +83,6 @@ struct JSONValueParserTests {
         #""\x""#, #""\ud800""#, #""\udc00""#, "1e400", String(repeating: "[", count: 600) + String(repeating: "]", count: 600),
     ])
     func refused(text: String) {
-        #expect(throws: WireError.self) { try JSONValue(parsing: Array(text.utf8)) }
+        #expect(throws: JSONError.self) { try JSONValue(parsing: Array(text.utf8)) }
     }
 }

@@ -1,10 +1,6 @@
-internal import Foundation
-
-/// Any JSON value, carried through the protocol without being interpreted — the segment spec in
-/// ASSIGN and the export settings in SUBMIT belong to other modules, which encode them into a
-/// `JSONValue` and decode them back out. Integers stay integers (exact media timestamps).
-/// JSON text does not tell 2 from 2.0, so an integral number always decodes as `.integer`
-/// (a `Double` field decodes from it all the same).
+/// Any JSON value, as a tree. Integers stay integers (exact media timestamps): JSON text does not
+/// tell 2 from 2.0, so an integral number is always `.integer` (a `Double` field decodes from it
+/// all the same). Objects compare by content; their keys are written sorted.
 public enum JSONValue: Sendable, Hashable, Codable {
     case null
     case bool(Bool)
@@ -14,27 +10,23 @@ public enum JSONValue: Sendable, Hashable, Codable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    /// Encodes `value` (any Encodable) as a JSON value.
-    public init(encoding value: some Encodable) throws(WireError) {
-        let text: [UInt8]
-        do {
-            do {
-                text = try WireJSONEncoder.encode(value)
-            } catch is WireJSONEncoder.Unsupported {
-                text = Array(try WireCodec.encoder.encode(value))
-            }
-        } catch {
-            throw WireError(code: .encoding, message: "cannot encode \(type(of: value)) as JSON: \(error)")
-        }
-        self = try JSONValue(parsing: text)
+    /// The value `value` encodes to.
+    public init(encoding value: some Encodable) throws(JSONError) {
+        self = try JSONValue(parsing: JSON.encode(value))
     }
 
-    /// Decodes this value as `type` (for example the segment spec of an ASSIGN).
+    /// Decodes this value as `type`.
     public func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try JSONDecoder().decode(T.self, from: Data(WireJSONEncoder.encode(self)))
+        try JSONNodeDecoder.decode(type, from: JSONNode(self), codingPath: [])
     }
 
+    /// Decodes from any decoder: from Splice's own, the node itself; from another (Foundation's),
+    /// by trying each kind in turn.
     public init(from decoder: any Decoder) throws {
+        if let tree = decoder as? JSONNodeDecoder {
+            self = JSONValue(tree.value)
+            return
+        }
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null

@@ -1,24 +1,27 @@
-internal import Foundation
-
 extension JSONValue {
-    /// Parses JSON text (RFC 8259) straight into a `JSONValue`. Decoding a `JSONValue` through
-    /// `JSONDecoder` tries every case in turn at every node; the coordinator turns each job's plan
-    /// into per-segment values, so this is on its path once per segment.
+    /// Parses JSON text (RFC 8259) into a `JSONValue`.
     ///
     /// Numbers: a value that is an exact `Int64` is `.integer` (`2`, `2.0`, `1e3`), any other is
     /// `.double`; a repeated key keeps its first value — what decoding through `JSONDecoder` gives.
-    public init(parsing text: some Collection<UInt8>) throws(WireError) {
-        let bytes = Array(text)
-        var parser = JSONValueParser(bytes: bytes)
+    public init(parsing text: some Collection<UInt8>) throws(JSONError) {
+        self = JSONValue(try JSONNode(parsing: text))
+    }
+}
+
+extension JSONNode {
+    /// Parses JSON text (RFC 8259) into the form decoding reads.
+    init(parsing text: some Collection<UInt8>) throws(JSONError) {
+        var parser = JSONParser(bytes: Array(text))
         do {
             self = try parser.document()
         } catch {
-            throw WireError(code: .encoding, message: "not JSON: \(error.reason) at byte \(error.offset)")
+            throw JSONError(.notJSON, "not JSON: \(error.reason) at byte \(error.offset)")
         }
     }
 }
 
-private struct JSONValueParser {
+/// A recursive-descent parser over the bytes of one document.
+private struct JSONParser {
     struct Failure: Error {
         var reason: String
         var offset: Int
@@ -33,7 +36,7 @@ private struct JSONValueParser {
         self.bytes = bytes
     }
 
-    mutating func document() throws(Failure) -> JSONValue {
+    mutating func document() throws(Failure) -> JSONNode {
         let value = try parseValue(depth: 0)
         skipWhitespace()
         guard index == bytes.count else { throw fail("trailing characters") }
@@ -62,7 +65,7 @@ private struct JSONValueParser {
         index += count
     }
 
-    private mutating func parseValue(depth: Int) throws(Failure) -> JSONValue {
+    private mutating func parseValue(depth: Int) throws(Failure) -> JSONNode {
         guard depth < Self.maxDepth else { throw fail("nested too deeply") }
         skipWhitespace()
         guard index < bytes.count else { throw fail("unexpected end") }
@@ -78,9 +81,9 @@ private struct JSONValueParser {
         }
     }
 
-    private mutating func parseObject(depth: Int) throws(Failure) -> JSONValue {
+    private mutating func parseObject(depth: Int) throws(Failure) -> JSONNode {
         index += 1
-        var fields: [String: JSONValue] = [:]
+        var fields: [JSONField] = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -93,9 +96,8 @@ private struct JSONValueParser {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
-            // A repeated key keeps its first value, as JSONDecoder does.
-            let value = try parseValue(depth: depth + 1)
-            if fields[key] == nil { fields[key] = value }
+            // In document order: a repeated key keeps its first value when looked up.
+            fields.append(JSONField(key: key, value: try parseValue(depth: depth + 1)))
             skipWhitespace()
             guard index < bytes.count else { throw fail("unexpected end") }
             switch bytes[index] {
@@ -106,9 +108,9 @@ private struct JSONValueParser {
         }
     }
 
-    private mutating func parseArray(depth: Int) throws(Failure) -> JSONValue {
+    private mutating func parseArray(depth: Int) throws(Failure) -> JSONNode {
         index += 1
-        var elements: [JSONValue] = []
+        var elements: [JSONNode] = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
             index += 1
@@ -171,7 +173,10 @@ private struct JSONValueParser {
         throw fail("unterminated string")
     }
 
+    /// The string of these bytes; invalid UTF-8 is refused. ASCII (almost every string of the
+    /// protocol) skips the generic validation, which cost more than the rest of parsing.
     private func validated(_ utf8: ArraySlice<UInt8>) throws(Failure) -> String {
+        if !utf8.contains(where: { $0 >= 0x80 }) { return String(decoding: utf8, as: UTF8.self) }
         guard let string = String(validating: utf8, as: UTF8.self) else { throw fail("invalid UTF-8") }
         return string
     }
@@ -211,7 +216,7 @@ private struct JSONValueParser {
         return value
     }
 
-    private mutating func parseNumber() throws(Failure) -> JSONValue {
+    private mutating func parseNumber() throws(Failure) -> JSONNode {
         let start = index
         var integral = true
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
