@@ -28,6 +28,15 @@ enum LogFormat {
 
     /// `text` as a JSON string: `"` and `\` escaped, control characters as `\n`, `\t`… or `\u00XX`.
     static func jsonString(_ text: String) -> String {
+        escaped(text) { value in
+            let hex = String(value, radix: 16)
+            return "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        }
+    }
+
+    /// `text` in double quotes with `"`, `\`, newlines and tabs escaped, and any other control
+    /// character as `control` spells it.
+    private static func escaped(_ text: String, control: (UInt32) -> String) -> String {
         var result = "\""
         for scalar in text.unicodeScalars {
             switch scalar {
@@ -38,8 +47,7 @@ enum LogFormat {
             case "\t": result += "\\t"
             default:
                 if scalar.value < 0x20 || scalar.value == 0x7F {
-                    let hex = String(scalar.value, radix: 16)
-                    result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                    result += control(scalar.value)
                 } else {
                     result.unicodeScalars.append(scalar)
                 }
@@ -56,23 +64,7 @@ enum LogFormat {
                 || scalar.value == 0x7F || scalar.properties.isWhitespace
         }
         guard needsQuotes else { return value }
-        var result = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    result += "\\u{" + String(scalar.value, radix: 16) + "}"
-                } else {
-                    result.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return result + "\""
+        return escaped(value) { "\\u{" + String($0, radix: 16) + "}" }
     }
 
     /// RFC 3339 UTC with milliseconds: `2026-11-30T16:42:08.123Z`, computed with integers only.

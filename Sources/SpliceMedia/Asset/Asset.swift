@@ -75,16 +75,7 @@ public struct Asset: Sendable, Codable, Hashable {
         preferredVideoTrackID = demuxer.bestStream(AVMEDIA_TYPE_VIDEO)
         preferredAudioTrackID = demuxer.bestStream(AVMEDIA_TYPE_AUDIO, related: Int32(preferredVideoTrackID ?? -1))
 
-        var starts: [MediaTime] = []
-        for i in 0..<demuxer.streamCount {
-            let st = demuxer.stream(i)
-            let type = st.pointee.codecpar.pointee.codec_type
-            guard type == AVMEDIA_TYPE_VIDEO || type == AVMEDIA_TYPE_AUDIO else { continue }
-            if st.pointee.start_time != FFmpeg.noPTS && st.pointee.time_base.num > 0 {
-                starts.append(MediaTime(value: st.pointee.start_time, timeBase: Rational(st.pointee.time_base)))
-            }
-        }
-        let origin = starts.min() ?? .zero
+        let origin = demuxer.origin
         self.origin = origin
         if ctx.pointee.duration != FFmpeg.noPTS && ctx.pointee.duration > 0 {
             duration = MediaTime(value: ctx.pointee.duration, timescale: Int32(AV_TIME_BASE))

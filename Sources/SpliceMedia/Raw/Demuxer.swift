@@ -93,3 +93,20 @@ final class Demuxer {
         }
     }
 }
+
+extension Demuxer {
+    /// Asset time zero in the source's clock: the earliest start of its audio and video tracks
+    /// (``Asset/origin``; the stitcher reads copied tracks in the same terms).
+    var origin: MediaTime {
+        var starts: [MediaTime] = []
+        for i in 0..<streamCount {
+            let st = stream(i)
+            let type = st.pointee.codecpar.pointee.codec_type
+            guard type == AVMEDIA_TYPE_VIDEO || type == AVMEDIA_TYPE_AUDIO else { continue }
+            if st.pointee.start_time != FFmpeg.noPTS && st.pointee.time_base.num > 0 {
+                starts.append(MediaTime(value: st.pointee.start_time, timeBase: Rational(st.pointee.time_base)))
+            }
+        }
+        return starts.min() ?? .zero
+    }
+}

@@ -82,7 +82,7 @@ private struct StitchRun {
         // The output: streams in order — video, audio tracks, then what rides along. The source
         // is read only for what the plan takes from it.
         let source = plan.passThrough.isEmpty ? nil : try Demuxer(location: plan.source)
-        let origin = source.map(Self.origin(of:)) ?? .zero
+        let origin = source?.origin ?? .zero
         let muxer = try Muxer(destination: destination, formatName: plan.outputFileType.muxerName, replacing: overwrite)
         let window = ExportPlan.Window(start: plan.outputZero, end: plan.outputEnd)
         let copyPlan = ExportPlan(location: plan.source, origin: origin, destination: destination,
@@ -191,22 +191,22 @@ private struct StitchRun {
         return StitchSummary(videoFrames: videoFrames, audioPackets: audioPackets, bytes: bytes)
     }
 
-    /// Asset time zero in the source's clock: the earliest start of its audio and video (as ``Asset``).
-    static func origin(of demuxer: Demuxer) -> MediaTime {
-        var starts: [MediaTime] = []
-        for i in 0..<demuxer.streamCount {
-            let st = demuxer.stream(i)
-            let type = st.pointee.codecpar.pointee.codec_type
-            guard type == AVMEDIA_TYPE_VIDEO || type == AVMEDIA_TYPE_AUDIO else { continue }
-            if st.pointee.start_time != FFmpeg.noPTS && st.pointee.time_base.num > 0 {
-                starts.append(MediaTime(value: st.pointee.start_time, timeBase: Rational(st.pointee.time_base)))
-            }
-        }
-        return starts.min() ?? .zero
-    }
 }
 
 // MARK: - Feeds
+
+/// The segment file after `reader`'s, which has been read to its end: checks that file against
+/// its recorded checksum, then opens the next (nil after the last).
+private func nextSegment(after reader: SegmentFileReader?, current: inout Int, specs: [SegmentSpec], files: [Int: String],
+                         checksums: [Int: SHA256Digest]) throws(MediaError) -> SegmentFileReader? {
+    if let reader, let expected = checksums[specs[current].index], let actual = reader.checksum(), expected != actual {
+        throw MediaError(.incompatibleSegments, "segment \(specs[current].index) ('\(reader.path)') does not match its "
+                         + "checksum; it changed after it was encoded", isRetryable: true)
+    }
+    current += 1
+    guard current < specs.count else { return nil }
+    return try SegmentFileReader(path: files[specs[current].index]!, verifying: checksums[specs[current].index] != nil)
+}
 
 /// A source of output packets in output-time order.
 private protocol StitchFeed: AnyObject {
@@ -311,13 +311,8 @@ private final class VideoUnits: StitchFeed {
                 ready = true
                 break
             }
-            if let reader, let expected = checksums[specs[current].index], let actual = reader.checksum(), expected != actual {
-                throw MediaError(.incompatibleSegments, "segment \(specs[current].index) ('\(reader.path)') does not match its "
-                                 + "checksum; it changed after it was encoded", isRetryable: true)
-            }
-            current += 1
-            guard current < specs.count else { reader = nil; return nil }
-            reader = try SegmentFileReader(path: files[specs[current].index]!, verifying: checksums[specs[current].index] != nil)
+            reader = try nextSegment(after: reader, current: &current, specs: specs, files: files, checksums: checksums)
+            guard reader != nil else { return nil }
         }
         return MediaTime(value: packet.dts, timeBase: Rational(timeBase))
     }
@@ -382,13 +377,8 @@ private final class AudioUnits: StitchFeed {
                 ready = true
                 break
             }
-            if let reader, let expected = checksums[specs[current].index], let actual = reader.checksum(), expected != actual {
-                throw MediaError(.incompatibleSegments, "segment \(specs[current].index) ('\(reader.path)') does not match its "
-                                 + "checksum; it changed after it was encoded", isRetryable: true)
-            }
-            current += 1
-            guard current < specs.count else { reader = nil; return nil }
-            reader = try SegmentFileReader(path: files[specs[current].index]!, verifying: checksums[specs[current].index] != nil)
+            reader = try nextSegment(after: reader, current: &current, specs: specs, files: files, checksums: checksums)
+            guard reader != nil else { return nil }
         }
         return MediaTime(value: packet.dts, timeBase: Rational(timeBase))
     }
