@@ -166,6 +166,23 @@ import Testing
         #expect(claimed.map(\.segment.jobID) == [urgent.id, old.id, old.id, young.id])
     }
 
+    @Test func withinAJobTheMostExpensiveSegmentsAreClaimedFirst() async throws {
+        let store = try await StoreFixture()
+        let worker = try await store.makeWorker()
+        let old = try await store.makeRunningJob(segments: 4, key: "old", costs: [10, 30, 20, 30])
+        let urgent = try await store.makeRunningJob(segments: 2, key: "urgent", priority: 10, costs: [5, 50])
+        // The costs are kept with the segments.
+        #expect(try await store.repository.segments(ofJob: old.id).map(\.plan.cost) == [10, 30, 20, 30])
+        let first = try await store.repository.claimSegments(for: worker.id, limit: 3, leaseDuration: .seconds(30))
+        // Priority and age still come first; within a job, cost descending, plan order among equals.
+        #expect(first.map { [$0.segment.jobID, $0.segment.plan.index] as [AnyHashable] }
+            == [[urgent.id, 1], [urgent.id, 0], [old.id, 1]])
+        // A segment that comes back is claimed again in its cost's place, not after the others.
+        try #require(try await store.repository.returnSegment(first[2].reference, reason: "refused") != .staleLease)
+        let rest = try await store.repository.claimSegments(for: worker.id, limit: 10, leaseDuration: .seconds(30))
+        #expect(rest.map(\.segment.plan.index) == [1, 3, 2, 0])
+    }
+
     @Test func revokedWorkersLoseTheirLeasesAndCannotClaimOrEnroll() async throws {
         let store = try await StoreFixture()
         let worker = try await store.makeWorker("doomed")

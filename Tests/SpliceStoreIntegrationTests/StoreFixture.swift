@@ -22,16 +22,18 @@ struct StoreFixture {
                       policy: repository.policy)
     }
 
-    /// A running job with `segments` segments of one second each (timescale 90 kHz).
+    /// A running job with `segments` segments of one second each (timescale 90 kHz), costing
+    /// `costs` (0 each when nil).
     @discardableResult
     func makeRunningJob(segments: Int, key: String = UUID().uuidString, priority: Int = 0,
-                        maxAttempts: Int = 3) async throws -> Job {
+                        maxAttempts: Int = 3, costs: [Int64]? = nil) async throws -> Job {
         let created = try await repository.createJob(JobSubmission(
             idempotencyKey: key, sourceURL: "file:///in/\(key).mov", outputURL: "file:///out/\(key).mp4",
             settings: PostgresJSON(#"{"codec":"h264"}"#), priority: priority, maxAttempts: maxAttempts))
         try await repository.startPlanning(jobID: created.job.id)
         let plan = (0..<segments).map {
-            PlannedSegment(index: $0, rangeStart: Int64($0) * 90_000, rangeEnd: Int64($0 + 1) * 90_000, timescale: 90_000)
+            PlannedSegment(index: $0, rangeStart: Int64($0) * 90_000, rangeEnd: Int64($0 + 1) * 90_000, timescale: 90_000,
+                           cost: costs?[$0] ?? 0)
         }
         return try await repository.recordPlan(jobID: created.job.id, plan: PostgresJSON(#"{"segments":\#(segments)}"#),
                                                segments: plan)

@@ -35,13 +35,13 @@ extension JobRepository {
             ), wanted AS (
                 SELECT worker_id, row_number() OVER (ORDER BY number, position) AS n FROM demand
             ), locked AS (
-                SELECT s.id, s.priority, s.job_created_at, s.job_id, s.index FROM segments s
+                SELECT s.id, s.priority, s.job_created_at, s.job_id, s.cost, s.index FROM segments s
                 WHERE s.state = 'pending' AND s.next_attempt_at <= now()
-                ORDER BY s.priority DESC, s.job_created_at, s.job_id, s.index
+                ORDER BY s.priority DESC, s.job_created_at, s.job_id, s.cost DESC, s.index
                 LIMIT (SELECT count(*) FROM wanted)
                 FOR UPDATE SKIP LOCKED
             ), target AS (
-                SELECT id, row_number() OVER (ORDER BY priority DESC, job_created_at, job_id, index) AS n FROM locked
+                SELECT id, row_number() OVER (ORDER BY priority DESC, job_created_at, job_id, cost DESC, index) AS n FROM locked
             ), paired AS (
                 SELECT target.id, wanted.worker_id FROM target JOIN wanted ON wanted.n = target.n
             ), segment AS (
@@ -56,7 +56,7 @@ extension JobRepository {
                 SELECT job_id, id, 'segment_leased', 'pending', 'leased', attempt, leased_by, lease_token FROM segment
             )
             SELECT \(Segment.columns) FROM segment
-            ORDER BY priority DESC, job_created_at, job_id, index
+            ORDER BY priority DESC, job_created_at, job_id, cost DESC, index
             """)
         var leases: [UUID: [SegmentLease]] = [:]
         for row in rows {

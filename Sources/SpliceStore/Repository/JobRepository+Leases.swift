@@ -6,7 +6,7 @@ extension JobRepository {
     // MARK: - Claiming
 
     /// Leases up to `limit` claimable segments to a worker: highest job priority first, then oldest
-    /// job, then segment order. Rows other claimers hold are skipped (`FOR UPDATE SKIP LOCKED`), so
+    /// job, then within the job the most expensive segment first (plan order among equal costs). Rows other claimers hold are skipped (`FOR UPDATE SKIP LOCKED`), so
     /// concurrent claimers never wait on or receive the same attempt. Every lease gets a fresh token.
     /// A revoked or unknown worker gets nothing.
     public func claimSegments(for workerID: UUID, limit: Int, leaseDuration: Duration) async throws -> [SegmentLease] {
@@ -28,28 +28,49 @@ extension JobRepository {
         // the UPDATE only. In the locking scan it lets the planner pick the partial index on leased
         // segments, which under load holds thousands of dead entries of segments no longer leased
         // (bitmap scans never mark them dead), and every batch would walk them all.
+        // A segment's backup attempt (JobRepository+Backups.swift) has its own token and expiry;
+        // both of a segment's attempts may be in one batch, so the tokens are gathered per segment
+        // (an UPDATE applies one joined row per target row), and each column is extended when its
+        // token is among them — whichever column holds it by the time the row is locked.
         let rows = try await client.query("""
             WITH target AS (
                 SELECT s.id, lease.token
                 FROM segments s
                 JOIN unnest(\(leases.map(\.job)), \(leases.map(\.index)), \(leases.map(\.token)))
                     AS lease(job_id, index, token)
-                    ON s.job_id = lease.job_id AND s.index = lease.index AND s.lease_token = lease.token
+                    ON s.job_id = lease.job_id AND s.index = lease.index
+                       AND (s.lease_token = lease.token OR s.backup_token = lease.token)
                 ORDER BY s.id
                 FOR UPDATE OF s
+            ), attempts AS (
+                SELECT id, array_agg(token) AS tokens FROM target GROUP BY id
             )
             UPDATE segments s
-            SET lease_expires_at = now() + \(Int64(duration.wholeMilliseconds)) * interval '1 millisecond',
-                heartbeat_at = now(), updated_at = now()
-            FROM target
-            WHERE s.id = target.id AND s.lease_token = target.token AND s.state = 'leased'
-            RETURNING s.job_id, s.index, s.lease_token, s.lease_expires_at
+            SET lease_expires_at = CASE WHEN s.lease_token = ANY(attempts.tokens)
+                                        THEN now() + \(Int64(duration.wholeMilliseconds)) * interval '1 millisecond'
+                                        ELSE s.lease_expires_at END,
+                heartbeat_at = CASE WHEN s.lease_token = ANY(attempts.tokens) THEN now() ELSE s.heartbeat_at END,
+                backup_expires_at = CASE WHEN s.backup_token = ANY(attempts.tokens)
+                                         THEN now() + \(Int64(duration.wholeMilliseconds)) * interval '1 millisecond'
+                                         ELSE s.backup_expires_at END,
+                updated_at = now()
+            FROM attempts
+            WHERE s.id = attempts.id AND s.state = 'leased'
+                AND (s.lease_token = ANY(attempts.tokens) OR s.backup_token = ANY(attempts.tokens))
+            RETURNING s.job_id, s.index,
+                      CASE WHEN s.lease_token = ANY(attempts.tokens) THEN s.lease_token END, s.lease_expires_at,
+                      CASE WHEN s.backup_token = ANY(attempts.tokens) THEN s.backup_token END, s.backup_expires_at
             """)
         var extended: [LeaseReference: Date] = [:]
         for row in rows {
-            let reference = LeaseReference(job: try row.decode(at: 0), segment: try row.decode(at: 1),
-                                           token: try row.decode(at: 2))
-            extended[reference] = try row.decode(Date.self, at: 3)
+            let job: JobID = try row.decode(at: 0)
+            let index: Int = try row.decode(at: 1)
+            if let token = try row.decode(LeaseToken?.self, at: 2) {
+                extended[LeaseReference(job: job, segment: index, token: token)] = try row.decode(Date.self, at: 3)
+            }
+            if let token = try row.decode(LeaseToken?.self, at: 4) {
+                extended[LeaseReference(job: job, segment: index, token: token)] = try row.decode(Date.self, at: 5)
+            }
         }
         return extended
     }
@@ -79,19 +100,28 @@ extension JobRepository {
                                      \(completions.map(\.lease.token)), \(completions.map(\.outputURL)),
                                      \(completions.map(\.checksum)))
                     WITH ORDINALITY AS input(job_id, index, token, output_url, checksum, n)
-            ), target AS (
-                SELECT s.id, s.leased_by, input.token, input.output_url, input.checksum
+            ), attempt AS (
+                -- Which of the segment's attempts reports (the row as locked, before the update).
+                SELECT s.id, input.token, input.output_url, input.checksum, s.backup_token IS NOT NULL AS had_backup,
+                       s.backup_token IS NOT DISTINCT FROM input.token AS by_backup,
+                       CASE WHEN s.backup_token = input.token THEN s.backup_leased_by ELSE s.leased_by END AS worker_id
                 FROM segments s
-                JOIN input ON s.job_id = input.job_id AND s.index = input.index AND s.lease_token = input.token
+                JOIN input ON s.job_id = input.job_id AND s.index = input.index
+                              AND (s.lease_token = input.token OR s.backup_token = input.token)
                 ORDER BY s.id
                 FOR UPDATE OF s
             ), segment AS (
+                -- The first attempt to report wins: its token becomes the segment's (so a resend
+                -- is recognised), and the other attempt, if any, is over (docs/store.md, Backup attempts).
                 UPDATE segments s
-                SET state = 'done', output_url = target.output_url, checksum = target.checksum, finished_at = now(),
-                    updated_at = now(), leased_by = NULL, lease_expires_at = NULL
-                FROM target
-                WHERE s.id = target.id AND s.lease_token = target.token AND s.state = 'leased'
-                RETURNING s.id, s.job_id, s.index, s.attempt, s.lease_token, target.leased_by AS worker_id
+                SET state = 'done', output_url = attempt.output_url, checksum = attempt.checksum, finished_at = now(),
+                    updated_at = now(), lease_token = attempt.token, leased_by = NULL, lease_expires_at = NULL,
+                    backup_token = NULL, backup_leased_by = NULL, backup_expires_at = NULL
+                FROM attempt
+                WHERE s.id = attempt.id AND s.state = 'leased'
+                    AND (s.lease_token = attempt.token OR s.backup_token = attempt.token)
+                RETURNING s.id, s.job_id, s.index, s.attempt, s.lease_token, attempt.worker_id, attempt.had_backup,
+                          attempt.by_backup
             ), counted AS (
                 SELECT job_id, count(*) AS done FROM segment GROUP BY job_id
             ), job AS (
@@ -104,6 +134,10 @@ extension JobRepository {
             ), event AS (
                 INSERT INTO job_events (job_id, segment_id, kind, from_state, to_state, attempt, worker_id, lease_token)
                 SELECT job_id, id, 'segment_done', 'leased', 'done', attempt, worker_id, lease_token FROM segment
+                UNION ALL
+                SELECT job_id, id, CASE WHEN by_backup THEN 'segment_backup_won' ELSE 'segment_primary_won' END,
+                       'leased', 'done', attempt, worker_id, lease_token
+                FROM segment WHERE had_backup
                 UNION ALL
                 SELECT id, NULL, 'job_stitching', 'running', 'stitching', NULL, NULL, NULL
                 FROM job WHERE state = 'stitching'
@@ -148,8 +182,11 @@ extension JobRepository {
     /// Records a failed attempt, only for the current lease. A retryable failure with attempts left
     /// puts the segment back with backoff; a permanent one, the last attempt, or failures on
     /// `deadAfterDistinctWorkers` different workers end the segment (`failed` / `dead`) and fail its job.
+    /// A retryable failure while a backup runs hands the segment to the backup instead; the failure
+    /// of a backup only ends the backup.
     public func failSegment(_ lease: LeaseReference, failure: SegmentFailure) async throws -> ResultOutcome {
         try await client.transaction { connection in
+            if try await endBackup(lease, reason: failure.message, on: connection) { return .recorded(.backupEnded) }
             let locked = try await lockLeases(
                 where: """
                     job_id = \(lease.job) AND index = \(lease.segment) AND lease_token = \(lease.token) \
@@ -167,33 +204,45 @@ extension JobRepository {
     /// was leaving, an assignment that never reached it). The segment is claimable again at once
     /// and the worker is not counted among those it failed on; the event (`segment_returned`)
     /// keeps the reason, which `waitingReason(ofJob:)` shows while nothing else has happened.
+    /// With a backup running, the backup carries on as the segment's attempt; handing back a
+    /// backup only ends the backup.
     public func returnSegment(_ lease: LeaseReference, reason: String) async throws -> ResultOutcome {
-        let rows = try await client.query("""
-            WITH target AS (
-                SELECT id, leased_by FROM segments
-                WHERE job_id = \(lease.job) AND index = \(lease.segment) AND lease_token = \(lease.token)
-                    AND state = 'leased'
-                FOR UPDATE
-            ), segment AS (
-                UPDATE segments s
-                SET state = 'pending', attempt = s.attempt - 1, leased_by = NULL, lease_expires_at = NULL,
-                    last_error = \(reason), next_attempt_at = now(), updated_at = now()
-                FROM target
-                WHERE s.id = target.id AND s.lease_token = \(lease.token) AND s.state = 'leased'
-                RETURNING s.id, s.job_id, s.attempt, s.lease_token, s.next_attempt_at, target.leased_by AS worker_id
-            ), event AS (
-                INSERT INTO job_events (job_id, segment_id, kind, from_state, to_state, attempt, worker_id,
-                                        lease_token, detail)
-                SELECT job_id, id, 'segment_returned', 'leased', 'pending', attempt + 1, worker_id, lease_token,
-                       \(reason)
-                FROM segment
-            ), wake AS (
-                SELECT pg_notify(\(Channel.segments), '') FROM segment
-            )
-            SELECT next_attempt_at, (SELECT count(*) FROM wake) FROM segment
-            """)
-        guard let row = rows.first else { return .staleLease }
-        return .recorded(.willRetry(at: try row.decode(Date.self, at: 0)))
+        try await client.transaction { connection in
+            if try await endBackup(lease, reason: reason, on: connection) { return .recorded(.backupEnded) }
+            // With a backup running, the backup carries on as the segment's attempt.
+            let rows = try await connection.query("""
+                WITH target AS (
+                    SELECT id, leased_by, backup_token IS NOT NULL AS backed_up FROM segments
+                    WHERE job_id = \(lease.job) AND index = \(lease.segment) AND lease_token = \(lease.token)
+                        AND state = 'leased'
+                    FOR UPDATE
+                ), segment AS (
+                    UPDATE segments s
+                    SET state = CASE WHEN target.backed_up THEN 'leased' ELSE 'pending' END,
+                        attempt = CASE WHEN target.backed_up THEN s.attempt ELSE s.attempt - 1 END,
+                        lease_token = coalesce(s.backup_token, s.lease_token), leased_by = s.backup_leased_by,
+                        lease_expires_at = s.backup_expires_at, backup_token = NULL, backup_leased_by = NULL,
+                        backup_expires_at = NULL, heartbeat_at = CASE WHEN target.backed_up THEN now() ELSE s.heartbeat_at END,
+                        last_error = \(reason), next_attempt_at = now(), updated_at = now()
+                    FROM target
+                    WHERE s.id = target.id AND s.lease_token = \(lease.token) AND s.state = 'leased'
+                    RETURNING s.id, s.job_id, s.attempt, s.state, s.next_attempt_at, target.leased_by AS worker_id,
+                              target.backed_up
+                ), event AS (
+                    INSERT INTO job_events (job_id, segment_id, kind, from_state, to_state, attempt, worker_id,
+                                            lease_token, detail)
+                    SELECT job_id, id, 'segment_returned', 'leased', state,
+                           CASE WHEN backed_up THEN attempt ELSE attempt + 1 END, worker_id, \(lease.token), \(reason)
+                    FROM segment
+                ), wake AS (
+                    SELECT pg_notify(\(Channel.segments), '') FROM segment WHERE NOT backed_up
+                )
+                SELECT next_attempt_at, backed_up, (SELECT count(*) FROM wake) FROM segment
+                """)
+            guard let row = rows.first else { return .staleLease }
+            if try row.decode(Bool.self, at: 1) { return .recorded(.carriedOnByBackup) }
+            return .recorded(.willRetry(at: try row.decode(Date.self, at: 0)))
+        }
     }
 
     /// Why a job makes no progress, when the newest thing that happened to its segments is a
@@ -226,32 +275,41 @@ extension JobRepository {
 
     /// Takes back leases that expired (their worker stopped extending them). The reaper's
     /// predicate is repeated inside each UPDATE, so a completion that committed first always wins.
+    /// Expired backup attempts end too (`.backupEnded`).
     @discardableResult
     public func reapExpiredLeases(limit: Int = 1000) async throws -> [ReleasedLease] {
         try await releaseLeases(where: "state = 'leased' AND lease_expires_at < now()",
                                 failure: SegmentFailure(message: "lease expired: the worker stopped reporting",
                                                         isRetryable: true),
-                                kind: "segment_lease_expired", limit: limit)
+                                kind: "segment_lease_expired", limit: limit, backups: "backup_expires_at < now()")
     }
 
-    /// Takes back every lease a worker holds at once (it disconnected, was revoked, or a send to it failed).
+    /// Takes back every lease a worker holds at once (it disconnected, was revoked, or a send to it
+    /// failed), and ends the backup attempts it runs.
     @discardableResult
     public func releaseLeases(ofWorker workerID: UUID, reason: String) async throws -> [ReleasedLease] {
         try await releaseLeases(where: "state = 'leased' AND leased_by = \(workerID)",
                                 failure: SegmentFailure(message: reason, isRetryable: true),
-                                kind: "segment_lease_released", limit: 100_000)
+                                kind: "segment_lease_released", limit: 100_000,
+                                backups: "backup_leased_by = \(workerID)")
     }
 
     private func releaseLeases(where predicate: PostgresQuery, failure: SegmentFailure, kind: String,
-                               limit: Int) async throws -> [ReleasedLease] {
+                               limit: Int, backups: PostgresQuery? = nil) async throws -> [ReleasedLease] {
         try await client.transaction { connection in
-            try await releaseLeases(where: predicate, failure: failure, kind: kind, limit: limit, on: connection)
+            try await releaseLeases(where: predicate, failure: failure, kind: kind, limit: limit, backups: backups,
+                                    on: connection)
         }
     }
 
+    /// Ends the leased attempts matching `predicate` with `failure`, then the backup attempts
+    /// matching `backups` (when given) without counting anything against their segments.
     func releaseLeases(where predicate: PostgresQuery, failure: SegmentFailure, kind: String, limit: Int,
-                       on connection: PostgresConnection) async throws -> [ReleasedLease] {
+                       backups: PostgresQuery? = nil, on connection: PostgresConnection) async throws -> [ReleasedLease] {
         var released: [ReleasedLease] = []
+        if let backups {
+            released += try await endBackups(where: backups, reason: failure.message, limit: limit, on: connection)
+        }
         for segment in try await lockLeases(where: predicate, limit: limit, on: connection) {
             guard let reference = segment.lease, let workerID = segment.leasedBy,
                   let outcome = try await endAttempt(segment, failure: failure, kind: kind, also: predicate,
@@ -278,6 +336,9 @@ extension JobRepository {
     private func endAttempt(_ segment: Segment, failure: SegmentFailure, kind: String, also: PostgresQuery = "TRUE",
                             on connection: PostgresConnection) async throws -> AttemptOutcome? {
         guard let token = segment.leaseToken, let workerID = segment.leasedBy else { return nil }
+        if segment.backupToken != nil && failure.isRetryable {
+            return try await handOverToBackup(segment, failure: failure, kind: kind, also: also, on: connection)
+        }
         let failedOn = Set(segment.failedWorkers + [workerID])
         let retry = failure.isRetryable && segment.attempt < segment.maxAttempts
             && failedOn.count < policy.deadAfterDistinctWorkers
@@ -287,6 +348,7 @@ extension JobRepository {
             WITH segment AS (
                 UPDATE segments
                 SET state = \(endState), leased_by = NULL, lease_expires_at = NULL, updated_at = now(),
+                    backup_token = NULL, backup_leased_by = NULL, backup_expires_at = NULL,
                     last_error = \(failure.message), failed_workers = array_append(failed_workers, \(workerID)),
                     next_attempt_at = now() + \(Int64(delay.wholeMilliseconds)) * interval '1 millisecond',
                     finished_at = CASE WHEN \(retry) THEN NULL ELSE now() END
@@ -308,5 +370,34 @@ extension JobRepository {
                              reason: "segment \(segment.plan.index) \(endState.rawValue) (\(why)): \(failure.message)",
                              on: connection)
         return .jobFailed(segmentState: endState)
+    }
+
+    /// Ends the attempt `segment.leaseToken` while a backup of it runs: the failure is recorded
+    /// against its worker as usual, and the backup carries on as the segment's attempt (same
+    /// attempt number, its own token, holder and expiry) — nothing to retry. Nil when the fence no
+    /// longer holds.
+    private func handOverToBackup(_ segment: Segment, failure: SegmentFailure, kind: String, also: PostgresQuery,
+                                  on connection: PostgresConnection) async throws -> AttemptOutcome? {
+        guard let token = segment.leaseToken, let workerID = segment.leasedBy else { return nil }
+        let rows = try await connection.query("""
+            WITH segment AS (
+                UPDATE segments
+                SET lease_token = backup_token, leased_by = backup_leased_by, lease_expires_at = backup_expires_at,
+                    heartbeat_at = now(), backup_token = NULL, backup_leased_by = NULL, backup_expires_at = NULL,
+                    last_error = \(failure.message), failed_workers = array_append(failed_workers, \(workerID)),
+                    updated_at = now()
+                WHERE id = \(segment.id) AND lease_token = \(token) AND state = 'leased' AND backup_token IS NOT NULL
+                    AND \(also)
+                RETURNING id, job_id, attempt
+            ), event AS (
+                INSERT INTO job_events (job_id, segment_id, kind, from_state, to_state, attempt, worker_id,
+                                        lease_token, detail)
+                SELECT job_id, id, \(kind), 'leased', 'leased', attempt, \(workerID), \(token),
+                       \(failure.message) || ' (its backup carries on)'
+                FROM segment
+            )
+            SELECT id FROM segment
+            """)
+        return rows.isEmpty ? nil : .carriedOnByBackup
     }
 }

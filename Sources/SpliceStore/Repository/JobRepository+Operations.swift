@@ -1,4 +1,5 @@
 public import Foundation
+public import SpliceCore
 
 // Read-only figures for operators: the metrics endpoint's gauges, the status page, readiness.
 // Nothing here writes; every query is one statement, cheap enough to run at every scrape.
@@ -24,7 +25,10 @@ extension JobRepository {
         public var segmentsTotal: Int
         public var segmentsDone: Int
         /// Attempts that ended without a result: failed, expired, released, or refused by a worker.
+        /// Backup attempts that lost or ended are not among them.
         public var failedAttempts: Int
+        /// Costs and backup attempts.
+        public var progress: JobProgress
         public var error: String?
         /// While running: the reason its last segment was handed back, when nothing happened since.
         public var waiting: String?
@@ -33,8 +37,8 @@ extension JobRepository {
         public var finishedAt: Date?
 
         public init(id: UUID, sourceURL: String, outputURL: String, state: JobState, priority: Int, segmentsTotal: Int,
-                    segmentsDone: Int, failedAttempts: Int, error: String?, waiting: String?, createdAt: Date,
-                    startedAt: Date?, finishedAt: Date?) {
+                    segmentsDone: Int, failedAttempts: Int, progress: JobProgress = JobProgress(), error: String?,
+                    waiting: String?, createdAt: Date, startedAt: Date?, finishedAt: Date?) {
             self.id = id
             self.sourceURL = sourceURL
             self.outputURL = outputURL
@@ -43,6 +47,7 @@ extension JobRepository {
             self.segmentsTotal = segmentsTotal
             self.segmentsDone = segmentsDone
             self.failedAttempts = failedAttempts
+            self.progress = progress
             self.error = error
             self.waiting = waiting
             self.createdAt = createdAt
@@ -73,7 +78,7 @@ extension JobRepository {
     }
 
     /// The unfinished jobs (newest first, up to `unfinished`) and the most recently finished ones
-    /// (up to `finished`), with their failed attempts counted from the audit log.
+    /// (up to `finished`), with their failed attempts and backup attempts counted from the audit log.
     public func jobSummaries(unfinished: Int = 200, finished: Int = 20) async throws -> [JobSummary] {
         try await client.query("""
             WITH shown AS (
@@ -89,6 +94,7 @@ extension JobRepository {
                    (SELECT count(*) FROM job_events e WHERE e.job_id = s.id AND e.kind IN
                         ('segment_failed', 'segment_lease_expired', 'segment_lease_released', 'segment_returned'))
                        AS failed_attempts,
+                   \(JobProgress.columns),
                    CASE WHEN s.state = 'running' THEN
                        (SELECT CASE WHEN e.kind = 'segment_returned' THEN e.detail END FROM job_events e
                         WHERE e.job_id = s.id AND e.kind IN ('segment_returned', 'segment_leased', 'segment_done')
@@ -104,10 +110,21 @@ extension JobRepository {
                 segmentsTotal: Int(try row.decode(Int32.self, column: "segments_total")),
                 segmentsDone: Int(try row.decode(Int32.self, column: "segments_done")),
                 failedAttempts: Int(try row.decode(Int64.self, column: "failed_attempts")),
+                progress: try JobProgress(row: row),
                 error: try row.decode(column: "error"), waiting: try row.decode(column: "waiting"),
                 createdAt: try row.decode(column: "created_at"), startedAt: try row.decode(column: "started_at"),
                 finishedAt: try row.decode(column: "finished_at"))
         }
+    }
+
+    /// The costs and backup attempts of these jobs (jobs that do not exist are left out).
+    public func progress(ofJobs ids: [JobID]) async throws -> [JobID: JobProgress] {
+        guard !ids.isEmpty else { return [:] }
+        var progress: [JobID: JobProgress] = [:]
+        for row in try await client.query("SELECT s.id, \(JobProgress.columns) FROM jobs s WHERE s.id = ANY(\(ids))") {
+            progress[try row.decode(JobID.self, at: 0)] = try JobProgress(row: row)
+        }
+        return progress
     }
 
     /// `SELECT 1`: the database answers.
@@ -127,5 +144,40 @@ extension ConnectionConfiguration {
         return setting("application_name", "splice-operations")
             .setting("options", own + "-c statement_timeout=\(milliseconds) -c default_transaction_read_only=on")
             .setting("connect_timeout", value(of: "connect_timeout") ?? "5")
+    }
+}
+
+/// A job's work by cost — what its progress is weighted by — and its backup attempts, read from
+/// its segments and its audit log.
+public struct JobProgress: Sendable, Equatable {
+    /// The summed costs of its segments, and of those done (0 when the plan has no costs).
+    public var costTotal: Int64
+    public var costDone: Int64
+    /// Backup attempts started for stragglers, and those that finished first.
+    public var backupsStarted: Int
+    public var backupsWon: Int
+
+    public init(costTotal: Int64 = 0, costDone: Int64 = 0, backupsStarted: Int = 0, backupsWon: Int = 0) {
+        self.costTotal = costTotal
+        self.costDone = costDone
+        self.backupsStarted = backupsStarted
+        self.backupsWon = backupsWon
+    }
+
+    /// Its columns, for a query over `jobs` aliased `s`.
+    static let columns: PostgresQuery = """
+        (SELECT coalesce(sum(g.cost), 0)::bigint FROM segments g WHERE g.job_id = s.id) AS cost_total,
+        (SELECT coalesce(sum(g.cost), 0)::bigint FROM segments g WHERE g.job_id = s.id AND g.state = 'done')
+            AS cost_done,
+        (SELECT count(*) FROM job_events e WHERE e.job_id = s.id AND e.kind = 'segment_backup_started')
+            AS backups_started,
+        (SELECT count(*) FROM job_events e WHERE e.job_id = s.id AND e.kind = 'segment_backup_won') AS backups_won
+        """
+
+    init(row: PostgresRow) throws(StoreError) {
+        self.init(
+            costTotal: try row.decode(column: "cost_total"), costDone: try row.decode(column: "cost_done"),
+            backupsStarted: Int(try row.decode(Int64.self, column: "backups_started")),
+            backupsWon: Int(try row.decode(Int64.self, column: "backups_won")))
     }
 }

@@ -26,7 +26,8 @@ extension JobRepository {
         try await client.transaction { connection in
             _ = try await releaseLeases(where: "state = 'leased' AND leased_by = \(workerID)",
                                         failure: SegmentFailure(message: "worker revoked", isRetryable: true),
-                                        kind: "segment_lease_released", limit: 100_000, on: connection)
+                                        kind: "segment_lease_released", limit: 100_000,
+                                        backups: "backup_leased_by = \(workerID)", on: connection)
             let rows = try await connection.query("""
                 UPDATE workers SET state = 'revoked', revoked_at = coalesce(revoked_at, now())
                 WHERE id = \(workerID) RETURNING \(Worker.columns)

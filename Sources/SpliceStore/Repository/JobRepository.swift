@@ -84,7 +84,8 @@ public final class JobRepository: Sendable {
         }
     }
 
-    /// `planning → running`: stores the plan and its segments. Recording the same plan again is a no-op.
+    /// `planning → running`: stores the plan and its segments (with their costs, which order claims
+    /// within the job). Recording the same plan again is a no-op.
     @discardableResult
     public func recordPlan(jobID: JobID, plan: PostgresJSON, segments: [PlannedSegment]) async throws -> Job {
         guard !segments.isEmpty else {
@@ -98,14 +99,14 @@ public final class JobRepository: Sendable {
             }
             guard job.state == .planning else { throw invalidTransition(job, to: .running) }
             try await connection.query("""
-                INSERT INTO segments (job_id, index, range_start, range_end, range_timescale, spec,
+                INSERT INTO segments (job_id, index, range_start, range_end, range_timescale, spec, cost,
                                       priority, job_created_at, max_attempts)
-                SELECT j.id, u.index, u.range_start, u.range_end, u.range_timescale, u.spec,
+                SELECT j.id, u.index, u.range_start, u.range_end, u.range_timescale, u.spec, u.cost,
                        j.priority, j.created_at, j.max_attempts
                 FROM jobs j,
                      unnest(\(segments.map(\.index)), \(segments.map(\.rangeStart)), \(segments.map(\.rangeEnd)),
-                            \(segments.map(\.timescale)), \(segments.map(\.spec)))
-                         AS u(index, range_start, range_end, range_timescale, spec)
+                            \(segments.map(\.timescale)), \(segments.map(\.spec)), \(segments.map(\.cost)))
+                         AS u(index, range_start, range_end, range_timescale, spec, cost)
                 WHERE j.id = \(jobID)
                 """)
             let running = try await transition(
@@ -220,6 +221,7 @@ public final class JobRepository: Sendable {
         try await connection.query("""
             WITH segment AS (
                 UPDATE segments SET state = 'cancelled', leased_by = NULL, lease_expires_at = NULL,
+                                    backup_token = NULL, backup_leased_by = NULL, backup_expires_at = NULL,
                                     finished_at = now(), updated_at = now()
                 WHERE job_id = \(jobID) AND state IN ('pending', 'leased')
                 RETURNING id, job_id, attempt, lease_token

@@ -108,13 +108,18 @@ public struct PlannedSegment: Sendable, Equatable {
     public var rangeEnd: Int64
     public var timescale: Int32
     public var spec: PostgresJSON
+    /// The planner's estimate of the work of encoding it, in the plan's units (0: unknown). Within
+    /// a job the most expensive pending segments are claimed first.
+    public var cost: Int64
 
-    public init(index: Int, rangeStart: Int64, rangeEnd: Int64, timescale: Int32, spec: PostgresJSON = .emptyObject) {
+    public init(index: Int, rangeStart: Int64, rangeEnd: Int64, timescale: Int32, spec: PostgresJSON = .emptyObject,
+                cost: Int64 = 0) {
         self.index = index
         self.rangeStart = rangeStart
         self.rangeEnd = rangeEnd
         self.timescale = timescale
         self.spec = spec
+        self.cost = max(0, cost)
     }
 }
 
@@ -140,10 +145,21 @@ public struct Segment: Sendable, Equatable, Identifiable {
     public var checksum: SHA256Digest?
     public var lastError: String?
     public var finishedAt: Date?
+    /// The backup attempt running beside the leased one, if any: its own token, holder and expiry.
+    public var backupToken: LeaseToken?
+    public var backupLeasedBy: UUID?
+    public var backupExpiresAt: Date?
+    /// Backup attempts started for this segment (at most one).
+    public var backups: Int
 
     /// The fence a worker must present to extend, complete or fail this attempt.
     public var lease: LeaseReference? {
         leaseToken.map { LeaseReference(job: jobID, segment: plan.index, token: $0) }
+    }
+
+    /// The backup attempt's fence, while one runs.
+    public var backupLease: LeaseReference? {
+        backupToken.map { LeaseReference(job: jobID, segment: plan.index, token: $0) }
     }
 }
 
@@ -219,12 +235,18 @@ public struct SegmentFailure: Sendable, Equatable {
     }
 }
 
-/// What happened to a segment whose attempt ended without a result (failure, expired or released lease).
+/// What happened to a segment whose attempt ended without a result (failure, expired or released
+/// lease, hand-back).
 public enum AttemptOutcome: Sendable, Hashable {
     /// Back to `pending`, claimable again from `at`.
     case willRetry(at: Date)
     /// The segment is `failed` or `dead`, and its job has failed.
     case jobFailed(segmentState: SegmentState)
+    /// The segment's backup attempt carries on in the ended attempt's place: still `leased`, now
+    /// under the backup's token.
+    case carriedOnByBackup
+    /// The attempt was a segment's backup: it is over, and the segment's leased attempt carries on.
+    case backupEnded
 }
 
 /// A lease the reaper (or a worker's revocation) took back.

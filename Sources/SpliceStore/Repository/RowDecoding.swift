@@ -22,16 +22,16 @@ extension Job {
 
 extension Segment {
     static let columns: PostgresQuery = """
-        id, job_id, index, range_start, range_end, range_timescale, spec, state, attempt, max_attempts, \
+        id, job_id, index, range_start, range_end, range_timescale, spec, cost, state, attempt, max_attempts, \
         lease_token, leased_by, lease_expires_at, heartbeat_at, next_attempt_at, failed_workers, output_url, \
-        checksum, last_error, finished_at
+        checksum, last_error, finished_at, backup_token, backup_leased_by, backup_expires_at, backups
         """
 
     init(row: PostgresRow) throws(StoreError) {
         let plan = PlannedSegment(
             index: try row.decode(column: "index"), rangeStart: try row.decode(column: "range_start"),
             rangeEnd: try row.decode(column: "range_end"), timescale: try row.decode(column: "range_timescale"),
-            spec: try row.decode(column: "spec"))
+            spec: try row.decode(column: "spec"), cost: try row.decode(column: "cost"))
         self.init(
             id: try row.decode(column: "id"), jobID: try row.decode(column: "job_id"), plan: plan,
             state: try row.decode(column: "state"), attempt: try row.decode(column: "attempt"),
@@ -40,7 +40,9 @@ extension Segment {
             heartbeatAt: try row.decode(column: "heartbeat_at"), nextAttemptAt: try row.decode(column: "next_attempt_at"),
             failedWorkers: try row.decode(column: "failed_workers"), outputURL: try row.decode(column: "output_url"),
             checksum: try row.decode(column: "checksum"), lastError: try row.decode(column: "last_error"),
-            finishedAt: try row.decode(column: "finished_at"))
+            finishedAt: try row.decode(column: "finished_at"), backupToken: try row.decode(column: "backup_token"),
+            backupLeasedBy: try row.decode(column: "backup_leased_by"),
+            backupExpiresAt: try row.decode(column: "backup_expires_at"), backups: try row.decode(column: "backups"))
     }
 }
 
