@@ -292,7 +292,7 @@ struct CoordinatorStateMachineTests {
         let answered = harness.on(.leasesExtended([attempt(0)], worker: .key(workerKey), check: check,
             current: [attempt(0).leaseToken]))
         #expect(acks(answered) == [Ack(attempt: attempt(0), acknowledges: isProgress ? .progress : .accept, outcome: .accepted)])
-        #expect(harness.machine.runningProgress(ofJob: .numbered(1)) == (isProgress ? 0.25 : 0))
+        #expect(harness.machine.runningProgress(ofJob: .numbered(1)).segments == (isProgress ? 0.25 : 0))
         #expect(harness.on(.leaseExtensionFailed([attempt(0)], worker: .key(workerKey), check: check)).isEmpty,
             "no ACK without a commit")
     }
@@ -806,5 +806,161 @@ struct CoordinatorStateMachineTests {
         #expect(answered.count == 3)
         #expect(answered[.numbered(9)] == .staleLease)
         #expect(answered[.numbered(6)] == nil)
+    }
+}
+
+// MARK: - Backup attempts
+
+private func costed(_ attempt: SegmentAttempt, _ cost: Int64) -> Assignment {
+    Assignment(attempt: attempt, outputPath: "/spool/\(attempt.segment)-\(attempt.leaseToken)",
+               spec: JSONPayload(.object([:])), cost: cost)
+}
+
+extension CoordinatorDirective {
+    var backupClaim: (primary: SegmentAttempt, demand: ClaimDemand)? {
+        if case .claimBackup(let primary, let demand) = self { return (primary, demand) }
+        return nil
+    }
+}
+
+/// A second attempt of segment 0 of job 1 (the backup's own token).
+private let backupOfZero = SegmentAttempt(job: .numbered(1), segment: 0, attempt: 1, leaseToken: .numbered(9_999))
+
+@Suite("Coordinator backup attempts")
+struct CoordinatorBackupTests {
+    /// Workers stay live for 30 s of silence here: a straggler is slow, not gone.
+    static let policy = CoordinatorPolicy(
+        heartbeatInterval: .seconds(1), heartbeatLiveness: 30, leaseDuration: .seconds(60), forgetAfter: .seconds(90),
+        seenInterval: .seconds(10))
+
+    /// Two workers of one slot; `worker` runs segment 0 (cost 100), `other` segment 1 (cost
+    /// `otherCost`), which it completes after 2 s; then a claim comes back empty (nothing left).
+    private func straggling(otherCost: Int64 = 100, policy: CoordinatorPolicy = CoordinatorBackupTests.policy) -> Harness {
+        var harness = Harness()
+        harness.machine = CoordinatorStateMachine(policy: policy, sessionName: "test")
+        harness.welcome(worker, id: workerID, slots: 1)
+        harness.welcome(other, id: otherID, slots: 1)
+        harness.on(.workAvailable)
+        let claim = harness.machine.dispatch(at: harness.now).compactMap(\.claim).first!
+        harness.on(.claimed([.key(workerKey): [costed(attempt(0), 100)], .key(otherKey): [costed(attempt(1), otherCost)]],
+                            demands: claim.demands, generation: claim.generation))
+        harness.advance(.seconds(2))
+        _ = harness.receive(.complete(complete(attempt(1))), from: other)
+        harness.on(.resultCommitted(.complete(complete(attempt(1))), .completed(jobReadyToStitch: false)))
+        // The freed slot's claim finds nothing: the job has only its running segment left.
+        let empty = harness.machine.dispatch(at: harness.now).compactMap(\.claim).first!
+        harness.on(.claimed([:], demands: empty.demands, generation: empty.generation))
+        return harness
+    }
+
+    @Test("a straggler past 1.5× its expected time gets one backup on the idle worker; the backup wins, the straggler is cancelled, nothing fails")
+    func backupWins() {
+        var harness = straggling()
+        // 2 s of 3 s (1.5 × the 2 s its cost predicts at the job's pace): not yet.
+        #expect(harness.machine.dispatch(at: harness.now).isEmpty)
+        let ticks = harness.ticking(for: .milliseconds(1250))
+        let claims = ticks.compactMap(\.backupClaim)
+        #expect(claims.count == 1 && claims.first?.primary == attempt(0))
+        #expect(claims.first?.demand == ClaimDemand(worker: .key(otherKey), workerID: otherID, limit: 1))
+        let demand = claims[0].demand
+        let started = harness.on(.backupClaimed(costed(backupOfZero, 100), of: attempt(0), demand: demand))
+        #expect(started.contains(.notice(.backupStarted(.key(otherKey), backupOfZero, of: attempt(0)))))
+        let assigns = started.compactMap { if case .send(.assign(let a), let peer, _) = $0 { (a, peer) } else { nil } }
+        #expect(assigns.map(\.0.attempt) == [backupOfZero] && assigns.map(\.1) == [other])
+        // One backup per segment, and no slot is idle now.
+        #expect(harness.ticking(for: .seconds(5)).compactMap(\.backupClaim).isEmpty)
+
+        _ = harness.receive(.complete(complete(backupOfZero)), from: other)
+        let won = harness.on(.resultCommitted(.complete(complete(backupOfZero)), .completed(jobReadyToStitch: true)))
+        #expect(cancels(won) == [Cancel(attempt: attempt(0), reason: .leaseLost)])
+        #expect(won.contains { if case .send(.cancel, let peer, _) = $0 { peer == worker } else { false } })
+        #expect(won.contains(.notice(.attemptSuperseded(.key(workerKey), attempt(0)))))
+        #expect(won.contains(.wakeStitcher))
+        #expect(!won.contains { if case .abandonAttempt = $0 { true } else { false } }, "the loser is no failure")
+        #expect(harness.machine.sessionSnapshots(now: harness.now).allSatisfy { $0.running == 0 })
+    }
+
+    @Test("when the straggler commits first, its backup is cancelled")
+    func primaryWins() {
+        var harness = straggling()
+        let demand = harness.ticking(for: .seconds(2)).compactMap(\.backupClaim).first!.demand
+        harness.on(.backupClaimed(costed(backupOfZero, 100), of: attempt(0), demand: demand))
+        _ = harness.receive(.complete(complete(attempt(0))))
+        let won = harness.on(.resultCommitted(.complete(complete(attempt(0))), .completed(jobReadyToStitch: true)))
+        #expect(cancels(won) == [Cancel(attempt: backupOfZero, reason: .leaseLost)])
+        #expect(won.contains(.notice(.attemptSuperseded(.key(otherKey), backupOfZero))))
+    }
+
+    @Test("the expected time scales with cost: a cheap finished segment makes an expensive one a straggler later")
+    func costScalesTheThreshold() {
+        // Segment 1 cost 25 in 2 s: segment 0 (cost 100) should take 8 s, so its backup waits for 12 s.
+        var harness = straggling(otherCost: 25)
+        #expect(harness.ticking(for: .seconds(9)).compactMap(\.backupClaim).isEmpty)
+        #expect(harness.ticking(for: .seconds(2)).compactMap(\.backupClaim).count == 1)
+    }
+
+    @Test("no backup while segments are claimable, before the job has a pace, when the store refuses, or when disabled")
+    func noBackup() {
+        // The store refused it (the job has segments to claim again): not asked again.
+        var refused = straggling()
+        let demand = refused.ticking(for: .seconds(2)).compactMap(\.backupClaim).first!.demand
+        #expect(refused.on(.backupClaimed(nil, of: attempt(0), demand: demand)).isEmpty)
+        #expect(refused.ticking(for: .seconds(10)).compactMap(\.backupClaim).isEmpty)
+
+        // Work became available: the dispatcher claims first.
+        var claimable = straggling()
+        claimable.on(.workAvailable)
+        claimable.advance(.seconds(5))
+        #expect(claimable.machine.dispatch(at: claimable.now).compactMap(\.backupClaim).isEmpty)
+
+        // Nothing of the job committed yet: no pace to judge by.
+        var early = Harness()
+        early.machine = CoordinatorStateMachine(policy: Self.policy, sessionName: "test")
+        early.welcome(worker, id: workerID, slots: 1)
+        early.welcome(other, id: otherID, slots: 1)
+        early.on(.workAvailable)
+        let claim = early.machine.dispatch(at: early.now).compactMap(\.claim).first!
+        early.on(.claimed([.key(workerKey): [costed(attempt(0), 100)]], demands: claim.demands,
+                          generation: claim.generation))
+        #expect(early.ticking(for: .seconds(20)).compactMap(\.backupClaim).isEmpty)
+
+        var off = Self.policy
+        off.backupAfterPercent = 0
+        var disabled = straggling(policy: off)
+        #expect(disabled.ticking(for: .seconds(20)).compactMap(\.backupClaim).isEmpty)
+    }
+
+    @Test("a failed backup claim frees the slot and may be tried again")
+    func failedClaim() {
+        var harness = straggling()
+        let demand = harness.ticking(for: .seconds(2)).compactMap(\.backupClaim).first!.demand
+        harness.on(.backupClaimFailed(of: attempt(0), demand: demand))
+        #expect(harness.ticking(for: .milliseconds(500)).compactMap(\.backupClaim).count == 1)
+    }
+
+    @Test("progress counts a segment and its backup once, weighted by cost")
+    func progressCountsASegmentOnce() {
+        var harness = straggling()
+        let demand = harness.ticking(for: .seconds(2)).compactMap(\.backupClaim).first!.demand
+        harness.on(.backupClaimed(costed(backupOfZero, 100), of: attempt(0), demand: demand))
+        _ = harness.receive(.progress(Progress(attempt: attempt(0), fraction: 0.25, frames: 5)))
+        _ = harness.receive(.progress(Progress(attempt: backupOfZero, fraction: 0.5, frames: 9)), from: other)
+        #expect(harness.machine.runningProgress(ofJob: .numbered(1)) == RunningProgress(segments: 0.5, cost: 50))
+    }
+}
+
+extension Harness {
+    /// Lets `duration` pass with the timer running every 250 ms and a dispatch after each tick, as
+    /// the shell does; the directives of both.
+    fileprivate mutating func ticking(for duration: Duration) -> [CoordinatorDirective] {
+        var directives: [CoordinatorDirective] = []
+        var passed: Duration = .zero
+        while passed < duration {
+            advance(.milliseconds(250))
+            passed += .milliseconds(250)
+            directives += on(.tick)
+            directives += machine.dispatch(at: now)
+        }
+        return directives
     }
 }

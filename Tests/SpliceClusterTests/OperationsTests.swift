@@ -140,7 +140,8 @@ struct StatusPageTests {
         return StatusReport(
             generatedAt: now, version: "0.1.0", coordinator: "running", uptimeSeconds: 3725, storeUp: true,
             storeError: nil, pendingSegments: 6, leasedSegments: 1,
-            jobs: [StatusReport.job(summary, runningProgress: 1, now: now), StatusReport.job(failed, runningProgress: 0, now: now)],
+            jobs: [StatusReport.job(summary, runningProgress: RunningProgress(segments: 1), now: now),
+                   StatusReport.job(failed, runningProgress: RunningProgress(), now: now)],
             workers: [StatusReport.worker(live, framesPerSecond: 41.5)])
     }
 
@@ -153,6 +154,25 @@ struct StatusPageTests {
         #expect(Self.report().jobs.last?.state == "failed")
         #expect(Self.report().workers.first?.status == "quarantined")
         #expect(Self.report().workers.first?.busy == 1)
+    }
+
+    @Test("with planned costs, progress is weighted by them; backups are shown")
+    func costWeighted() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        // 4 of 10 segments done, but they are the expensive ones: 60 of 100 units of work.
+        let summary = JobRepository.JobSummary(
+            id: UUID(), sourceURL: "/a", outputURL: "/b", state: .running, priority: 0, segmentsTotal: 10,
+            segmentsDone: 4, failedAttempts: 0,
+            progress: JobProgress(costTotal: 100, costDone: 60, backupsStarted: 1, backupsWon: 1), error: nil,
+            waiting: nil, createdAt: now - 120, startedAt: now - 70, finishedAt: nil)
+        // One running segment of cost 20 half done (and its backup, less far, counted once).
+        let job = StatusReport.job(summary, runningProgress: RunningProgress([(3, 0.5, 20), (3, 0.25, 20)]), now: now)
+        #expect(job.fraction == 0.7)
+        #expect(job.etaSeconds == 30)  // 70 s for 70 %
+        #expect(job.backupsStarted == 1 && job.backupsWon == 1)
+        var report = Self.report()
+        report.jobs = [job]
+        #expect(StatusPage.render(report, nonce: "n").contains("backups: 1 started, 1 won"))
     }
 
     @Test("every name is escaped; the page's own style and script are its only ones, and they carry the nonce")

@@ -188,11 +188,15 @@ public struct JobStatus: MessageBody, Hashable {
     /// Why a running job makes no progress, when a worker handed a segment back and nothing has
     /// happened since (every worker refuses it: their spool, their encoders…), for people.
     public var waiting: String?
+    /// Backup attempts started for stragglers, and those that finished before the attempt they
+    /// backed up; absent while there were none.
+    public var backupsStarted: Int?
+    public var backupsWon: Int?
 
     public init(
         job: JobID, state: String, input: String, output: String, priority: Int, segmentsTotal: Int?,
         segmentsDone: Int, fraction: Double, submittedAtMilliseconds: Int64, finishedAtMilliseconds: Int64? = nil,
-        error: String? = nil, waiting: String? = nil
+        error: String? = nil, waiting: String? = nil, backupsStarted: Int? = nil, backupsWon: Int? = nil
     ) {
         self.job = job
         self.state = state
@@ -206,6 +210,8 @@ public struct JobStatus: MessageBody, Hashable {
         self.finishedAtMilliseconds = finishedAtMilliseconds
         self.error = error
         self.waiting = waiting
+        self.backupsStarted = backupsStarted
+        self.backupsWon = backupsWon
     }
 }
 

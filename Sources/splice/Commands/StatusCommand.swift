@@ -49,6 +49,9 @@ struct StatusCommand: ClientCommand {
         }
         if let error = status.error { fields.append(("error", error)) }
         if let waiting = status.waiting { fields.append(("waiting", waiting)) }
+        if let started = status.backupsStarted {
+            fields.append(("backups", "\(started) started, \(status.backupsWon ?? 0) won"))
+        }
         return TextTable(headers: ["", ""], rows: fields.map { [$0.0, $0.1] }).lines.dropFirst().map { $0 }
     }
 

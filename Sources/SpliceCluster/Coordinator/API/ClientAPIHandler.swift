@@ -152,8 +152,9 @@ final class ClientAPIHandler: Sendable {
     private func status(of job: JobID) async throws -> JobStatus {
         guard let stored = try await repository.job(id: job) else { throw notFound(job) }
         let waiting = stored.state == .running ? try await repository.waitingReason(ofJob: job) : nil
-        return JobStatusMapping.status(of: stored, runningProgress: await shell.runningProgress(ofJob: job),
-                                       waiting: waiting)
+        let progress = try await repository.progress(ofJobs: [job])[job]
+        return JobStatusMapping.status(of: stored, running: await shell.runningProgress(ofJob: job),
+                                       progress: progress, waiting: waiting)
     }
 
     private func list(_ list: ListJobs) async throws -> APIReply {
@@ -171,9 +172,11 @@ final class ClientAPIHandler: Sendable {
         // The store lists by priority and age; the API shows the newest first.
         let jobs = try await repository.jobs(in: states, limit: 10_000)
             .sorted { $0.createdAt > $1.createdAt }.prefix(limit)
+        let progress = try await repository.progress(ofJobs: jobs.map(\.id))
         var statuses: [JobStatus] = []
         for job in jobs {
-            statuses.append(JobStatusMapping.status(of: job, runningProgress: await shell.runningProgress(ofJob: job.id)))
+            statuses.append(JobStatusMapping.status(of: job, running: await shell.runningProgress(ofJob: job.id),
+                                                    progress: progress[job.id]))
         }
         return .jobs(JobList(jobs: statuses))
     }

@@ -17,23 +17,36 @@ enum JobStatusMapping {
         name == "succeeded" ? .completed : JobState(rawValue: name)
     }
 
-    /// The job as JOB_STATUS. `runningProgress` is the summed PROGRESS of its running attempts.
-    static func status(of job: Job, runningProgress: Double, waiting: String? = nil) -> JobStatus {
+    /// The job as JOB_STATUS. `running` is its running attempts' PROGRESS; `progress` its costs
+    /// and backup attempts (nil: not read).
+    static func status(of job: Job, running: RunningProgress, progress: JobProgress?, waiting: String? = nil)
+        -> JobStatus
+    {
         let planned = job.segmentsTotal > 0
-        let fraction: Double
-        switch job.state {
-        case .completed: fraction = 1
-        case _ where planned:
-            // Stitching is the last step, so the bar stops short of 1 until the output exists.
-            fraction = min(0.99, (Double(job.segmentsDone) + runningProgress) / Double(job.segmentsTotal))
-        default: fraction = 0
-        }
+        let backups = progress.flatMap { $0.backupsStarted > 0 ? $0 : nil }
         return JobStatus(
             job: job.id, state: name(of: job.state), input: job.sourceURL, output: job.outputURL,
             priority: job.priority, segmentsTotal: planned ? job.segmentsTotal : nil, segmentsDone: job.segmentsDone,
-            fraction: fraction, submittedAtMilliseconds: milliseconds(job.createdAt),
+            fraction: fraction(state: job.state, segmentsDone: job.segmentsDone, segmentsTotal: job.segmentsTotal,
+                               progress: progress, running: running),
+            submittedAtMilliseconds: milliseconds(job.createdAt),
             finishedAtMilliseconds: job.finishedAt.map(milliseconds), error: job.error,
-            waiting: job.state == .running ? waiting : nil)
+            waiting: job.state == .running ? waiting : nil, backupsStarted: backups?.backupsStarted,
+            backupsWon: backups?.backupsWon)
+    }
+
+    /// 0…1 over the whole job: the work done (segments done plus the running ones' PROGRESS),
+    /// weighted by the segments' costs when the plan has them, else by count. Stitching is the
+    /// last step, so the figure stops short of 1 until the output exists.
+    static func fraction(
+        state: JobState, segmentsDone: Int, segmentsTotal: Int, progress: JobProgress?, running: RunningProgress
+    ) -> Double {
+        if state == .completed { return 1 }
+        guard segmentsTotal > 0 else { return 0 }
+        if let progress, progress.costTotal > 0 {
+            return min(0.99, max(0, (Double(progress.costDone) + running.cost) / Double(progress.costTotal)))
+        }
+        return min(0.99, (Double(segmentsDone) + running.segments) / Double(segmentsTotal))
     }
 
     static func milliseconds(_ date: Date) -> Int64 {

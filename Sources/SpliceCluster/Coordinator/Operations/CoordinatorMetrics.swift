@@ -18,6 +18,9 @@ final class CoordinatorMetrics: Sendable {
         help: "Segment attempts that ended without a result, by reason: the worker's FAIL code, or lease-expired, "
             + "lease-orphaned, worker-lost, not-accepted, undeliverable, reregistered.",
         labelNames: ["reason"], initial: AttemptFailure.common.map { [$0] })
+    let backupsStarted = Counter(
+        "splice_backup_attempts_started_total",
+        help: "Backup attempts started for stragglers (a second attempt of a running segment on an idle worker).")
     let leaseExpiries = Counter(
         "splice_lease_expiries_total", help: "Leases the reaper took back because their worker stopped extending them.")
     let encodeSeconds = Histogram(
@@ -41,7 +44,7 @@ final class CoordinatorMetrics: Sendable {
 
     /// The in-memory families, in exposition order.
     var sources: [any MetricSource] {
-        [segmentsCompleted, attemptsFailed, leaseExpiries, encodeSeconds, dispatchLatency, stitchSeconds, jobDuration]
+        [segmentsCompleted, attemptsFailed, backupsStarted, leaseExpiries, encodeSeconds, dispatchLatency, stitchSeconds, jobDuration]
     }
 
     // MARK: - Results and attempts
@@ -58,6 +61,11 @@ final class CoordinatorMetrics: Sendable {
         default:
             break
         }
+    }
+
+    /// A backup attempt was claimed for a straggler.
+    func backupStarted() {
+        backupsStarted.increment()
     }
 
     /// The shell ended an attempt without a result (`abandonAttempt`); `recorded` when the store

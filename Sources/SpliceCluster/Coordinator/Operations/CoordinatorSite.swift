@@ -132,14 +132,16 @@ final class CoordinatorSite: OperationsSite {
         switch summaries {
         case .value(let summaries):
             report.storeUp = true
-            var progress: [String: Double] = [:]
+            var running: [String: [(segment: Int, fraction: Double, cost: Int64)]] = [:]
             for worker in live {
                 for attempt in worker.attempts where !attempt.reported {
-                    progress[attempt.attempt.job.description, default: 0] += attempt.fraction
+                    running[attempt.attempt.job.description, default: []].append(
+                        (attempt.attempt.segment, attempt.fraction, attempt.cost))
                 }
             }
             report.jobs = summaries.map {
-                StatusReport.job($0, runningProgress: progress[$0.id.uuidString.lowercased()] ?? 0, now: now)
+                StatusReport.job($0, runningProgress: RunningProgress(running[$0.id.uuidString.lowercased()] ?? []),
+                                 now: now)
             }
         case .failed(let reason):
             report.storeError = reason

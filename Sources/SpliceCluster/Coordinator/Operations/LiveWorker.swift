@@ -10,6 +10,8 @@ struct LiveWorker: Sendable {
         var fraction: Double
         /// Its COMPLETE or FAIL is being committed.
         var reported: Bool
+        /// The segment's planned cost (0: unknown).
+        var cost: Int64 = 0
     }
 
     var session: WorkerSessionSnapshot
@@ -31,7 +33,7 @@ extension CoordinatorStateMachine {
     func liveWorkers(now: ContinuousClock.Instant) -> [LiveWorker] {
         sessionSnapshots(now: now).map { snapshot in
             let held = sessions[snapshot.identity]?.held.values.map {
-                LiveWorker.Attempt(attempt: $0.attempt, fraction: $0.fraction, reported: $0.reported)
+                LiveWorker.Attempt(attempt: $0.attempt, fraction: $0.fraction, reported: $0.reported, cost: $0.cost)
             } ?? []
             return LiveWorker(session: snapshot, attempts: held.sorted { $0.attempt.description < $1.attempt.description })
         }.sorted { ($0.session.name, $0.session.identity.description) < ($1.session.name, $1.session.identity.description) }

@@ -93,6 +93,9 @@ enum StatusPage {
             if note.isEmpty, let finished = job.finishedAt {
                 note = "finished \(duration(Int(report.generatedAt.timeIntervalSince(finished)))) ago"
             }
+            if job.backupsStarted > 0 {
+                note += (note.isEmpty ? "" : "; ") + "backups: \(job.backupsStarted) started, \(job.backupsWon) won"
+            }
             rows += """
                 <tr class="job">\
                 <td><code title="\(escape(job.id))">\(escape(String(job.id.prefix(8))))</code>\

@@ -14,11 +14,15 @@ struct StatusReport: Codable, Sendable {
         var priority: Int
         var segmentsDone: Int
         var segmentsTotal: Int?
-        /// 0…1: done segments plus the running ones' PROGRESS (at most 0.99 until the output exists).
+        /// 0…1: done segments plus the running ones' PROGRESS, weighted by the segments' costs (at
+        /// most 0.99 until the output exists).
         var fraction: Double
         /// Seconds left at the pace so far (running jobs that have made some progress).
         var etaSeconds: Int?
         var failedAttempts: Int
+        /// Backup attempts started for stragglers, and those that finished first.
+        var backupsStarted: Int
+        var backupsWon: Int
         var error: String?
         var waiting: String?
         var submittedAt: Date
@@ -63,14 +67,11 @@ struct StatusReport: Codable, Sendable {
 
     // MARK: - Building
 
-    static func job(_ summary: JobRepository.JobSummary, runningProgress: Double, now: Date) -> Job {
+    static func job(_ summary: JobRepository.JobSummary, runningProgress: RunningProgress, now: Date) -> Job {
         let planned = summary.segmentsTotal > 0
-        var fraction = 0.0
-        if summary.state == .completed {
-            fraction = 1
-        } else if planned {
-            fraction = min(0.99, (Double(summary.segmentsDone) + runningProgress) / Double(summary.segmentsTotal))
-        }
+        let fraction = JobStatusMapping.fraction(
+            state: summary.state, segmentsDone: summary.segmentsDone, segmentsTotal: summary.segmentsTotal,
+            progress: summary.progress, running: runningProgress)
         var eta: Int?
         if summary.state == .running, fraction >= 0.01, let started = summary.startedAt {
             let elapsed = max(0, now.timeIntervalSince(started))
@@ -80,7 +81,8 @@ struct StatusReport: Codable, Sendable {
             id: summary.id.uuidString.lowercased(), state: JobStatusMapping.name(of: summary.state),
             input: summary.sourceURL, output: summary.outputURL, priority: summary.priority,
             segmentsDone: summary.segmentsDone, segmentsTotal: planned ? summary.segmentsTotal : nil, fraction: fraction,
-            etaSeconds: eta, failedAttempts: summary.failedAttempts, error: summary.error, waiting: summary.waiting,
+            etaSeconds: eta, failedAttempts: summary.failedAttempts, backupsStarted: summary.progress.backupsStarted,
+            backupsWon: summary.progress.backupsWon, error: summary.error, waiting: summary.waiting,
             submittedAt: summary.createdAt, startedAt: summary.startedAt, finishedAt: summary.finishedAt)
     }
 

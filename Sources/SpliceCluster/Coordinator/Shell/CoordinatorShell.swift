@@ -114,7 +114,7 @@ actor CoordinatorShell {
     /// The lease tokens the sessions hold, for the orphan sweep.
     var heldLeaseTokens: Set<LeaseToken> { machine.heldLeaseTokens }
 
-    func runningProgress(ofJob job: JobID) -> Double {
+    func runningProgress(ofJob job: JobID) -> RunningProgress {
         machine.runningProgress(ofJob: job)
     }
 
@@ -146,6 +146,8 @@ actor CoordinatorShell {
             spawn { await self.extend(attempts, worker: worker, check: check) }
         case .claim(let demands, let generation):
             spawn { await self.claim(demands, generation: generation) }
+        case .claimBackup(let primary, let demand):
+            spawn { await self.claimBackup(of: primary, for: demand) }
         case .abandonAttempt(let attempt, let reason, let spendsAttempt):
             spawn { await self.abandon(attempt, reason: reason, spendsAttempt: spendsAttempt) }
         case .releaseWorker(let workerID, let reason):
@@ -237,6 +239,18 @@ actor CoordinatorShell {
         } catch {
             logger.warning("claim failed", ["workers": demands.count, "error": "\(error)"])
             await apply(.claimFailed(demands))
+        }
+    }
+
+    private nonisolated func claimBackup(of primary: SegmentAttempt, for demand: ClaimDemand) async {
+        do {
+            let assignment = try await store.claimBackup(of: primary, for: demand)
+            if assignment != nil { metrics.backupStarted() }
+            await apply(.backupClaimed(assignment, of: primary, demand: demand))
+        } catch {
+            logger.warning("backup claim failed", ["job": primary.job.description, "segment": primary.segment,
+                                                   "error": "\(error)"])
+            await apply(.backupClaimFailed(of: primary, demand: demand))
         }
     }
 
@@ -363,6 +377,17 @@ actor CoordinatorShell {
         case .workerQuarantined(let worker, let length, let reason):
             logger.warning("worker quarantined: no assignments", ["worker": worker.description, "for": length,
                                                                    "reason": reason])
+        case .backupStarted(let worker, let attempt, let primary):
+            logger.info("backup attempt started for a straggler", [
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
+                "worker": worker.description, "lease": attempt.leaseToken.description,
+                "primary_lease": primary.leaseToken.description,
+            ])
+        case .attemptSuperseded(let worker, let attempt):
+            logger.info("the segment's other attempt finished first: attempt cancelled", [
+                "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
+                "worker": worker.description, "lease": attempt.leaseToken.description,
+            ])
         case .notAccepted(let worker, let attempt):
             logger.warning("assignment not accepted in time: taken back", [
                 "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,

@@ -23,6 +23,9 @@ package enum CoordinatorDirective: Hashable, Sendable {
     /// Lease segments to these workers, up to each one's free slots, in one store round trip;
     /// answer with `.claimed` or `.claimFailed`.
     case claim([ClaimDemand], generation: UInt64)
+    /// Start a backup attempt of `primary` (a straggler) on the demand's worker, fenced on the
+    /// primary's token; answer with `.backupClaimed` or `.backupClaimFailed`.
+    case claimBackup(of: SegmentAttempt, for: ClaimDemand)
     /// End an attempt that will never run so the segment can be retried, fenced on the token:
     /// a retryable failure that `spendsAttempt` when the worker may have run it (it came back
     /// without it, it never accepted it), or a plain hand-back when it never reached the worker.
@@ -126,11 +129,15 @@ package struct Assignment: Hashable, Sendable {
     package var outputPath: String
     /// The `SegmentWorkOrder`, encoded.
     package var spec: JSONPayload
+    /// The planner's estimate of the segment's work (0: unknown): what the coordinator expects
+    /// of its running time, and the weight of its progress.
+    package var cost: Int64
 
-    package init(attempt: SegmentAttempt, outputPath: String, spec: JSONPayload) {
+    package init(attempt: SegmentAttempt, outputPath: String, spec: JSONPayload, cost: Int64 = 0) {
         self.attempt = attempt
         self.outputPath = outputPath
         self.spec = spec
+        self.cost = cost
     }
 }
 
@@ -173,4 +180,8 @@ package enum CoordinatorNotice: Hashable, Sendable {
     case workerQuarantined(WorkerIdentity, for: Duration, reason: String)
     /// An ASSIGN was neither accepted nor answered in time: taken back.
     case notAccepted(WorkerIdentity, SegmentAttempt)
+    /// A backup attempt of a straggler (`of`, on another worker) was assigned to this worker.
+    case backupStarted(WorkerIdentity, SegmentAttempt, of: SegmentAttempt)
+    /// The other attempt of the segment committed first: this one is told to stop (not a failure).
+    case attemptSuperseded(WorkerIdentity, SegmentAttempt)
 }

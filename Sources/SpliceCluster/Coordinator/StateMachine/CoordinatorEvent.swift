@@ -43,6 +43,11 @@ package enum CoordinatorEvent: Sendable {
     /// A claim came back with these segments per worker: ASSIGN each. Fewer than asked means
     /// nothing else is claimable right now.
     case claimed([WorkerIdentity: [Assignment]], demands: [ClaimDemand], generation: UInt64)
+    /// A backup attempt of `of` was claimed for the demand's worker (`nil`: the store refused it —
+    /// the primary ended, the job has segments to claim again, or the segment had its backup).
+    case backupClaimed(Assignment?, of: SegmentAttempt, demand: ClaimDemand)
+    /// The backup claim failed (the store was unreachable): the slot is free again.
+    case backupClaimFailed(of: SegmentAttempt, demand: ClaimDemand)
     /// The claim failed (the store was unreachable): the slots are free again, and claiming stops
     /// until the next `.workAvailable` (the poll timer), so an unreachable store is not hammered.
     case claimFailed([ClaimDemand])

@@ -56,6 +56,11 @@ package struct CoordinatorStateMachine: Sendable {
     /// When the timer last ran: a gap far longer than its period means this process was not
     /// running (stopped, starved), and that time is not the workers' silence.
     private var lastTick: Instant?
+    /// Per job: how long the attempts this process assigned ran until their result was committed,
+    /// with their costs — the pace a straggler is judged by (the most recent `paceSamples`).
+    private var finishedRuns: [JobID: [FinishedRun]] = [:]
+    /// Segments that have had a backup attempt (or whose backup the store refused): one each.
+    private var backedUp: Set<SegmentKey> = []
 
     package init(policy: Policy = Policy(), sessionName: String = UUID().uuidString.lowercased()) {
         self.policy = policy
@@ -86,6 +91,9 @@ package struct CoordinatorStateMachine: Sendable {
         case .claimed(let assignments, let demands, let generation):
             onClaimed(assignments, demands: demands, generation: generation, now: now)
         case .claimFailed(let demands): onClaimFailed(demands)
+        case .backupClaimed(let assignment, let primary, let demand):
+            onBackupClaimed(assignment, of: primary, demand: demand, now: now)
+        case .backupClaimFailed(_, let demand): onBackupClaimFailed(demand)
         case .sendFailed(let message, let peer, let worker, let error):
             onSendFailed(message, to: peer, worker: worker, error: error, now: now)
         case .tick: onTick(now: now)
@@ -323,6 +331,7 @@ package struct CoordinatorStateMachine: Sendable {
         answered.record(outcome, for: token)
         var directives: [CoordinatorDirective] = []
         let waiters = pendingResults.removeValue(forKey: token) ?? []
+        let run = waiters.compactMap { sessions[$0.identity]?.held[token] }.first
         for (position, waiter) in waiters.enumerated() {
             sessions[waiter.identity]?.held[token] = nil
             let ackOutcome = position == 0 ? outcome.ackOutcome : outcome.resendAckOutcome
@@ -333,8 +342,13 @@ package struct CoordinatorStateMachine: Sendable {
             }
         }
         if case .completed = outcome, let first = waiters.first { quarantines[first.identity] = nil }
+        if case .completed = outcome {
+            if let run, let leasedAt = run.leasedAt { recordRun(of: run, lasting: now - leasedAt) }
+            directives += supersede(result.attempt, now: now)
+        }
         switch outcome {
         case .completed(jobReadyToStitch: true):
+            forgetPace(of: result.attempt.job)
             directives.append(.wakeStitcher)
         case .recorded(.jobFailed):
             directives += onJobEnded(result.attempt.job, reason: .jobFailed, now: now)
@@ -451,6 +465,7 @@ package struct CoordinatorStateMachine: Sendable {
         -> [CoordinatorDirective]
     {
         var directives: [CoordinatorDirective] = []
+        forgetPace(of: job)
         for (identity, session) in sessions {
             for held in session.held.values where held.attempt.job == job {
                 sessions[identity]?.held[held.attempt.leaseToken] = nil
@@ -475,8 +490,11 @@ package struct CoordinatorStateMachine: Sendable {
     /// One claim for every worker with free slots, when none is in flight: slots freed while one
     /// is in flight go into the next, which batches claims under load without delaying them when
     /// idle — one store round trip per round, whatever the number of workers.
+    /// When the last claim came back short (nothing left to claim) and a slot is idle, it may
+    /// start a backup attempt of a straggler instead (`dispatchBackup(at:)`).
     package mutating func dispatch(at now: ContinuousClock.Instant) -> [CoordinatorDirective] {
-        guard workAvailable, !shuttingDown, !claimInFlight else { return [] }
+        guard !shuttingDown, !claimInFlight else { return [] }
+        guard workAvailable else { return dispatchBackup(at: now) }
         var demands: [ClaimDemand] = []
         for (identity, session) in sessions {
             let free = session.freeSlots
@@ -513,16 +531,23 @@ package struct CoordinatorStateMachine: Sendable {
             }
             releaseReservation(identity, slots: demand.limit)
             for assignment in claimed {
-                sessions[identity]?.held[assignment.attempt.leaseToken] =
-                    WorkerSession.HeldAttempt(attempt: assignment.attempt, leasedAt: leasedAt)
-                let assign = Assign(
-                    attempt: assignment.attempt, outputPath: assignment.outputPath,
-                    leaseMilliseconds: policy.leaseDuration.wholeMilliseconds,
-                    progressIntervalMilliseconds: policy.progressInterval.wholeMilliseconds, spec: assignment.spec)
-                directives += send(.assign(assign), to: identity, now: now)
+                directives += assign(assignment, to: identity, leasedAt: leasedAt, isBackup: false, now: now)
             }
         }
         return directives
+    }
+
+    /// Records the attempt as held by the worker and sends its ASSIGN.
+    private mutating func assign(
+        _ assignment: Assignment, to identity: WorkerIdentity, leasedAt: Instant?, isBackup: Bool, now: Instant
+    ) -> [CoordinatorDirective] {
+        sessions[identity]?.held[assignment.attempt.leaseToken] = WorkerSession.HeldAttempt(
+            attempt: assignment.attempt, leasedAt: leasedAt, cost: assignment.cost, isBackup: isBackup)
+        let assign = Assign(
+            attempt: assignment.attempt, outputPath: assignment.outputPath,
+            leaseMilliseconds: policy.leaseDuration.wholeMilliseconds,
+            progressIntervalMilliseconds: policy.progressInterval.wholeMilliseconds, spec: assignment.spec)
+        return send(.assign(assign), to: identity, now: now)
     }
 
     /// The claim failed (the store was unreachable): the slots are free again, and claiming stops
@@ -566,6 +591,133 @@ package struct CoordinatorStateMachine: Sendable {
                 directives.append(.releaseWorker(
                     workerID: workerID, reason: "the worker's connection is gone (\(error.code.rawValue))"))
                 directives.append(.markWorkers([workerID], online: false))
+            }
+        }
+        return directives
+    }
+
+    // MARK: - Backup attempts
+
+    /// A committed attempt: how long it ran (from its claim to its commit) for its cost.
+    struct FinishedRun: Sendable, Hashable {
+        var elapsed: Duration
+        var cost: Int64
+    }
+
+    /// One segment of one job.
+    struct SegmentKey: Sendable, Hashable {
+        var job: JobID
+        var segment: Int
+
+        init(_ attempt: SegmentAttempt) {
+            job = attempt.job
+            segment = attempt.segment
+        }
+    }
+
+    /// How many committed runs of a job its pace is taken from (the most recent).
+    static let paceSamples = 64
+
+    /// Nothing is left to claim and a slot is idle: start a second attempt of the running attempt
+    /// most overdue — one that has run longer than `backupAfterPercent` of what its cost predicts
+    /// at the job's median pace so far (and at least `backupMinimumRuntime`) — on another worker
+    /// (MapReduce's backup tasks, Spark's speculation). One segment gets one backup; the store
+    /// refuses it when the job has segments to claim again or the attempt has ended.
+    private mutating func dispatchBackup(at now: Instant) -> [CoordinatorDirective] {
+        guard policy.backupAfterPercent > 0 else { return [] }
+        let idle = sessions.values.filter { session in
+            session.freeSlots > 0 && session.workerID != nil && !isQuarantined(session.identity, now: now)
+        }
+        guard !idle.isEmpty, let (straggler, holder) = straggler(now: now) else { return [] }
+        guard let session = idle.filter({ $0.identity != holder })
+                .min(by: { $0.identity.description < $1.identity.description }),
+              let workerID = session.workerID
+        else { return [] }
+        sessions[session.identity]?.reserved += 1
+        claimInFlight = true
+        claimIssuedAt = now
+        return [.claimBackup(of: straggler, for: ClaimDemand(worker: session.identity, workerID: workerID, limit: 1))]
+    }
+
+    /// The running attempt furthest past its backup threshold, and the worker running it.
+    private func straggler(now: Instant) -> (SegmentAttempt, WorkerIdentity)? {
+        var best: (attempt: SegmentAttempt, holder: WorkerIdentity, overdue: Duration)?
+        for (identity, session) in sessions {
+            for held in session.held.values {
+                guard !held.reported, !held.isBackup, let leasedAt = held.leasedAt,
+                      !backedUp.contains(SegmentKey(held.attempt)),
+                      let expected = expectedRuntime(cost: held.cost, job: held.attempt.job)
+                else { continue }
+                let threshold = max(policy.backupMinimumRuntime, expected * policy.backupAfterPercent / 100)
+                let overdue = now - leasedAt - threshold
+                guard overdue > .zero else { continue }
+                if let current = best, current.overdue > overdue
+                    || (current.overdue == overdue && current.attempt.description < held.attempt.description) {
+                    continue
+                }
+                best = (held.attempt, identity, overdue)
+            }
+        }
+        return best.map { ($0.attempt, $0.holder) }
+    }
+
+    /// What an attempt of `cost` should take at the job's median pace (time per unit of cost);
+    /// nil before any of the job's attempts has committed here.
+    func expectedRuntime(cost: Int64, job: JobID) -> Duration? {
+        guard let runs = finishedRuns[job], !runs.isEmpty else { return nil }
+        let paces = runs.map { $0.elapsed / max(1, $0.cost) }.sorted()
+        return paces[paces.count / 2] * max(1, cost)
+    }
+
+    private mutating func recordRun(of held: WorkerSession.HeldAttempt, lasting elapsed: Duration) {
+        var runs = finishedRuns[held.attempt.job] ?? []
+        runs.append(FinishedRun(elapsed: elapsed, cost: held.cost))
+        finishedRuns[held.attempt.job] = Array(runs.suffix(Self.paceSamples))
+    }
+
+    private mutating func forgetPace(of job: JobID) {
+        finishedRuns[job] = nil
+        backedUp = backedUp.filter { $0.job != job }
+    }
+
+    /// The store answered a backup claim: ASSIGN it, or remember that this segment gets none.
+    private mutating func onBackupClaimed(
+        _ assignment: Assignment?, of primary: SegmentAttempt, demand: ClaimDemand, now: Instant
+    ) -> [CoordinatorDirective] {
+        claimInFlight = false
+        let leasedAt = claimIssuedAt
+        claimIssuedAt = nil
+        backedUp.insert(SegmentKey(primary))
+        let identity = demand.worker
+        guard sessions[identity] != nil else {
+            return assignment.map {
+                [.abandonAttempt($0.attempt, reason: "the worker left before its assignment was sent", spendsAttempt: false)]
+            } ?? []
+        }
+        releaseReservation(identity, slots: demand.limit)
+        guard let assignment else { return [] }
+        return [.notice(.backupStarted(identity, assignment.attempt, of: primary))]
+            + assign(assignment, to: identity, leasedAt: leasedAt, isBackup: true, now: now)
+    }
+
+    private mutating func onBackupClaimFailed(_ demand: ClaimDemand) -> [CoordinatorDirective] {
+        claimInFlight = false
+        claimIssuedAt = nil
+        releaseReservation(demand.worker, slots: demand.limit)
+        return []
+    }
+
+    /// `winner`'s result is committed: any other attempt of its segment still running (the backup,
+    /// or the straggler it backed up) is told to stop. It lost a race; nothing failed.
+    private mutating func supersede(_ winner: SegmentAttempt, now: Instant) -> [CoordinatorDirective] {
+        var directives: [CoordinatorDirective] = []
+        for (identity, session) in sessions.sorted(by: { $0.key.description < $1.key.description }) {
+            for held in session.held.values
+            where held.attempt.job == winner.job && held.attempt.segment == winner.segment
+                && held.attempt.leaseToken != winner.leaseToken && !held.reported {
+                sessions[identity]?.held[held.attempt.leaseToken] = nil
+                directives.append(.notice(.attemptSuperseded(identity, held.attempt)))
+                directives += send(.cancel(Cancel(attempt: held.attempt, reason: .leaseLost)), to: identity, now: now)
             }
         }
         return directives
@@ -727,11 +879,12 @@ package struct CoordinatorStateMachine: Sendable {
         return tokens
     }
 
-    /// The summed PROGRESS fractions of the job's running attempts (0 when none run).
-    package func runningProgress(ofJob job: JobID) -> Double {
-        sessions.values.reduce(0) { sum, session in
-            sum + session.held.values.filter { $0.attempt.job == job }.reduce(0) { $0 + $1.fraction }
-        }
+    /// The PROGRESS of the job's running attempts, one per segment (the further of a segment's
+    /// attempt and its backup): summed, and weighted by the segments' costs.
+    package func runningProgress(ofJob job: JobID) -> RunningProgress {
+        RunningProgress(sessions.values.flatMap { session in
+            session.held.values.filter { $0.attempt.job == job }.map { ($0.attempt.segment, $0.fraction, $0.cost) }
+        })
     }
 }
 /// The timings and limits of the coordinator's side of the worker protocol: heartbeats and
@@ -769,12 +922,19 @@ public struct CoordinatorPolicy: Sendable, Hashable {
     /// up to `quarantineLimit`.
     public var quarantineBase: Duration
     public var quarantineLimit: Duration
+    /// A running attempt may get a backup attempt on an idle worker, once nothing is left to
+    /// claim, when it has run this many percent of what its cost predicts at its job's median
+    /// pace (Spark's speculation multiplier, 1.5). 0 starts no backups.
+    public var backupAfterPercent: Int
+    /// …and at least this long.
+    public var backupMinimumRuntime: Duration
 
     public init(
         heartbeatInterval: Duration = .seconds(2), heartbeatLiveness: Int = 3, leaseDuration: Duration = .seconds(60),
         progressInterval: Duration? = nil, forgetAfter: Duration? = nil, seenInterval: Duration = .seconds(15),
         answeredCapacity: Int = 16_384, acceptFromClaimWindow: Duration? = nil, acceptDeadline: Duration? = nil,
-        orphanGrace: Duration? = nil, quarantineBase: Duration = .seconds(10), quarantineLimit: Duration = .seconds(300)
+        orphanGrace: Duration? = nil, quarantineBase: Duration = .seconds(10), quarantineLimit: Duration = .seconds(300),
+        backupAfterPercent: Int = 150, backupMinimumRuntime: Duration = .seconds(1)
     ) {
         self.heartbeatInterval = heartbeatInterval
         self.heartbeatLiveness = max(1, heartbeatLiveness)
@@ -791,8 +951,34 @@ public struct CoordinatorPolicy: Sendable, Hashable {
         self.orphanGrace = orphanGrace ?? silence + heartbeatInterval * 2
         self.quarantineBase = max(.milliseconds(1), quarantineBase)
         self.quarantineLimit = max(self.quarantineBase, quarantineLimit)
+        self.backupAfterPercent = max(0, backupAfterPercent)
+        self.backupMinimumRuntime = max(.zero, backupMinimumRuntime)
     }
 
     /// Silence after which a worker is considered silent.
     var silenceLimit: Duration { heartbeatInterval * heartbeatLiveness }
+}
+
+/// How far a job's running attempts are (`CoordinatorStateMachine.runningProgress(ofJob:)`).
+package struct RunningProgress: Sendable, Hashable {
+    /// Summed PROGRESS fractions: segments' worth of work done.
+    package var segments: Double
+    /// Summed fractions × segment costs: cost's worth of work done.
+    package var cost: Double
+
+    package init(segments: Double = 0, cost: Double = 0) {
+        self.segments = segments
+        self.cost = cost
+    }
+
+    /// The progress of one job's attempts (segment, PROGRESS fraction, cost), counting each
+    /// segment once: a segment with a backup running counts the further of its two attempts.
+    init(_ attempts: [(segment: Int, fraction: Double, cost: Int64)]) {
+        var furthest: [Int: (fraction: Double, cost: Int64)] = [:]
+        for attempt in attempts where furthest[attempt.segment].map({ attempt.fraction > $0.fraction }) ?? true {
+            furthest[attempt.segment] = (attempt.fraction, attempt.cost)
+        }
+        self.init(segments: furthest.values.reduce(0) { $0 + $1.fraction },
+                  cost: furthest.values.reduce(0) { $0 + $1.fraction * Double($1.cost) })
+    }
 }

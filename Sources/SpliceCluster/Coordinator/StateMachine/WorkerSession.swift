@@ -27,6 +27,10 @@ struct WorkerSession: Sendable {
         /// When the claim that leased it to this worker was issued (nil when this process did
         /// not lease it, e.g. a HELLO's running attempt after a restart).
         var leasedAt: ContinuousClock.Instant?
+        /// The segment's planned cost (0: unknown).
+        var cost: Int64 = 0
+        /// A backup attempt: another attempt of the same segment runs elsewhere.
+        var isBackup = false
     }
 
     let identity: WorkerIdentity

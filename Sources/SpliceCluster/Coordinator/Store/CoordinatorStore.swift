@@ -162,6 +162,16 @@ final class CoordinatorStore: Sendable {
         return assignments
     }
 
+    /// Starts a backup attempt of `primary` on the demand's worker and builds its ASSIGN payload;
+    /// nil when the store refuses it (the primary ended, the job has segments to claim, the
+    /// segment had its backup).
+    func claimBackup(of primary: SegmentAttempt, for demand: ClaimDemand) async throws -> Assignment? {
+        guard let lease = try await repository.claimBackup(of: primary.lease, for: demand.workerID,
+                                                           leaseDuration: leaseDuration)
+        else { return nil }
+        return await assignment(for: lease)
+    }
+
     /// The ASSIGN payload of one lease; nil (and the segment ended for good) when the job's plan
     /// cannot be read, which no retry would change.
     private func assignment(for lease: SegmentLease) async -> Assignment? {
@@ -172,7 +182,7 @@ final class CoordinatorStore: Sendable {
         do {
             let spec = try await workOrder(job: segment.jobID, segment: segment.plan.index)
             let output = spool.segmentPath(job: job, segment: segment.plan.index, attempt: segment.attempt, leaseToken: token)
-            return Assignment(attempt: attempt, outputPath: output, spec: spec)
+            return Assignment(attempt: attempt, outputPath: output, spec: spec, cost: segment.plan.cost)
         } catch {
             let failure = SegmentFailure(message: "the job's plan cannot be read: \(error)", isRetryable: false)
             _ = try? await repository.failSegment(lease.reference, failure: failure)

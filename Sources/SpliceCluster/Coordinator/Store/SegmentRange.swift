@@ -30,11 +30,11 @@ struct SegmentRange {
         if end <= start { end = start + 1 }  // an unknown end: the row still needs a non-empty range
     }
 
-    /// The row `recordPlan` inserts.
+    /// The row `recordPlan` inserts, with the planner's cost (claims take the most expensive first).
     var planned: PlannedSegment {
         get throws {
             PlannedSegment(index: spec.index, rangeStart: start, rangeEnd: end, timescale: timescale,
-                           spec: try PostgresJSON(encoding: spec))
+                           spec: try PostgresJSON(encoding: spec), cost: spec.cost ?? 0)
         }
     }
 }
