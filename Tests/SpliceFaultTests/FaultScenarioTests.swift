@@ -252,7 +252,10 @@ struct FaultScenarioTests {
     func workerPausedPastLease() async throws {
         var figures = ScenarioFigures("worker-paused-past-lease")
         for _ in 0..<FaultRuns.count {
-            let cluster = try await LocalCluster.start(workers: 3, leaseSeconds: 4)
+            // Without backup attempts, which would finish the paused worker's segment before its
+            // lease runs out (the next scenario): this one is about the fence after expiry.
+            let cluster = try await LocalCluster.start(workers: 3, leaseSeconds: 4,
+                                                       coordinatorFlags: ["--backup-after", "0"])
             let job = try await FaultJob.submit(to: cluster, output: cluster.outputPath("worker-paused.mp4"))
             // SIGSTOP the next worker to start a segment. An encode takes a tenth of a second: if the
             // stop came too late (the segment is committed as the victim's), wake it and aim again.
@@ -330,6 +333,87 @@ struct FaultScenarioTests {
                     "the paused attempt's lease was not taken back")
             #expect(cluster.coordinator.output.contains(#"msg="stale result refused""#),
                     "the coordinator did not log the refused late result")
+            figures.record(run, logs: cluster.logs)
+            try await cluster.stop()
+        }
+        figures.finish()
+    }
+
+    // MARK: - 4b. A straggler, backed up
+
+    @Test("a worker SIGSTOPped (less than its lease) holding one of the job's last segments: a backup attempt on the idle worker wins, exact output, no failure counted")
+    func stragglerBackedUp() async throws {
+        var figures = ScenarioFigures("straggler-backup")
+        for _ in 0..<FaultRuns.count {
+            let cluster = try await LocalCluster.start(workers: 2, leaseSeconds: 60)
+            let workerIDs = try await cluster.repository.workers()
+            // Once nothing of the job is left to claim, stop a worker holding one of its last
+            // segments. An encode takes a tenth of a second: when the stop came too late (the
+            // segment is committed as the victim's), wake it and try with a new job.
+            var target: (job: FaultJob, id: String, victim: ChildWorker, victimID: UUID, segment: Segment,
+                         stopped: ContinuousClock.Instant)?
+            var aimed = 0
+            while target == nil, aimed < 10 {
+                aimed += 1
+                let job = try await FaultJob.submit(to: cluster, output: cluster.outputPath("straggler-\(aimed).mp4"))
+                let id = try await job.id()
+                var leased: Segment?
+                while leased == nil, job.isRunning {
+                    let segments = try await cluster.segments(of: id)
+                    if !segments.isEmpty, !segments.contains(where: { $0.state == .pending }) {
+                        leased = segments.first { $0.state == .leased }
+                    }
+                    if leased == nil { try await Task.sleep(for: .milliseconds(5)) }
+                }
+                guard let leased, let holder = leased.leasedBy,
+                      let name = workerIDs.first(where: { $0.id == holder })?.name,
+                      let victim = cluster.workers.first(where: { $0.name == name })
+                else { _ = await job.finish(within: .seconds(120)); continue }
+                victim.process.signal(SIGSTOP)
+                let stopped = ContinuousClock.now
+                try await Task.sleep(for: .milliseconds(300))
+                let committedByVictim = try await cluster.events(of: id).contains {
+                    $0.kind == "segment_done" && $0.segmentID == leased.id && $0.workerID == holder
+                }
+                if committedByVictim {
+                    victim.process.signal(SIGCONT)
+                    _ = await job.finish(within: .seconds(120))
+                } else {
+                    target = (job, id, victim, holder, leased, stopped)
+                }
+            }
+            let (job, id, victim, victimID, segment, stopped) = try #require(
+                target, "no SIGSTOP landed inside one of a job's last encodes in \(aimed) tries\n\(cluster.logs)")
+            // The job finishes while the victim sleeps, through a backup on the other worker.
+            let (result, wall) = await job.finish(within: .seconds(50))
+            let finishedAsleep = ContinuousClock.now - stopped
+            victim.process.signal(SIGCONT)
+            #expect(result.status == 0, "submit: \(result.stderr)\n\(cluster.logs)")
+            let status = try await SpliceProcess.run(["status", id, "--coordinator", cluster.coordinator.api])
+            let events = try await cluster.events(of: id)
+            let started = try #require(events.first { $0.kind == "segment_backup_started" && $0.segmentID == segment.id },
+                                       "no backup of segment \(segment.plan.index)\n\(cluster.logs)")
+            #expect(started.workerID != victimID && started.leaseToken != segment.leaseToken)
+            let done = events.filter { $0.kind == "segment_done" && $0.segmentID == segment.id }
+            #expect(done.count == 1 && done.first?.leaseToken == started.leaseToken && done.first?.workerID != victimID,
+                    "segment \(segment.plan.index) was not done by its backup: \(done)")
+            #expect(events.contains { $0.kind == "segment_backup_won" && $0.segmentID == segment.id })
+            // The straggler lost a race: no attempt spent, nothing counted as failed.
+            let summary = try #require(try await cluster.repository.jobSummaries().first { $0.id.uuidString.lowercased() == id })
+            #expect(summary.failedAttempts == 0, "failed attempts: \(events.map(\.kind))")
+            #expect(summary.progress.backupsStarted == 1 && summary.progress.backupsWon == 1)
+            #expect(try await cluster.segments(of: id).allSatisfy { $0.attempt == 1 && $0.failedWorkers.isEmpty })
+            #expect(status.stdout.contains("backups") && status.stdout.contains("1 started, 1 won"),
+                    "splice status: \(status.stdout)")
+            // Woken, the straggler is told to stop (or its late result is refused).
+            let start = SegmentStart(index: 0, worker: victim.name,
+                                     line: "job=\(id) segment=\(segment.plan.index) attempt=\(segment.attempt) output=-")
+            let woken = await eventually(within: .seconds(30)) { start?.wokenOutcome(in: victim.process.output) != nil }
+            #expect(woken, "\(victim.name) neither stopped its attempt nor was told it was stale\n\(victim.process.output)")
+            let (run, _) = try await conclude(
+                job: id, in: cluster, output: job.output, wall: wall,
+                extra: [("asleep_s", String(format: "%.1f", RunFigures.seconds(finishedAsleep))), ("stops_aimed", "\(aimed)"),
+                        ("victim", start?.wokenOutcome(in: victim.process.output) ?? "no-sign")])
             figures.record(run, logs: cluster.logs)
             try await cluster.stop()
         }

@@ -13,7 +13,8 @@ import SpliceTestSupport
 ///   is no longer `done` with that attempt's lease token; and, for a completed job, any segment
 ///   not done at all. Must be 0.
 /// * **unexpected** — results nobody asked for: a `segment_done` whose lease token no
-///   `segment_leased` event of that segment issued, or for a segment the job does not have.
+///   `segment_leased` (or `segment_backup_started`) event of that segment issued, or for a
+///   segment the job does not have.
 ///   Must be 0.
 struct SegmentLedger: Sendable, CustomStringConvertible {
     var job: Job
@@ -59,7 +60,8 @@ struct SegmentLedger: Sendable, CustomStringConvertible {
     }
 
     var unexpected: Int {
-        let issued = Set(events("segment_leased").map { LeaseKey(segment: $0.segmentID, token: $0.leaseToken) })
+        let issued = Set((events("segment_leased") + events("segment_backup_started"))
+            .map { LeaseKey(segment: $0.segmentID, token: $0.leaseToken) })
         let known = Set(segments.map(\.id))
         return events("segment_done").filter { event in
             !issued.contains(LeaseKey(segment: event.segmentID, token: event.leaseToken))
@@ -68,7 +70,7 @@ struct SegmentLedger: Sendable, CustomStringConvertible {
     }
 
     /// Attempts started (leases issued).
-    var attempts: Int { events("segment_leased").count }
+    var attempts: Int { events("segment_leased").count + events("segment_backup_started").count }
 
     /// How the job ended, in the API's words where they differ (`completed` is `succeeded`).
     var outcome: String { job.state == .completed ? "completed" : job.state.rawValue }

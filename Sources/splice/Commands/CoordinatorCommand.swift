@@ -42,6 +42,12 @@ struct CoordinatorCommand: Command {
         default: 60)
     static let maxAttempts = Option<Int>(
         "max-attempts", valueName: "count", help: "Attempts per segment before the job fails.", default: 5)
+    static let backupAfter = Option<Int>(
+        "backup-after", valueName: "percent",
+        help: "Once a job has nothing left to claim, start a backup attempt of a segment on an idle worker when it "
+            + "has run this many percent of the time its cost predicts at the job's pace so far (the first "
+            + "result wins; 0 turns backups off).",
+        default: 150)
     static let inputRoot = Option<String>(
         "input-root", valueName: "dir",
         help: "Only accept jobs whose input lies in this folder (links resolved; repeatable). Recommended for a "
@@ -66,7 +72,7 @@ struct CoordinatorCommand: Command {
             (--metrics-endpoint).
             """,
         arguments: [database, stateDirectory, workersEndpoint, apiEndpoint, spool, secretKey, adminKeys, insecure,
-                    leaseSeconds, maxAttempts, inputRoot, outputRoot, metricsEndpoint] + DaemonOptions.arguments,
+                    leaseSeconds, maxAttempts, backupAfter, inputRoot, outputRoot, metricsEndpoint] + DaemonOptions.arguments,
         onShutdown: .notify)
 
     let database: String?
@@ -79,6 +85,7 @@ struct CoordinatorCommand: Command {
     let insecure: Bool
     let leaseSeconds: Int
     let maxAttempts: Int
+    let backupAfter: Int
     let inputRoots: [String]
     let outputRoots: [String]
     let metricsEndpoint: MetricsEndpointSetting
@@ -95,6 +102,7 @@ struct CoordinatorCommand: Command {
         insecure = arguments[Self.insecure]
         leaseSeconds = try arguments.value(Self.leaseSeconds)
         maxAttempts = try arguments.value(Self.maxAttempts)
+        backupAfter = try arguments.value(Self.backupAfter)
         inputRoots = arguments.values(Self.inputRoot)
         outputRoots = arguments.values(Self.outputRoot)
         metricsEndpoint = try arguments.value(Self.metricsEndpoint)
@@ -107,6 +115,9 @@ struct CoordinatorCommand: Command {
         }
         guard (1...100).contains(maxAttempts) else {
             throw UsageError("--max-attempts must be from 1 to 100; got \(maxAttempts)")
+        }
+        guard backupAfter == 0 || (100...10_000).contains(backupAfter) else {
+            throw UsageError("--backup-after must be 0 (no backups) or from 100 to 10000 percent; got \(backupAfter)")
         }
     }
 
@@ -135,7 +146,8 @@ struct CoordinatorCommand: Command {
             database: store, spool: spool.map { URL(fileURLWithPath: $0) } ?? state.appendingPathComponent("spool"),
             workersEndpoint: workersEndpoint, apiEndpoint: apiEndpoint, keys: keys,
             adminKeys: try adminKeys.map(Self.loadAdminKeys) ?? [], insecure: insecure, maxAttempts: maxAttempts,
-            sessions: CoordinatorPolicy(leaseDuration: .seconds(leaseSeconds)), logger: context.logger)
+            sessions: CoordinatorPolicy(leaseDuration: .seconds(leaseSeconds), backupAfterPercent: backupAfter),
+            logger: context.logger)
         // Planning and stitching in children of this very binary: a crash there fails the job only.
         if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
             configuration.mediaTasks = .childProcess(executable: executable)
