@@ -930,6 +930,29 @@ struct CoordinatorBackupTests {
         #expect(disabled.ticking(for: .seconds(20)).compactMap(\.backupClaim).isEmpty)
     }
 
+    @Test("a straggler whose own worker is the only idle one is passed over for one another worker can take")
+    func idleHolderPassedOver() {
+        var harness = Harness()
+        harness.machine = CoordinatorStateMachine(policy: Self.policy, sessionName: "test")
+        harness.welcome(worker, id: workerID, slots: 2)
+        harness.welcome(other, id: otherID, slots: 1)
+        harness.on(.workAvailable)
+        let claim = harness.machine.dispatch(at: harness.now).compactMap(\.claim).first!
+        harness.on(.claimed([.key(workerKey): [costed(attempt(0), 50), costed(attempt(2), 100)],
+                             .key(otherKey): [costed(attempt(1), 100)]],
+                            demands: claim.demands, generation: claim.generation))
+        harness.advance(.seconds(1))
+        _ = harness.receive(.complete(complete(attempt(2))))
+        harness.on(.resultCommitted(.complete(complete(attempt(2))), .completed(jobReadyToStitch: false)))
+        let empty = harness.machine.dispatch(at: harness.now).compactMap(\.claim).first!
+        harness.on(.claimed([:], demands: empty.demands, generation: empty.generation))
+        // Segment 0 (cost 50) is late first, but only its own worker has a slot free; segment 1
+        // (cost 100, on the other worker) is late from 1.5 s and goes to that free slot.
+        let claims = harness.ticking(for: .seconds(1)).compactMap(\.backupClaim)
+        #expect(claims.map(\.primary) == [attempt(1)])
+        #expect(claims.map(\.demand.worker) == [.key(workerKey)])
+    }
+
     @Test("a failed backup claim frees the slot and may be tried again")
     func failedClaim() {
         var harness = straggling()

@@ -628,8 +628,9 @@ package struct CoordinatorStateMachine: Sendable {
         let idle = sessions.values.filter { session in
             session.freeSlots > 0 && session.workerID != nil && !isQuarantined(session.identity, now: now)
         }
-        guard !idle.isEmpty, let (straggler, holder) = straggler(now: now) else { return [] }
-        guard let session = idle.filter({ $0.identity != holder })
+        let candidates = Set(idle.map(\.identity))
+        guard let (straggler, holder) = straggler(now: now, backedUpBy: candidates),
+              let session = idle.filter({ $0.identity != holder })
                 .min(by: { $0.identity.description < $1.identity.description }),
               let workerID = session.workerID
         else { return [] }
@@ -639,10 +640,11 @@ package struct CoordinatorStateMachine: Sendable {
         return [.claimBackup(of: straggler, for: ClaimDemand(worker: session.identity, workerID: workerID, limit: 1))]
     }
 
-    /// The running attempt furthest past its backup threshold, and the worker running it.
-    private func straggler(now: Instant) -> (SegmentAttempt, WorkerIdentity)? {
+    /// The running attempt furthest past its backup threshold that one of `idle` other than its
+    /// own worker can take, and the worker running it.
+    private func straggler(now: Instant, backedUpBy idle: Set<WorkerIdentity>) -> (SegmentAttempt, WorkerIdentity)? {
         var best: (attempt: SegmentAttempt, holder: WorkerIdentity, overdue: Duration)?
-        for (identity, session) in sessions {
+        for (identity, session) in sessions where !idle.subtracting([identity]).isEmpty {
             for held in session.held.values {
                 guard !held.reported, !held.isBackup, let leasedAt = held.leasedAt,
                       !backedUp.contains(SegmentKey(held.attempt)),
