@@ -100,7 +100,7 @@ extension JobRepository {
                                      \(completions.map(\.lease.token)), \(completions.map(\.outputURL)),
                                      \(completions.map(\.checksum)))
                     WITH ORDINALITY AS input(job_id, index, token, output_url, checksum, n)
-            ), attempt AS (
+            ), reporting AS (
                 -- Which of the segment's attempts reports (the row as locked, before the update).
                 SELECT s.id, input.token, input.output_url, input.checksum, s.backup_token IS NOT NULL AS had_backup,
                        s.backup_token IS NOT DISTINCT FROM input.token AS by_backup,
@@ -114,14 +114,14 @@ extension JobRepository {
                 -- The first attempt to report wins: its token becomes the segment's (so a resend
                 -- is recognised), and the other attempt, if any, is over (docs/store.md, Backup attempts).
                 UPDATE segments s
-                SET state = 'done', output_url = attempt.output_url, checksum = attempt.checksum, finished_at = now(),
-                    updated_at = now(), lease_token = attempt.token, leased_by = NULL, lease_expires_at = NULL,
+                SET state = 'done', output_url = reporting.output_url, checksum = reporting.checksum, finished_at = now(),
+                    updated_at = now(), lease_token = reporting.token, leased_by = NULL, lease_expires_at = NULL,
                     backup_token = NULL, backup_leased_by = NULL, backup_expires_at = NULL
-                FROM attempt
-                WHERE s.id = attempt.id AND s.state = 'leased'
-                    AND (s.lease_token = attempt.token OR s.backup_token = attempt.token)
-                RETURNING s.id, s.job_id, s.index, s.attempt, s.lease_token, attempt.worker_id, attempt.had_backup,
-                          attempt.by_backup
+                FROM reporting
+                WHERE s.id = reporting.id AND s.state = 'leased'
+                    AND (s.lease_token = reporting.token OR s.backup_token = reporting.token)
+                RETURNING s.id, s.job_id, s.index, s.attempt, s.lease_token, reporting.worker_id, reporting.had_backup,
+                          reporting.by_backup
             ), counted AS (
                 SELECT job_id, count(*) AS done FROM segment GROUP BY job_id
             ), job AS (
