@@ -38,6 +38,11 @@ struct CoordinatorJobTests {
         #expect(await eventually { !FileManager.default.fileExists(atPath: coordinator.spool.path + "/jobs/\(job)") },
                 "the job's segment files are removed once it is stitched")
         #expect(try await coordinator.events("segment_done", of: job).count == 4)
+        // Each row keeps its planned cost (what claims are ordered by), copied from its spec.
+        struct Costed: Decodable { var cost: Int64? }
+        let rows = try await coordinator.repository.segments(ofJob: job)
+        #expect(rows.count == 4 && rows.allSatisfy { $0.plan.cost > 0 })
+        #expect(try rows.map { try $0.plan.spec.decode(Costed.self).cost } == rows.map(\.plan.cost))
 
         await worker.close()
         await client.close()
