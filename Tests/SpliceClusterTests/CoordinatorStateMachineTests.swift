@@ -836,20 +836,27 @@ struct CoordinatorBackupTests {
     /// Two workers of one slot; `worker` runs segment 0 (cost 100), `other` segment 1 (cost
     /// `otherCost`), which it completes after 2 s; then a claim comes back empty (nothing left).
     private func straggling(otherCost: Int64 = 100, policy: CoordinatorPolicy = CoordinatorBackupTests.policy) -> Harness {
-        var harness = Harness()
-        harness.machine = CoordinatorStateMachine(policy: policy, sessionName: "test")
-        harness.welcome(worker, id: workerID, slots: 1)
-        harness.welcome(other, id: otherID, slots: 1)
-        harness.on(.workAvailable)
-        let claim = harness.machine.dispatch(at: harness.now).compactMap(\.claim).first!
-        harness.on(.claimed([.key(workerKey): [costed(attempt(0), 100)], .key(otherKey): [costed(attempt(1), otherCost)]],
-                            demands: claim.demands, generation: claim.generation))
+        var harness = leasing([.key(workerKey): [costed(attempt(0), 100)], .key(otherKey): [costed(attempt(1), otherCost)]],
+                              policy: policy)
         harness.advance(.seconds(2))
         _ = harness.receive(.complete(complete(attempt(1))), from: other)
         harness.on(.resultCommitted(.complete(complete(attempt(1))), .completed(jobReadyToStitch: false)))
         // The freed slot's claim finds nothing: the job has only its running segment left.
         let empty = harness.machine.dispatch(at: harness.now).compactMap(\.claim).first!
         harness.on(.claimed([:], demands: empty.demands, generation: empty.generation))
+        return harness
+    }
+
+    /// `worker` (`workerSlots` slots) and `other` (one) welcomed, and the first claim answered with `leased`.
+    private func leasing(_ leased: [WorkerIdentity: [Assignment]], workerSlots: Int = 1,
+                         policy: CoordinatorPolicy = CoordinatorBackupTests.policy) -> Harness {
+        var harness = Harness()
+        harness.machine = CoordinatorStateMachine(policy: policy, sessionName: "test")
+        harness.welcome(worker, id: workerID, slots: workerSlots)
+        harness.welcome(other, id: otherID, slots: 1)
+        harness.on(.workAvailable)
+        let claim = harness.machine.dispatch(at: harness.now).compactMap(\.claim).first!
+        harness.on(.claimed(leased, demands: claim.demands, generation: claim.generation))
         return harness
     }
 
@@ -914,14 +921,7 @@ struct CoordinatorBackupTests {
         #expect(claimable.machine.dispatch(at: claimable.now).compactMap(\.backupClaim).isEmpty)
 
         // Nothing of the job committed yet: no pace to judge by.
-        var early = Harness()
-        early.machine = CoordinatorStateMachine(policy: Self.policy, sessionName: "test")
-        early.welcome(worker, id: workerID, slots: 1)
-        early.welcome(other, id: otherID, slots: 1)
-        early.on(.workAvailable)
-        let claim = early.machine.dispatch(at: early.now).compactMap(\.claim).first!
-        early.on(.claimed([.key(workerKey): [costed(attempt(0), 100)]], demands: claim.demands,
-                          generation: claim.generation))
+        var early = leasing([.key(workerKey): [costed(attempt(0), 100)]])
         #expect(early.ticking(for: .seconds(20)).compactMap(\.backupClaim).isEmpty)
 
         var off = Self.policy
@@ -932,15 +932,8 @@ struct CoordinatorBackupTests {
 
     @Test("a straggler whose own worker is the only idle one is passed over for one another worker can take")
     func idleHolderPassedOver() {
-        var harness = Harness()
-        harness.machine = CoordinatorStateMachine(policy: Self.policy, sessionName: "test")
-        harness.welcome(worker, id: workerID, slots: 2)
-        harness.welcome(other, id: otherID, slots: 1)
-        harness.on(.workAvailable)
-        let claim = harness.machine.dispatch(at: harness.now).compactMap(\.claim).first!
-        harness.on(.claimed([.key(workerKey): [costed(attempt(0), 50), costed(attempt(2), 100)],
-                             .key(otherKey): [costed(attempt(1), 100)]],
-                            demands: claim.demands, generation: claim.generation))
+        var harness = leasing([.key(workerKey): [costed(attempt(0), 50), costed(attempt(2), 100)],
+                               .key(otherKey): [costed(attempt(1), 100)]], workerSlots: 2)
         harness.advance(.seconds(1))
         _ = harness.receive(.complete(complete(attempt(2))))
         harness.on(.resultCommitted(.complete(complete(attempt(2))), .completed(jobReadyToStitch: false)))
