@@ -38,8 +38,9 @@ struct SegmentPlannerTests {
     }
 
     private func plan(_ asset: Asset, keyframes: [MediaTime], target: Int64 = 10, framing: AudioFraming? = aac,
-                      range: MediaTimeRange? = nil, audioTarget: Int64? = nil, lanes: Int = 1) throws -> SegmentPlan {
-        let request = TranscodeRequest(video: asset.videoTrack == nil ? nil : VideoSettings(codec: .h264),
+                      range: MediaTimeRange? = nil, audioTarget: Int64? = nil, lanes: Int = 1,
+                      video: VideoSettings = VideoSettings(codec: .h264)) throws -> SegmentPlan {
+        let request = TranscodeRequest(video: asset.videoTrack == nil ? nil : video,
                                        audio: framing == nil ? nil : AudioSettings(codec: .aac), fileType: .mp4, range: range,
                                        segmentDuration: MediaTime(seconds: target))
         let tracks = try OutputTracks.resolve(
@@ -112,6 +113,22 @@ struct SegmentPlannerTests {
             let long = try plan(Self.asset(seconds: 360), keyframes: [.zero], framing: nil, lanes: lanes)
             #expect(long.videoSegments.count == expected, "\(lanes) lanes")
         }
+    }
+
+    @Test func bitRateSegmentsAfterTheFirstWarmUpOnTheSecondBeforeThem() throws {
+        let keys = (0..<30).map { MediaTime(seconds: Int64($0)) }
+        let rate = try plan(Self.asset(seconds: 30), keyframes: keys, framing: nil,
+                            video: VideoSettings(codec: .h264, bitrate: 2_000_000))
+        #expect(rate.videoSegments.count == 3)
+        #expect(rate.videoSegments.map(\.videoWarmUp) == [nil, RateControl.warmUp, RateControl.warmUp])
+        // The warm-up is encoded too: it weighs in the segment's cost.
+        #expect(rate.videoSegments[1].cost! > rate.videoSegments[0].cost!)
+        // Constant quality needs none; a peak rate starts from its buffer level instead.
+        let quality = try plan(Self.asset(seconds: 30), keyframes: keys, framing: nil)
+        #expect(quality.videoSegments.allSatisfy { $0.videoWarmUp == nil })
+        let peak = try plan(Self.asset(seconds: 30), keyframes: keys, framing: nil,
+                            video: VideoSettings(codec: .h264, bitrate: 2_000_000, maxBitrate: 3_000_000, bufferSize: 6_000_000))
+        #expect(peak.videoSegments.allSatisfy { $0.videoWarmUp == nil })
     }
 
     @Test func noSegmentIsShorterThanOneSecond() throws {
