@@ -85,18 +85,20 @@ struct RateControlTests {
         #expect(abs(rate - target) * 100 <= target * 5, "video bit rate \(rate) for a \(target) target")
     }
 
-    @Test func thePeakRateHoldsOverTheStitchedFile() async throws {
+    @Test(arguments: [VideoSettings.Codec.h264, .hevc])
+    func thePeakRateHoldsOverTheStitchedFile(codec: VideoSettings.Codec) async throws {
         let source = try await Self.phoneClip()
         // A quality that asks for more than the peak allows, so the buffer does the work.
         let (maxRate, buffer) = (500_000, 500_000)
         let (output, plan, _) = try await transcode(source, Self.settings {
+            $0.codec = codec
             $0.quality = 18
             $0.maxBitrate = maxRate
             $0.bufferSize = buffer
         })
         #expect(plan.videoSegments.count >= 4 && plan.videoSegments.allSatisfy { $0.videoWarmUp == nil })
         // The decoder's buffer: filled at the peak rate up to its size, each picture taken out at
-        // its decode time; it starts as the first segment's encoder assumed (x264's 90 %).
+        // its decode time; it starts as the first segment's encoder assumed (half full).
         let packets = try await ExternalTool.check("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
                                                                "packet=dts_time,size", "-of", "csv=p=0", output])
             .text.split(whereSeparator: \.isNewline).compactMap { line -> (dts: Double, bits: Double)? in
@@ -105,7 +107,7 @@ struct RateControlTests {
                 return (dts, size * 8)
             }.sorted { $0.dts < $1.dts }
         try #require(packets.count > 100)
-        var level = 0.9 * Double(buffer), lowest = level
+        var level = 0.5 * Double(buffer), lowest = level
         for (i, packet) in packets.enumerated() {
             level -= packet.bits
             lowest = min(lowest, level)
@@ -113,7 +115,8 @@ struct RateControlTests {
                 level = min(Double(buffer), level + Double(maxRate) * (packets[i + 1].dts - packet.dts))
             }
         }
-        // Before (every segment's model starting at 90 %): the buffer ran dry 198 times.
+        // Before (every segment's model starting at 90 %) the buffer of the 10 s benchmark clip ran
+        // dry at 198 of its 298 pictures.
         #expect(lowest >= 0, "the stitched stream's buffer fell to \(Int(lowest)) bits")
     }
 }

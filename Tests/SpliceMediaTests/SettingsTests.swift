@@ -130,30 +130,25 @@ struct ResolveTests {
         #expect(rate.bitrate == 800_000 && rate.options["crf"] == nil)
     }
 
-    @Test func aSegmentAfterTheFirstStartsItsBufferModelAtHalf() throws {
+    @Test func segmentsStartTheirBufferModelAtHalfAndKeepToTheirRate() throws {
         let vbv = VideoSettings(codec: .h264, quality: 20, maxBitrate: 1_000_000, bufferSize: 2_000_000)
+        let track = Self.videoTrack(width: 320, height: 240)
         var notices: [String] = []
-        let first = try VideoEncoding.resolve(vbv, source: Self.videoTrack(width: 320, height: 240), fileType: .mp4,
-                                              threads: 1, closedGOP: true, notices: &notices)
-        #expect(first.options["x264-params"] == nil)
-        let later = try VideoEncoding.resolve(vbv, source: Self.videoTrack(width: 320, height: 240), fileType: .mp4,
-                                              threads: 1, closedGOP: true, continuesStream: true, notices: &notices)
-        #expect(later.options["x264-params"] == "vbv-init=0.5")
+        let file = try VideoEncoding.resolve(vbv, source: track, fileType: .mp4, threads: 1, notices: &notices)
+        #expect(file.options["x264-params"] == nil)
+        let segment = try VideoEncoding.resolve(vbv, source: track, fileType: .mp4, threads: 1, closedGOP: true, notices: &notices)
+        #expect(segment.options["x264-params"] == "vbv-init=0.5")
         var hevc = vbv
         hevc.codec = .hevc
-        let x265 = try VideoEncoding.resolve(hevc, source: Self.videoTrack(width: 320, height: 240), fileType: .mp4,
-                                             threads: 1, closedGOP: true, continuesStream: true, notices: &notices)
+        let x265 = try VideoEncoding.resolve(hevc, source: track, fileType: .mp4, threads: 1, closedGOP: true, notices: &notices)
         #expect(x265.options["x265-params"]?.split(separator: ":").contains("vbv-init=0.5") == true)
         // Without a peak rate there is no buffer model to start; a bit-rate segment keeps to its
-        // share more tightly than x264's default tolerance.
-        let plain = try VideoEncoding.resolve(VideoSettings(codec: .h264, bitrate: 900_000),
-                                              source: Self.videoTrack(width: 320, height: 240), fileType: .mp4,
-                                              threads: 1, closedGOP: true, continuesStream: true, notices: &notices)
+        // share more tightly than x264's default tolerance, a whole file keeps x264's default.
+        let rate = VideoSettings(codec: .h264, bitrate: 900_000)
+        let plain = try VideoEncoding.resolve(rate, source: track, fileType: .mp4, threads: 1, closedGOP: true, notices: &notices)
         #expect(plain.options["x264-params"] == "ratetol=0.25")
-        let file = try VideoEncoding.resolve(VideoSettings(codec: .h264, bitrate: 900_000),
-                                             source: Self.videoTrack(width: 320, height: 240), fileType: .mp4,
-                                             threads: 1, notices: &notices)
-        #expect(file.options["x264-params"] == nil)
+        let whole = try VideoEncoding.resolve(rate, source: track, fileType: .mp4, threads: 1, notices: &notices)
+        #expect(whole.options["x264-params"] == nil)
     }
 
     @Test func containersRefuseCodecsTheyCannotHold() {

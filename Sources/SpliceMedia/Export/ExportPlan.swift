@@ -178,8 +178,7 @@ struct ExportPlan: Sendable {
                 throw MediaError(.noUsableTrack, "'\(asset.location)' has no video track")
             }
             videoRoute = .encode(try VideoEncoding.resolve(settings, source: track, fileType: plan.outputFileType,
-                                                           threads: codecThreads, closedGOP: true,
-                                                           continuesStream: spec.videoStart != nil, notices: &notices))
+                                                           threads: codecThreads, closedGOP: true, notices: &notices))
             videoStream = track.id
         }
         guard videoRoute != nil || !audio.isEmpty else {

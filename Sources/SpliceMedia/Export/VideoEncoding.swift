@@ -57,12 +57,10 @@ struct VideoEncoding: Sendable, Hashable, Codable {
 
     /// Resolves `settings` for `source`. Adds human-readable notes to `notices` for anything it
     /// had to adjust (odd sizes rounded for chroma subsampling).
-    /// `closedGOP` (for segments) makes every keyframe a clean entry point (x265 defaults to open GOPs).
-    /// `continuesStream` (a segment after the first) starts a VBV buffer model at the level any
-    /// predecessor leaves at least.
+    /// `closedGOP` (for segments) makes every keyframe a clean entry point (x265 defaults to open
+    /// GOPs) and sets the rate control up for joining (``RateControl``).
     static func resolve(_ settings: VideoSettings, source: Track, fileType: OutputFileType?,
-                        threads: Int, closedGOP: Bool = false, continuesStream: Bool = false,
-                        notices: inout [String]) throws(SettingsError) -> VideoEncoding {
+                        threads: Int, closedGOP: Bool = false, notices: inout [String]) throws(SettingsError) -> VideoEncoding {
         try settings.validate()
         if let fileType { try settings.validate(for: fileType) }
         let encoderName = try encoderName(for: settings.codec)
@@ -158,14 +156,15 @@ struct VideoEncoding: Sendable, Hashable, Codable {
             // libvpx and libaom are in constant-quality mode only with a zero target bit rate.
             if settings.codec == .vp9 || encoderName == "libaom-av1" { bitrate = 0 }
         }
-        // A segment that continues another starts its buffer model where its predecessor is
-        // steered to leave it (``RateControl/successorBufferFill``), not the encoders' 90 %.
+        // Segments start their buffer model where every predecessor is steered to leave it
+        // (``RateControl/segmentBufferFill``), not at the encoders' 90 %; all of them alike, as x265
+        // writes its parameters into the codec headers the stitcher compares.
         var x264: [String] = []
         var x265: [String] = ["log-level=error"]
-        if continuesStream && settings.maxBitrate != nil && settings.bufferSize != nil {
+        if closedGOP && settings.maxBitrate != nil && settings.bufferSize != nil {
             switch settings.codec {
-            case .h264: x264.append("vbv-init=\(RateControl.successorBufferFill)")
-            case .hevc: x265.append("vbv-init=\(RateControl.successorBufferFill)")
+            case .h264: x264.append("vbv-init=\(RateControl.segmentBufferFill)")
+            case .hevc: x265.append("vbv-init=\(RateControl.segmentBufferFill)")
             default: break
             }
         }

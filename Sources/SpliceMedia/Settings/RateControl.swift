@@ -12,8 +12,8 @@
 ///   start first, drops their packets, and begins its own frames with a forced keyframe; x264
 ///   keeps each segment to its share more tightly (``segmentRateTolerance``).
 /// - **Peak rate** (`--max-bitrate` with `--buffer-size`, with either mode above): the stitched
-///   stream keeps to one leaky-bucket buffer over the whole file. A segment after the first starts
-///   its encoder's buffer model at ``successorBufferFill`` and takes no warm-up (a warm-up would
+///   stream keeps to one leaky-bucket buffer over the whole file. Every segment starts its
+///   encoder's buffer model at ``segmentBufferFill`` and takes no warm-up (a warm-up would
 ///   leave the model at whatever level the warm-up reached).
 public enum RateControl {
     /// The constant-quality level used when neither a quality nor a bit rate is given.
@@ -46,17 +46,17 @@ public enum RateControl {
     }
 
     /// The buffer fullness (a fraction of `--buffer-size`, as x264's and x265's `vbv-init` take
-    /// it) a segment after the first starts its model from; the first starts at the encoders' 90 %.
+    /// it) every segment starts its model from, the first included (x265 writes its parameters
+    /// into the codec headers, which must be the same in every segment).
     ///
     /// The stitched stream is safe when every segment's model starts no fuller than the real
     /// buffer is when its first picture is due: the real buffer fills and empties exactly like the
     /// model from then on, so it never runs dry where the model did not. The only level *every*
     /// predecessor is bound to leave is one frame interval's fill (a model may end empty); starting
-    /// there starves each segment's first picture — 9.5 dB under the rest of its segment at every
-    /// join on the benchmark clip. x264 and x265 steer their model to at least half full by the end
-    /// of their lookahead (raising the quantiser until it gets there), so a successor starts at
-    /// half: on the benchmark clip with the buffer at 500 kbit and a CRF asking for more, the
-    /// stitched buffer's lowest point was 40 % (starting every segment at 90 %, as before, ran it
-    /// dry 198 times). Tests check the whole stitched file with a leaky bucket.
-    static let successorBufferFill = "0.5"
+    /// there starves each segment's first picture (docs/media.md has the figures). x264 and x265
+    /// steer their model to at least half full by the end of their lookahead, raising the
+    /// quantiser until it gets there, so a segment starts at half. Starting every segment at the
+    /// encoders' 90 %, as before, spent a buffer the predecessor had already used and ran the
+    /// stitched buffer dry. Tests check the whole stitched file with a leaky bucket.
+    static let segmentBufferFill = "0.5"
 }
