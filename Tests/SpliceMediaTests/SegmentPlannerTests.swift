@@ -123,12 +123,15 @@ struct SegmentPlannerTests {
         #expect(rate.videoSegments.map(\.videoWarmUp) == [nil, RateControl.warmUp, RateControl.warmUp])
         // The warm-up is encoded too: it weighs in the segment's cost.
         #expect(rate.videoSegments[1].cost! > rate.videoSegments[0].cost!)
-        // Constant quality needs none; a peak rate starts from its buffer level instead.
+        // Constant quality needs none, capped or not; an average rate under a peak rate warms up too.
         let quality = try plan(Self.asset(seconds: 30), keyframes: keys, framing: nil)
         #expect(quality.videoSegments.allSatisfy { $0.videoWarmUp == nil })
+        let cappedQuality = try plan(Self.asset(seconds: 30), keyframes: keys, framing: nil,
+                                     video: VideoSettings(codec: .h264, quality: 20, maxBitrate: 3_000_000, bufferSize: 6_000_000))
+        #expect(cappedQuality.videoSegments.allSatisfy { $0.videoWarmUp == nil })
         let peak = try plan(Self.asset(seconds: 30), keyframes: keys, framing: nil,
                             video: VideoSettings(codec: .h264, bitrate: 2_000_000, maxBitrate: 3_000_000, bufferSize: 6_000_000))
-        #expect(peak.videoSegments.allSatisfy { $0.videoWarmUp == nil })
+        #expect(peak.videoSegments.map(\.videoWarmUp) == [nil, RateControl.warmUp, RateControl.warmUp])
     }
 
     @Test func noSegmentIsShorterThanOneSecond() throws {
