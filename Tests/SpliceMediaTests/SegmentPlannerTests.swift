@@ -231,6 +231,7 @@ struct SegmentPlannerTests {
         var p = try plan(Self.asset(seconds: 35), keyframes: (0..<35).map { MediaTime(seconds: Int64($0)) })
         p.annotations = [TimedAnnotation(time: .zero, duration: MediaTime(seconds: 1), value: "hello")]
         p.chapters = [Chapter(start: .zero, end: MediaTime(seconds: 3), metadata: ["title": "One"])]
+        p.segments[1].videoWarmUp = RateControl.warmUp
         let decoded = try JSONDecoder().decode(SegmentPlan.self, from: JSONEncoder().encode(p))
         #expect(decoded == p)
         let slim = String(decoding: try JSONEncoder().encode(p.forWorkers()), as: UTF8.self)
@@ -268,6 +269,12 @@ struct SegmentPlannerTests {
         var badSettings = good
         badSettings.videoSettings?.width = -4
         #expect(throws: MediaError.self) { try badSettings.validate() }
+        var longWarmUp = good
+        longWarmUp.segments[1].videoWarmUp = MediaTime(seconds: 3600)
+        #expect(throws: MediaError.self) { try longWarmUp.validate() }
+        var backwardWarmUp = good
+        backwardWarmUp.segments[1].videoWarmUp = MediaTime(seconds: -1)
+        #expect(throws: MediaError.self) { try backwardWarmUp.validate() }
         // A time with a zero timescale never decodes (it would divide by zero later).
         let json = #"{"value": 5, "timescale": 0}"#
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(MediaTime.self, from: Data(json.utf8)) }
