@@ -18,11 +18,11 @@ struct RateControlTests {
 
     /// Transcodes `source` in 1 s segments, two at a time, with `flags` on top of x264 veryfast.
     func transcode(_ source: String, _ video: VideoSettings) async throws -> (output: String, plan: SegmentPlan,
-                                                                               segments: [SegmentResult]) {
+                                                                               segments: [SegmentResult], stitch: StitchSummary) {
         let output = Fixtures.temporaryDirectory("rate").appendingPathComponent("out.mp4")
         let request = TranscodeRequest(video: video, audio: nil, fileType: .mp4, segmentDuration: MediaTime(seconds: 1))
         let summary = try await Transcoder(options: .init(source: source, output: output, request: request, jobs: 2)).run()
-        return (output.path, summary.plan, summary.segments)
+        return (output.path, summary.plan, summary.segments, summary.stitch)
     }
 
     static func settings(_ change: (inout VideoSettings) -> Void) -> VideoSettings {
@@ -62,7 +62,7 @@ struct RateControlTests {
 
     @Test func theDefaultIsConstantQualityAndDoesNotPumpAtJoins() async throws {
         let source = try await Self.phoneClip()
-        let (output, plan, segments) = try await transcode(source, Self.settings { _ in })
+        let (output, plan, segments, _) = try await transcode(source, Self.settings { _ in })
         #expect(plan.videoSegments.count >= 4)
         let dips = startDips(try await framePSNR(output, source: source), plan: plan)
         #expect(dips.count == plan.videoSegments.count - 1)
@@ -75,7 +75,7 @@ struct RateControlTests {
     @Test func aBitRateTargetIsMetWithoutDipsAtJoins() async throws {
         let source = try await Self.phoneClip()
         let target = 600_000
-        let (output, plan, _) = try await transcode(source, Self.settings { $0.bitrate = target })
+        let (output, plan, _, _) = try await transcode(source, Self.settings { $0.bitrate = target })
         #expect(plan.videoSegments.dropFirst().allSatisfy { $0.videoWarmUp == RateControl.warmUp })
         let dips = startDips(try await framePSNR(output, source: source), plan: plan)
         #expect(dips.allSatisfy { $0 <= 1.0 }, "segment-start dips \(dips)")
@@ -91,7 +91,7 @@ struct RateControlTests {
     func thePeakRateHoldsOverTheStitchedFile(codec: VideoSettings.Codec, averageRate: Bool) async throws {
         let source = try await Self.phoneClip()
         let (maxRate, buffer) = (500_000, 500_000)
-        let (output, plan, _) = try await transcode(source, Self.settings {
+        let (output, plan, _, stitch) = try await transcode(source, Self.settings {
             $0.codec = codec
             if averageRate { $0.bitrate = 450_000 } else { $0.quality = 18 }
             $0.maxBitrate = maxRate
@@ -120,5 +120,9 @@ struct RateControlTests {
         // Before (every segment's model starting at 90 %) the buffer of the 10 s benchmark clip ran
         // dry at 198 of its 298 pictures.
         #expect(lowest >= 0, "the stitched stream's buffer fell to \(Int(lowest)) bits")
+        // The stitcher's own account of the same buffer agrees, and reports no underflow.
+        let stitched = try #require(stitch.videoBufferLowestPercent)
+        #expect(abs(Double(stitched) - lowest / Double(buffer) * 100) <= 2, "stitcher \(stitched) %, ffprobe \(lowest)")
+        #expect(stitch.videoBufferUnderflow == nil)
     }
 }

@@ -137,11 +137,11 @@ struct ResolveTests {
         let file = try VideoEncoding.resolve(vbv, source: track, fileType: .mp4, threads: 1, notices: &notices)
         #expect(file.options["x264-params"] == nil)
         let segment = try VideoEncoding.resolve(vbv, source: track, fileType: .mp4, threads: 1, closedGOP: true, notices: &notices)
-        #expect(segment.options["x264-params"] == "vbv-init=0.5")
+        #expect(segment.options["x264-params"] == "vbv-init=0.50")
         var hevc = vbv
         hevc.codec = .hevc
         let x265 = try VideoEncoding.resolve(hevc, source: track, fileType: .mp4, threads: 1, closedGOP: true, notices: &notices)
-        #expect(x265.options["x265-params"]?.split(separator: ":").contains("vbv-init=0.5") == true)
+        #expect(x265.options["x265-params"]?.split(separator: ":").contains("vbv-init=0.50") == true)
         // Without a peak rate there is no buffer model to start; a bit-rate segment keeps to its
         // share more tightly than x264's default tolerance, a whole file keeps x264's default.
         let rate = VideoSettings(codec: .h264, bitrate: 900_000)

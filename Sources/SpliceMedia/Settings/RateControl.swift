@@ -61,5 +61,10 @@ public enum RateControl {
     /// quantiser until it gets there, so a segment starts at half. Starting every segment at the
     /// encoders' 90 %, as before, spent a buffer the predecessor had already used and ran the
     /// stitched buffer dry. Tests check the whole stitched file with a leaky bucket.
-    static let segmentBufferFill = "0.5"
+    static let segmentBufferFillPercent = 50
+    /// ``segmentBufferFillPercent`` as the encoders' option takes it.
+    static var segmentBufferFill: String {
+        let p = min(100, max(0, segmentBufferFillPercent))
+        return p == 100 ? "1" : "0." + (p < 10 ? "0" : "") + "\(p)"
+    }
 }
