@@ -112,7 +112,8 @@ struct ExportOptions: OptionGroup {
                 + "first warms its rate control up on the second before it, so joins do not dip.")) { $0.bitrate = $1.bitsPerSecond },
         .video(Option<BitRate>("max-bitrate", valueName: "rate",
             help: "Peak video bit rate (VBV/HRD), with --crf or --video-bitrate; needs --buffer-size. A stitched "
-                + "file keeps to one buffer over its whole length.")) { $0.maxBitrate = $1.bitsPerSecond },
+                + "file keeps to one buffer over its whole length (each segment starts it half full; the stitch is "
+                + "checked and a note says where it would run dry).")) { $0.maxBitrate = $1.bitsPerSecond },
         .video(Option<BitRate>("buffer-size", valueName: "bits", help: "Rate-control buffer size for --max-bitrate (e.g. 8M)."))
             { $0.bufferSize = $1.bitsPerSecond },
         .video(Option<String>("profile", valueName: "name", help: "Codec profile (high, main10, hq, …).") { $0 })
