@@ -5,7 +5,7 @@
 ///   the same quality wherever its encoder started, so segments join evenly. The defaults are the
 ///   encoders' own: x264 23, x265 28, SVT-AV1 35; libvpx-vp9 31 and libaom 32 with a zero bit rate
 ///   (their constant-quality mode).
-/// - **Average bit rate** (`--video-bitrate` alone): an encoder started cold spends too little on
+/// - **Average bit rate** (`--video-bitrate`): an encoder started cold spends too little on
 ///   its first frames (x264, x265 and libvpx start from a guess and settle over about half a
 ///   second: 4–5 dB under the rest of the segment at every join, and the file 12 % under its
 ///   target). A segment after the first therefore encodes ``warmUp`` of the frames before its
