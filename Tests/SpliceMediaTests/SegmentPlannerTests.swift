@@ -38,8 +38,9 @@ struct SegmentPlannerTests {
     }
 
     private func plan(_ asset: Asset, keyframes: [MediaTime], target: Int64 = 10, framing: AudioFraming? = aac,
-                      range: MediaTimeRange? = nil, audioTarget: Int64? = nil, lanes: Int = 1) throws -> SegmentPlan {
-        let request = TranscodeRequest(video: asset.videoTrack == nil ? nil : VideoSettings(codec: .h264),
+                      range: MediaTimeRange? = nil, audioTarget: Int64? = nil, lanes: Int = 1,
+                      video: VideoSettings = VideoSettings(codec: .h264)) throws -> SegmentPlan {
+        let request = TranscodeRequest(video: asset.videoTrack == nil ? nil : video,
                                        audio: framing == nil ? nil : AudioSettings(codec: .aac), fileType: .mp4, range: range,
                                        segmentDuration: MediaTime(seconds: target))
         let tracks = try OutputTracks.resolve(
@@ -112,6 +113,25 @@ struct SegmentPlannerTests {
             let long = try plan(Self.asset(seconds: 360), keyframes: [.zero], framing: nil, lanes: lanes)
             #expect(long.videoSegments.count == expected, "\(lanes) lanes")
         }
+    }
+
+    @Test func bitRateSegmentsAfterTheFirstWarmUpOnTheSecondBeforeThem() throws {
+        let keys = (0..<30).map { MediaTime(seconds: Int64($0)) }
+        let rate = try plan(Self.asset(seconds: 30), keyframes: keys, framing: nil,
+                            video: VideoSettings(codec: .h264, bitrate: 2_000_000))
+        #expect(rate.videoSegments.count == 3)
+        #expect(rate.videoSegments.map(\.videoWarmUp) == [nil, RateControl.warmUp, RateControl.warmUp])
+        // The warm-up is encoded too: it weighs in the segment's cost.
+        #expect(rate.videoSegments[1].cost! > rate.videoSegments[0].cost!)
+        // Constant quality needs none, capped or not; an average rate under a peak rate warms up too.
+        let quality = try plan(Self.asset(seconds: 30), keyframes: keys, framing: nil)
+        #expect(quality.videoSegments.allSatisfy { $0.videoWarmUp == nil })
+        let cappedQuality = try plan(Self.asset(seconds: 30), keyframes: keys, framing: nil,
+                                     video: VideoSettings(codec: .h264, quality: 20, maxBitrate: 3_000_000, bufferSize: 6_000_000))
+        #expect(cappedQuality.videoSegments.allSatisfy { $0.videoWarmUp == nil })
+        let peak = try plan(Self.asset(seconds: 30), keyframes: keys, framing: nil,
+                            video: VideoSettings(codec: .h264, bitrate: 2_000_000, maxBitrate: 3_000_000, bufferSize: 6_000_000))
+        #expect(peak.videoSegments.map(\.videoWarmUp) == [nil, RateControl.warmUp, RateControl.warmUp])
     }
 
     @Test func noSegmentIsShorterThanOneSecond() throws {
@@ -211,6 +231,7 @@ struct SegmentPlannerTests {
         var p = try plan(Self.asset(seconds: 35), keyframes: (0..<35).map { MediaTime(seconds: Int64($0)) })
         p.annotations = [TimedAnnotation(time: .zero, duration: MediaTime(seconds: 1), value: "hello")]
         p.chapters = [Chapter(start: .zero, end: MediaTime(seconds: 3), metadata: ["title": "One"])]
+        p.segments[1].videoWarmUp = RateControl.warmUp
         let decoded = try JSONDecoder().decode(SegmentPlan.self, from: JSONEncoder().encode(p))
         #expect(decoded == p)
         let slim = String(decoding: try JSONEncoder().encode(p.forWorkers()), as: UTF8.self)
@@ -248,6 +269,12 @@ struct SegmentPlannerTests {
         var badSettings = good
         badSettings.videoSettings?.width = -4
         #expect(throws: MediaError.self) { try badSettings.validate() }
+        var longWarmUp = good
+        longWarmUp.segments[1].videoWarmUp = MediaTime(seconds: 3600)
+        #expect(throws: MediaError.self) { try longWarmUp.validate() }
+        var backwardWarmUp = good
+        backwardWarmUp.segments[1].videoWarmUp = MediaTime(seconds: -1)
+        #expect(throws: MediaError.self) { try backwardWarmUp.validate() }
         // A time with a zero timescale never decodes (it would divide by zero later).
         let json = #"{"value": 5, "timescale": 0}"#
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(MediaTime.self, from: Data(json.utf8)) }

@@ -114,15 +114,41 @@ struct ResolveTests {
         #expect(r.contentWidth == 640 && r.contentHeight == 360 && r.contentY == 140)
     }
 
-    @Test func defaultsFollowTheMovieRecorderRule() throws {
+    @Test func theDefaultIsConstantQuality() throws {
         let (hd, _) = try resolve(VideoSettings(codec: .h264), Self.videoTrack(width: 1920, height: 1080))
-        #expect(hd.bitrate == 1920 * 1080 * 101 / 10)
+        #expect(hd.bitrate == nil && hd.options["crf"] == "23")
         // Ten seconds' worth of frames at most between keyframes (plus the encoder's scene cuts).
         #expect(hd.keyframeInterval == 300)
-        let (sd, _) = try resolve(VideoSettings(codec: .h264), Self.videoTrack(width: 320, height: 240))
-        #expect(sd.bitrate == 320 * 240 * 405 / 100)
+        let (hevc, _) = try resolve(VideoSettings(codec: .hevc), Self.videoTrack(width: 320, height: 240))
+        #expect(hevc.bitrate == nil && hevc.options["crf"] == "28")
+        // libvpx is in constant-quality mode only with a zero bit rate.
+        let (vp9, _) = try resolve(VideoSettings(codec: .vp9), Self.videoTrack(width: 320, height: 240), .webm)
+        #expect(vp9.bitrate == 0 && vp9.options["crf"] == "31")
         let (crf, _) = try resolve(VideoSettings(codec: .h264, quality: 20), Self.videoTrack(width: 320, height: 240))
         #expect(crf.bitrate == nil && crf.options["crf"] == "20")
+        let (rate, _) = try resolve(VideoSettings(codec: .h264, bitrate: 800_000), Self.videoTrack(width: 320, height: 240))
+        #expect(rate.bitrate == 800_000 && rate.options["crf"] == nil)
+    }
+
+    @Test func segmentsStartTheirBufferModelAtHalfAndKeepToTheirRate() throws {
+        let vbv = VideoSettings(codec: .h264, quality: 20, maxBitrate: 1_000_000, bufferSize: 2_000_000)
+        let track = Self.videoTrack(width: 320, height: 240)
+        var notices: [String] = []
+        let file = try VideoEncoding.resolve(vbv, source: track, fileType: .mp4, threads: 1, notices: &notices)
+        #expect(file.options["x264-params"] == nil)
+        let segment = try VideoEncoding.resolve(vbv, source: track, fileType: .mp4, threads: 1, closedGOP: true, notices: &notices)
+        #expect(segment.options["x264-params"] == "vbv-init=0.50")
+        var hevc = vbv
+        hevc.codec = .hevc
+        let x265 = try VideoEncoding.resolve(hevc, source: track, fileType: .mp4, threads: 1, closedGOP: true, notices: &notices)
+        #expect(x265.options["x265-params"]?.split(separator: ":").contains("vbv-init=0.50") == true)
+        // Without a peak rate there is no buffer model to start; a bit-rate segment keeps to its
+        // share more tightly than x264's default tolerance, a whole file keeps x264's default.
+        let rate = VideoSettings(codec: .h264, bitrate: 900_000)
+        let plain = try VideoEncoding.resolve(rate, source: track, fileType: .mp4, threads: 1, closedGOP: true, notices: &notices)
+        #expect(plain.options["x264-params"] == "ratetol=0.25")
+        let whole = try VideoEncoding.resolve(rate, source: track, fileType: .mp4, threads: 1, notices: &notices)
+        #expect(whole.options["x264-params"] == nil)
     }
 
     @Test func containersRefuseCodecsTheyCannotHold() {

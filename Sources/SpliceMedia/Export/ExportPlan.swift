@@ -64,6 +64,9 @@ struct ExportPlan: Sendable {
 
     /// Video frames presented in this window are written; copied tracks are cut to it.
     var videoWindow: Window
+    /// Rate-control warm-up (``RateControl/warmUp``): frames presented this long before the window
+    /// are encoded and their packets dropped; the window's first frame is then a forced IDR.
+    var videoWarmUp: MediaTime = .zero
     /// The asset time that becomes output time zero.
     var outputZero: MediaTime
 
@@ -181,13 +184,15 @@ struct ExportPlan: Sendable {
         guard videoRoute != nil || !audio.isEmpty else {
             throw MediaError(.noUsableTrack, "segment \(spec.index) of '\(asset.location)' has nothing to encode")
         }
-        return ExportPlan(
+        var segment = ExportPlan(
             location: asset.location, origin: asset.origin, destination: destination,
             output: .segment(planID: plan.id, index: spec.index),
             videoStream: videoStream, video: videoRoute, audio: audio,
             videoWindow: Window(start: spec.videoStart ?? .distantPast, end: spec.videoEnd),
             outputZero: plan.outputZero, fastStart: false, metadata: [:], codecThreads: codecThreads, notices: notices,
             progressDuration: plan.approximateDuration(of: spec))
+        if videoRoute != nil, let warmUp = spec.videoWarmUp { segment.videoWarmUp = warmUp }
+        return segment
     }
 
     /// What a run says when its window held no video frame that could be decoded, in the terms

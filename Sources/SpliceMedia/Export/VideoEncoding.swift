@@ -57,7 +57,8 @@ struct VideoEncoding: Sendable, Hashable, Codable {
 
     /// Resolves `settings` for `source`. Adds human-readable notes to `notices` for anything it
     /// had to adjust (odd sizes rounded for chroma subsampling).
-    /// `closedGOP` (for segments) makes every keyframe a clean entry point (x265 defaults to open GOPs).
+    /// `closedGOP` (for segments) makes every keyframe a clean entry point (x265 defaults to open
+    /// GOPs) and sets the rate control up for joining (``RateControl``).
     static func resolve(_ settings: VideoSettings, source: Track, fileType: OutputFileType?,
                         threads: Int, closedGOP: Bool = false, notices: inout [String]) throws(SettingsError) -> VideoEncoding {
         try settings.validate()
@@ -146,31 +147,45 @@ struct VideoEncoding: Sendable, Hashable, Codable {
         let keyframeInterval = settings.keyframeInterval
             ?? max(1, 10 * Int(nominal.map { MediaTime.rescale(Int64($0.numerator), multiplier: 1, divisor: Int64($0.denominator)) } ?? 30))
 
-        // Rate control.
+        // Rate control (see ``RateControl``): constant quality unless a bit rate is asked for.
         var options: [String: String] = [:]
         var bitrate = settings.bitrate
-        if settings.quality == nil && settings.bitrate == nil && settings.codec != .prores {
-            // The MovieRecorder rule: pixels × bits per pixel (4.05 below 640×480, else 10.1).
-            let pixels = Int64(width * height)
-            bitrate = Int(pixels < 640 * 480 ? pixels * 405 / 100 : pixels * 101 / 10)
-        }
-        if let q = settings.quality {
+        let quality = settings.quality ?? (settings.bitrate == nil ? RateControl.defaultQuality(encoderName) : nil)
+        if let q = quality {
             options["crf"] = "\(q)"
+            // libvpx and libaom are in constant-quality mode only with a zero target bit rate.
             if settings.codec == .vp9 || encoderName == "libaom-av1" { bitrate = 0 }
         }
-        var profileNumber: Int?
+        // Segments start their buffer model where every predecessor is steered to leave it
+        // (``RateControl/segmentBufferFill``), not at the encoders' 90 %; all of them alike, as x265
+        // writes its parameters into the codec headers the stitcher compares.
+        var x264: [String] = []
         var x265: [String] = ["log-level=error"]
+        if closedGOP && settings.maxBitrate != nil && settings.bufferSize != nil {
+            switch settings.codec {
+            case .h264: x264.append("vbv-init=\(RateControl.segmentBufferFill)")
+            case .hevc: x265.append("vbv-init=\(RateControl.segmentBufferFill)")
+            default: break
+            }
+        }
+        if closedGOP && settings.bitrate != nil {
+            x264.append("ratetol=\(RateControl.segmentRateTolerance)")
+        }
+        var profileNumber: Int?
         switch settings.codec {
         case .h264:
             options["preset"] = settings.preset ?? "medium"
             if let p = settings.profile { options["profile"] = p }
             if threads == 1 { options["threads"] = "1" }
+            // A keyframe asked for mid-stream (the first frame after a rate-control warm-up) is an IDR.
+            options["forced-idr"] = "1"
         case .hevc:
             options["preset"] = settings.preset ?? "medium"
             if let p = settings.profile { options["profile"] = p }
             if let l = settings.level { x265.append("level-idc=\(l)") }
             if threads == 1 { x265.append(contentsOf: ["pools=none", "frame-threads=1"]) }
             if closedGOP { x265.append("open-gop=0") }
+            options["forced-idr"] = "1"
         case .vp9:
             options["cpu-used"] = settings.preset ?? "4"
             options["deadline"] = "good"
@@ -208,10 +223,8 @@ struct VideoEncoding: Sendable, Hashable, Codable {
         if let hdr {
             switch settings.codec {
             case .h264:
-                var params: [String] = []
-                if let m = hdr.masteringDisplay { params.append("mastering-display=\(m.x26xParameter)") }
-                if let c = hdr.contentLightLevel { params.append("cll=\(c.maxContent),\(c.maxFrameAverage)") }
-                if !params.isEmpty { options["x264-params"] = params.joined(separator: ":") }
+                if let m = hdr.masteringDisplay { x264.append("mastering-display=\(m.x26xParameter)") }
+                if let c = hdr.contentLightLevel { x264.append("cll=\(c.maxContent),\(c.maxFrameAverage)") }
             case .hevc:
                 x265.append("hdr10=1")
                 if let m = hdr.masteringDisplay { x265.append("master-display=\(m.x26xParameter)") }
@@ -226,6 +239,7 @@ struct VideoEncoding: Sendable, Hashable, Codable {
             }
         }
         if settings.codec == .hevc { options["x265-params"] = x265.joined(separator: ":") }
+        if settings.codec == .h264 && !x264.isEmpty { options["x264-params"] = x264.joined(separator: ":") }
 
         return VideoEncoding(
             codec: settings.codec, encoderName: encoderName, width: width, height: height, rotation: rotation,

@@ -37,6 +37,15 @@ final class Packet {
     var isDiscard: Bool { pointer.pointee.flags & AV_PKT_FLAG_DISCARD != 0 }
     var size: Int { Int(pointer.pointee.size) }
 
+    /// The frame QP an encoder reported in the packet's quality statistics (x264, x265:
+    /// `AV_PKT_DATA_QUALITY_STATS`, quality = QP × FF_QP2LAMBDA), nil when there are none.
+    var encoderQP: Int? {
+        var size: Int = 0
+        guard let data = av_packet_get_side_data(pointer, AV_PKT_DATA_QUALITY_STATS, &size), size >= 4 else { return nil }
+        let quality = Int(data[0]) | Int(data[1]) << 8 | Int(data[2]) << 16 | Int(Int8(bitPattern: data[3])) << 24
+        return (quality + 59) / 118
+    }
+
     /// Moves the payload of `other` into this packet (other becomes blank).
     func take(from other: Packet) {
         av_packet_unref(pointer)

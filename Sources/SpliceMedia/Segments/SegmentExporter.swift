@@ -13,6 +13,11 @@ public struct SegmentResult: Sendable, Codable, Hashable {
     public var audioSamples: Int64
     /// CPU time the encode took on its thread (decoders and encoders single-threaded), µs.
     public var cpuMicroseconds: Int64
+    /// For a video segment: the bytes of its video packets, their bit rate over the segment's
+    /// span, and the encoder's mean frame QP (x264, x265), so a starved segment shows.
+    public var videoBytes: Int64?
+    public var videoBitsPerSecond: Int64?
+    public var meanQP: Double?
 }
 
 /// Encodes one segment of a ``SegmentPlan``: video frames presented in the segment's range (the
@@ -48,9 +53,19 @@ public struct SegmentExporter: Sendable {
                     throw MediaError(.internalError, "segment \(index) was written to '\(output.path)' without its checksum")
                 }
                 let bytes = (try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int64) ?? 0
-                return SegmentResult(index: index, path: output.path, checksum: checksum, bytes: bytes,
-                                     videoFrames: result.videoFrames, audioSamples: result.audioSamples,
-                                     cpuMicroseconds: threadCPUMicroseconds() - cpuStart)
+                var segment = SegmentResult(index: index, path: output.path, checksum: checksum, bytes: bytes,
+                                            videoFrames: result.videoFrames, audioSamples: result.audioSamples,
+                                            cpuMicroseconds: threadCPUMicroseconds() - cpuStart)
+                if result.videoFrames > 0 {
+                    segment.videoBytes = result.videoBytes
+                    if let span = plan.approximateDuration(of: spec), span > .zero {
+                        let micros = span.converted(to: 1_000_000, rounding: .nearest).value
+                        segment.videoBitsPerSecond = MediaTime.rescale(result.videoBytes * 8, multiplier: 1_000_000,
+                                                                       divisor: max(1, micros))
+                    }
+                    segment.meanQP = result.meanQP.map { ($0 * 100).rounded() / 100 }
+                }
+                return segment
             }
         } onCancel: {
             flag.set()

@@ -29,6 +29,10 @@ extension SegmentPlan {
         }
         for spec in segments {
             guard (0...Int(Int32.max)).contains(spec.index) else { throw refuse("segment index \(spec.index)") }
+            // A warm-up is encoded work: a minute bounds it far above the planner's second.
+            if let warmUp = spec.videoWarmUp, warmUp < .zero || warmUp > MediaTime(seconds: 60) || spec.isAudio {
+                throw refuse("segment \(spec.index) has a rate-control warm-up of \(warmUp)")
+            }
             guard let audio = spec.audio else { continue }
             guard framing(of: audio) != nil else {
                 throw refuse("segment \(spec.index) has audio but its track \(audio.track) is not encoded")

@@ -87,6 +87,9 @@ public struct SegmentSpec: Sendable, Codable, Hashable, Identifiable {
     public var videoEnd: MediaTime?
     /// Set for an audio segment.
     public var audio: AudioSegmentRange?
+    /// A bit-rate segment after the first encodes this much of the video before its start to
+    /// settle its rate control, and drops it (``RateControl/warmUp``); nil: none.
+    public var videoWarmUp: MediaTime?
     /// The work of encoding it, relative to the plan's other segments (microseconds of encoding,
     /// lead-in decoding included; ``VideoCuts``): the most expensive go first, and progress is
     /// weighted by it. Nil in plans made before it existed, and for audio-only plans.

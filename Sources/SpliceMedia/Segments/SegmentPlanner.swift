@@ -110,10 +110,19 @@ public struct SegmentPlanner: Sendable {
 
         var segments: [SegmentSpec] = []
         if let video = tracks.video, case .encode = video.route {
+            // A bit-rate segment after the first warms its rate control up on the video before it
+            // (``RateControl``), never before the video's first frame; that encoding is part of its cost.
+            let warmUp = request.video.map(RateControl.warmsUp) == true ? RateControl.warmUp : nil
+            let videoStart = video.track.startTime ?? .zero
             for (start, stop, cost) in videoCuts(asset: asset, keyframes: keyframes, zero: zero, end: end,
                                                  hasRange: request.range != nil) {
                 var spec = SegmentSpec(index: segments.count, videoStart: start, videoEnd: stop)
                 spec.cost = cost
+                if let warmUp, let start, start > videoStart {
+                    let lead = MediaTime.min(warmUp, start - videoStart)
+                    spec.videoWarmUp = lead
+                    spec.cost = cost.map { $0 + lead.converted(to: 1_000_000, rounding: .nearest).value }
+                }
                 segments.append(spec)
             }
         }

@@ -1,8 +1,9 @@
 /// How to encode video. `nil` video settings on an export mean pass-through (packets copied).
 ///
 /// Fields left `nil` take defaults derived from the source when the export starts: size from the
-/// upright source, bitrate from pixels × bits-per-pixel (the MovieRecorder rule: 4.05 below
-/// 640×480, 10.1 at or above) unless a quality is given, one keyframe per second of source frames,
+/// upright source, constant quality at the encoder's usual level unless a quality or a bit rate
+/// is given (``RateControl``: x264 CRF 23, x265 28, VP9 31, SVT-AV1 35, libaom 32), a keyframe
+/// at most every ten seconds of source frames,
 /// 4:2:0 at the source's bit depth (10-bit stays 10-bit for h264 High 10, hevc Main 10, vp9
 /// profile 2 and av1; 4:2:2 10-bit for ProRes), the source's colour description and HDR10
 /// metadata kept. An HDR (PQ or HLG) source is never written as 8-bit HDR: 8-bit output needs
@@ -22,7 +23,8 @@ public struct VideoSettings: Sendable, Codable, Hashable {
     /// Constant quality (CRF): 0–51 for h264/hevc, 0–63 for vp9/av1; lower is better.
     /// Exclusive with ``bitrate``. Not used by prores (pick a profile instead).
     public var quality: Int?
-    /// Average bit rate in bits per second.
+    /// Average bit rate in bits per second (segments after the first warm their rate control up
+    /// on the second before them: ``RateControl``).
     public var bitrate: Int?
     /// Peak bit rate in bits per second (VBV/HRD max rate); requires ``bufferSize``.
     public var maxBitrate: Int?

@@ -8,6 +8,11 @@ public struct StitchSummary: Sendable, Codable, Hashable {
     /// Audio packets written, over every audio track.
     public var audioPackets: Int
     public var bytes: Int64
+    /// With a peak rate (`--max-bitrate`, `--buffer-size`): the lowest level of the decoder buffer
+    /// over the stitched video, in percent of its size (``VideoBufferModel``, starting as the
+    /// segments' encoders assumed), and the decode time at which it first ran dry, if it did.
+    public var videoBufferLowestPercent: Int?
+    public var videoBufferUnderflow: MediaTime?
 }
 
 /// Joins the segment files of a ``SegmentPlan`` into one output file at the packet level — no
@@ -72,6 +77,9 @@ private struct StitchRun {
         let videoSpecs = plan.videoSegments
         var video: VideoUnits?
         if !videoSpecs.isEmpty { video = try VideoUnits(plan: plan, specs: videoSpecs, files: segments) }
+        if let video, let settings = plan.videoSettings, let peak = settings.maxBitrate, let size = settings.bufferSize {
+            video.buffer = VideoBufferModel(maxBitrate: peak, bufferSize: size, initialPercent: RateControl.segmentBufferFillPercent)
+        }
         var audioUnits: [Int: AudioUnits] = [:]
         for (t, track) in plan.audioTracks.enumerated() where !track.copies {
             audioUnits[t] = try AudioUnits(plan: plan, track: t, specs: plan.audioSegments(track: t), files: segments,
@@ -188,7 +196,13 @@ private struct StitchRun {
             + avCopies.compactMap { ($0 as? CopyPath).flatMap { $0.isAudio ? $0.packetsWritten : nil } }.reduce(0, +)
         let videoFrames = video?.written
             ?? avCopies.compactMap { ($0 as? CopyPath).flatMap { $0.isVideo ? $0.packetsWritten : nil } }.first ?? 0
-        return StitchSummary(videoFrames: videoFrames, audioPackets: audioPackets, bytes: bytes)
+        var summary = StitchSummary(videoFrames: videoFrames, audioPackets: audioPackets, bytes: bytes)
+        if let buffer = video?.buffer {
+            summary.videoBufferLowestPercent = Int(buffer.lowestPermille >= 0 ? buffer.lowestPermille / 10
+                                                   : -((-buffer.lowestPermille + 9) / 10))
+            summary.videoBufferUnderflow = buffer.firstUnderflow.map { $0 - plan.outputZero }
+        }
+        return summary
     }
 
 }
@@ -268,6 +282,8 @@ private final class VideoUnits: StitchFeed {
     private var timeBase: AVRational
     private var output = 0
     private(set) var written = 0
+    /// The peak rate's decoder buffer, fed every picture written (nil without a peak rate).
+    var buffer: VideoBufferModel?
 
     init(plan: SegmentPlan, specs: [SegmentSpec], files: [Int: String]) throws(MediaError) {
         self.plan = plan
@@ -320,6 +336,7 @@ private final class VideoUnits: StitchFeed {
     func emit(into muxer: Muxer) throws(MediaError) {
         written += 1
         ready = false
+        buffer?.takeOut(bytes: packet.size, at: MediaTime(value: packet.dts, timeBase: Rational(timeBase)))
         try muxer.write(packet, stream: output, timeBase: timeBase)
     }
 }

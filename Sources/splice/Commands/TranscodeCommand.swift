@@ -84,6 +84,11 @@ struct TranscodeCommand: Command {
         for notice in summary.plan.notices {
             context.errorOutput.writeLine("note: \(notice)")
         }
+        if let dry = summary.stitch.videoBufferUnderflow {
+            context.errorOutput.writeLine("note: the video runs the --buffer-size model dry at \(dry) (lowest "
+                                          + "\(summary.stitch.videoBufferLowestPercent ?? 0) %); a player that keeps to "
+                                          + "--max-bitrate may stall there: give a larger --buffer-size or a lower rate")
+        }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

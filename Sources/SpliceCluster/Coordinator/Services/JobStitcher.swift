@@ -89,6 +89,10 @@ final class JobStitcher: Sendable {
         }
         logger.info("job completed", ["job": job.id.description, "output": output.path, "frames": summary.videoFrames,
                                       "bytes": summary.bytes])
+        if let dry = summary.videoBufferUnderflow {
+            logger.warning("stitched video runs its buffer model dry", ["job": job.id.description, "at": "\(dry)",
+                                                                        "lowest_percent": summary.videoBufferLowestPercent ?? 0])
+        }
         await cleanUp(job.id)
     }
 

@@ -18,6 +18,9 @@ final class ExportPipeline {
         var videoTimestamps: [Int64]
         /// SHA-256 of a segment file.
         var checksum: SHA256Digest?
+        /// Bytes of encoded video written, and the encoder's mean frame QP when it reports one.
+        var videoBytes: Int64 = 0
+        var meanQP: Double?
     }
 
     private let plan: ExportPlan
@@ -76,11 +79,12 @@ final class ExportPipeline {
                 pictureSize = (Int(par.width), Int(par.height))
                 paths.append(path)
             }
-            needs[v] = plan.videoWindow.start
-            if case .encode = route, ExportPipeline.mayHaveOpenGOPs(demuxer.stream(v)), plan.videoWindow.start > .zero {
+            let firstEncoded = plan.videoWindow.start - plan.videoWarmUp
+            needs[v] = firstEncoded
+            if case .encode = route, ExportPipeline.mayHaveOpenGOPs(demuxer.stream(v)), firstEncoded > .zero {
                 // A keyframe of an open GOP (MPEG-2, HEVC CRA) has leading pictures that need the
                 // GOP before: start decoding one keyframe earlier.
-                needs[v] = plan.videoWindow.start - MediaTime(value: 1, timeBase: Rational(demuxer.stream(v).pointee.time_base))
+                needs[v] = firstEncoded - MediaTime(value: 1, timeBase: Rational(demuxer.stream(v).pointee.time_base))
             }
         }
         for track in plan.audio {
@@ -206,7 +210,8 @@ final class ExportPipeline {
         }
         onProgress(1)
         return Result(videoFrames: videoEncode?.framesWritten ?? 0, audioSamples: audioEncodes.first?.samplesEncoded ?? 0,
-                      videoTimestamps: videoEncode?.writtenTimestamps ?? [], checksum: segmentWriter?.checksum)
+                      videoTimestamps: videoEncode?.writtenTimestamps ?? [], checksum: segmentWriter?.checksum,
+                      videoBytes: videoEncode?.bytesWritten ?? 0, meanQP: videoEncode?.meanQP)
     }
 
     /// Whether the codec's keyframes may open GOPs whose leading pictures reference the GOP

@@ -12,6 +12,11 @@ final class VideoEncodePath: TrackPath {
     private let inputTimeBase: Rational
     private let encoderTimeBase: AVRational
     private let window: ExportPlan.Window
+    /// Frames presented from here on are encoded; those before ``window`` only warm the rate control.
+    private let encodeStart: MediaTime
+    /// Output pts of the window's first frame once it has been seen (with a warm-up: the forced IDR;
+    /// packets before it are dropped).
+    private var keepFrom: Int64?
     private let origin: MediaTime
     private let outputZero: MediaTime
     private let constantRate: Rational?
@@ -25,6 +30,10 @@ final class VideoEncodePath: TrackPath {
 
     private(set) var isDone = false
     private(set) var framesWritten = 0
+    /// Bytes of the packets written, and the encoder's QP summed over them (where it reports one).
+    private(set) var bytesWritten: Int64 = 0
+    private var qpSum: Int64 = 0
+    private var qpCount = 0
     /// Output pts (encoder time base) of every frame written, in order.
     private(set) var writtenTimestamps: [Int64] = []
     private(set) var outputTime = MediaTime.zero
@@ -41,6 +50,7 @@ final class VideoEncodePath: TrackPath {
         inputTimeBase = Rational(stream.pointee.time_base)
         encoderTimeBase = encoding.timeBase.av
         window = plan.videoWindow
+        encodeStart = plan.videoWindow.start - plan.videoWarmUp
         origin = plan.origin
         outputZero = plan.outputZero
         constantRate = encoding.constantFrameRate
@@ -84,7 +94,7 @@ final class VideoEncodePath: TrackPath {
         let ts = frame.bestEffortTimestamp
         guard ts != FFmpeg.noPTS else { return }
         let t = MediaTime(value: ts, timeBase: inputTimeBase) - origin
-        if t < window.start { return }
+        if t < encodeStart { return }
         if let end = window.end, t >= end {
             isDone = true
             return
@@ -92,8 +102,10 @@ final class VideoEncodePath: TrackPath {
         let picture = try converter.convert(frame)
         outputTime = t - outputZero
         let relative = t - outputZero
+        let warmingUp = t < window.start
         if constantRate != nil {
             let slot = relative.value(in: Rational(encoderTimeBase), rounding: .nearest)
+            if !warmingUp && keepFrom == nil { keepFrom = max(slot, nextSlot) }
             if let held {
                 try emitHeld(held, upTo: slot)
             }
@@ -106,6 +118,7 @@ final class VideoEncodePath: TrackPath {
         var pts = relative.value(in: Rational(encoderTimeBase), rounding: .nearest)
         if pts <= lastPts { pts = lastPts + 1 }
         lastPts = pts
+        if !warmingUp && keepFrom == nil { keepFrom = pts }
         try encode(picture, pts: pts)
     }
 
@@ -116,23 +129,49 @@ final class VideoEncodePath: TrackPath {
         }
     }
 
+    /// Whether output pts `pts` belongs to the warm-up (encoded, not written).
+    private func isWarmUp(_ pts: Int64) -> Bool {
+        guard encodeStart < window.start else { return false }
+        guard let keepFrom else { return true }
+        return pts < keepFrom
+    }
+
     private func encode(_ frame: Frame, pts: Int64) throws(MediaError) {
         frame.pts = pts
-        frame.pointer.pointee.pict_type = AV_PICTURE_TYPE_NONE
+        // After a warm-up the window's first frame starts a closed GOP of its own (an IDR: the
+        // encoders are opened with forced-idr).
+        let forcesKeyframe = encodeStart < window.start && pts == keepFrom
+        frame.pointer.pointee.pict_type = forcesKeyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
         frame.pointer.pointee.key_frame = 0
         while try !encoder.send(frame: frame) {
             try drainEncoder()
         }
-        framesWritten += 1
-        writtenTimestamps.append(pts)
+        if !isWarmUp(pts) {
+            framesWritten += 1
+            writtenTimestamps.append(pts)
+        }
         try drainEncoder()
     }
 
     private func drainEncoder() throws(MediaError) {
         while try encoder.receive(packet: packet) == .ready {
-            try sink.write(packet, timeBase: encoderTimeBase)
+            try write(packet)
         }
     }
+
+    private func write(_ packet: Packet) throws(MediaError) {
+        if isWarmUp(packet.pts) { return }
+        bytesWritten += Int64(packet.size)
+        if let qp = packet.encoderQP {
+            qpSum += Int64(qp)
+            qpCount += 1
+        }
+        try sink.write(packet, timeBase: encoderTimeBase)
+    }
+
+    /// The mean of the encoder's frame QPs over the frames written (x264, x265), nil when it
+    /// reports none.
+    var meanQP: Double? { qpCount > 0 ? Double(qpSum) / Double(qpCount) : nil }
 
     func finish(checkCancelled: () throws(MediaError) -> Void) throws(MediaError) {
         if let held {
@@ -142,7 +181,7 @@ final class VideoEncodePath: TrackPath {
         }
         _ = try encoder.send(frame: nil)
         while try encoder.receive(packet: packet) == .ready {
-            try sink.write(packet, timeBase: encoderTimeBase)
+            try write(packet)
             try checkCancelled()
         }
     }
