@@ -1,0 +1,180 @@
+internal import CFFmpeg
+import Foundation
+
+/// A stitcher feed whose next packet can be looked at before it is written (``VideoUnits``,
+/// ``AudioUnits``): what a rendition writer needs to cut fragments.
+protocol PackageFeed: StitchFeed {
+    var packet: Packet { get }
+    var timeBase: AVRational { get }
+    var reference: CodecParameters { get }
+    func addStream(to muxer: Muxer) throws(MediaError) -> Int
+}
+
+extension VideoUnits: PackageFeed {}
+extension AudioUnits: PackageFeed {}
+
+/// One CMAF segment of a rendition as written.
+struct WrittenSegment: Sendable, Hashable {
+    /// File name inside the rendition's folder.
+    var name: String
+    /// Presentation start and length in the track's timescale (the first segment starts at 0:
+    /// what precedes it, the audio priming, is hidden by the edit list).
+    var start: Int64
+    var duration: Int64
+    /// Start and length on the media timeline (counted from the first sample's decode time, as
+    /// `tfdt` counts): what DASH's SegmentTimeline gives.
+    var mediaStart: Int64
+    var mediaDuration: Int64
+    var bytes: Int64
+}
+
+/// What writing one rendition produced.
+struct WrittenRendition: Sendable {
+    var folder: String
+    var timescale: Int32
+    /// Media time (track timescale, counted from the first sample's decode time) of presentation
+    /// time zero: the edit list's media time, DASH's presentationTimeOffset.
+    var presentationOffset: Int64
+    var segments: [WrittenSegment]
+    var reference: CodecParameters
+    var packets: Int
+
+    /// Peak and average bit rates over the segments, bits per second.
+    var peakBitrate: Int64 {
+        segments.map { $0.duration > 0 ? $0.bytes * 8 * Int64(timescale) / $0.duration : 0 }.max() ?? 0
+    }
+    var averageBitrate: Int64 {
+        let d = segments.reduce(Int64(0)) { $0 + $1.duration }, b = segments.reduce(Int64(0)) { $0 + $1.bytes }
+        return d > 0 ? b * 8 * Int64(timescale) / d : 0
+    }
+}
+
+/// Writes one rendition of a package straight from the segment files: the feed's packets, timed
+/// as the stitcher times them, through FFmpeg's MP4 muxer as one fragmented CMAF file
+/// (`frag_custom`: a fragment is cut exactly where a streaming segment starts; `delay_moov` with
+/// `use_editlist`: the `moov` is written with the first fragment, so the audio priming — the first
+/// packet's pts −P — becomes the init segment's edit list), then split at its top-level boxes into
+/// `init.mp4` (`ftyp` + `moov`) and one `.m4s` per fragment (`moof` + `mdat`). One muxer run per
+/// rendition keeps tfdt continuous.
+///
+/// Video fragments start at the first keyframe at or after each multiple of the grid (the
+/// segment exporter forced an IDR picture there); audio fragments at the first packet at or after it.
+struct RenditionWriter {
+    let grid: MediaTime
+    let folder: URL
+
+    func write(_ feed: any PackageFeed, isVideo: Bool) throws(MediaError) -> WrittenRendition {
+        let fm = FileManager.default
+        do { try fm.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
+            throw MediaError(.writeFailed, "cannot create '\(folder.path)': \(error.localizedDescription)")
+        }
+        let whole = folder.appendingPathComponent("rendition.mp4").path
+        let muxer = try Muxer(destination: whole, formatName: "mp4", replacing: true)
+        let out = try feed.addStream(to: muxer)
+        try muxer.writeHeader(metadata: [:], options: [
+            "movflags": "+frag_custom+delay_moov+default_base_moof+cmaf", "use_editlist": "1",
+        ])
+        let timeBase = Rational(feed.timeBase)
+        var starts: [Int64] = []  // first pts of each fragment, feed time base
+        var end = Int64.min, lastStep: Int64 = 0, previousPTS: Int64?
+        var firstDTS: Int64?
+        var next: MediaTime?
+        var packets = 0
+        while try feed.peekTime() != nil {
+            let p = feed.packet
+            let t = MediaTime(value: p.pts, timeBase: timeBase)
+            if firstDTS == nil { firstDTS = p.dts }
+            let boundary = next.map { t >= $0 && (!isVideo || p.isKeyframe) } ?? true
+            if boundary {
+                if !starts.isEmpty { try muxer.flushFragment() }
+                starts.append(p.pts)
+                next = grid.nextMultiple(after: MediaTime.max(t, .zero))
+            } else if p.pts < starts[starts.count - 1] {
+                starts[starts.count - 1] = p.pts
+            }
+            if let previousPTS, p.pts > previousPTS { lastStep = p.pts - previousPTS }
+            previousPTS = max(previousPTS ?? p.pts, p.pts)
+            end = max(end, p.pts + (p.duration > 0 ? p.duration : lastStep))
+            packets += 1
+            try feed.emit(into: muxer)
+            // With delay_moov the first flush writes only the moov (its edit list from the first
+            // packet's dts) and keeps the queued samples for the next fragment.
+            if packets == 1 { try muxer.flushFragment() }
+        }
+        guard let firstDTS, !starts.isEmpty else {
+            throw MediaError(.incompatibleSegments, "a rendition of '\(folder.lastPathComponent)' has no packets")
+        }
+        try muxer.finish()
+        let timescale = muxer.timeBase(of: out)
+        let scale = { (v: Int64) in MediaTime(value: v, timeBase: timeBase).value(in: Rational(timescale), rounding: .nearest) }
+
+        // Presentation starts at zero: what comes before (priming) is hidden by the edit list.
+        var bounds = starts.map { max(0, scale($0)) }
+        bounds.append(scale(end))
+        let origin = scale(firstDTS)
+        var media = starts.map { scale($0) - origin }
+        media.append(scale(end) - origin)
+        let pieces = try CMAFFile.split(path: whole, into: folder, count: starts.count)
+        unlink(whole)
+        var segments: [WrittenSegment] = []
+        for i in 0..<starts.count {
+            segments.append(WrittenSegment(name: pieces[i].name, start: bounds[i], duration: bounds[i + 1] - bounds[i],
+                                           mediaStart: media[i], mediaDuration: media[i + 1] - media[i], bytes: pieces[i].bytes))
+        }
+        return WrittenRendition(folder: folder.lastPathComponent, timescale: timescale.den, presentationOffset: -scale(firstDTS),
+                                segments: segments, reference: feed.reference, packets: packets)
+    }
+}
+
+/// Splits a fragmented MP4 at its top-level boxes: `init.mp4` is everything before the first
+/// `moof`; each segment a `moof` and what follows it up to the next (`mdat`), trailing index
+/// boxes (`mfra`) left out.
+enum CMAFFile {
+    static func split(path: String, into folder: URL, count: Int) throws(MediaError) -> [(name: String, bytes: Int64)] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw MediaError(.writeFailed, "cannot read back '\(path)'")
+        }
+        var boxes: [(type: String, range: Range<Int>)] = []
+        var at = 0
+        while at + 8 <= data.count {
+            var size = Int(data[at]) << 24 | Int(data[at + 1]) << 16 | Int(data[at + 2]) << 8 | Int(data[at + 3])
+            let type = String(decoding: data[(at + 4)..<(at + 8)], as: UTF8.self)
+            if size == 1, at + 16 <= data.count {
+                size = data[(at + 8)..<(at + 16)].reduce(0) { $0 << 8 | Int($1) }
+            } else if size == 0 {
+                size = data.count - at
+            }
+            guard size >= 8, at + size <= data.count else {
+                throw MediaError(.internalError, "'\(path)' has a damaged \(type) box at \(at)")
+            }
+            boxes.append((type, at..<(at + size)))
+            at += size
+        }
+        guard let firstFragment = boxes.firstIndex(where: { $0.type == "moof" }) else {
+            throw MediaError(.internalError, "'\(path)' has no fragments")
+        }
+        var pieces: [(String, Range<Int>)] = [("init.mp4", 0..<boxes[firstFragment].range.lowerBound)]
+        var current: Range<Int>?
+        for box in boxes[firstFragment...] {
+            if box.type == "moof" {
+                if let current { pieces.append(("seg-\(String(format: "%05d", pieces.count)).m4s", current)) }
+                current = box.range
+            } else if box.type == "mdat", let c = current {
+                current = c.lowerBound..<box.range.upperBound
+            }
+        }
+        if let current { pieces.append(("seg-\(String(format: "%05d", pieces.count)).m4s", current)) }
+        guard pieces.count == count + 1 else {
+            throw MediaError(.internalError, "'\(path)' has \(pieces.count - 1) fragments, expected \(count): \(boxes.map(\.type))")
+        }
+        var out: [(name: String, bytes: Int64)] = []
+        for (name, range) in pieces {
+            let target = folder.appendingPathComponent(name).path
+            guard FileManager.default.createFile(atPath: target, contents: data.subdata(in: range)) else {
+                throw MediaError(.writeFailed, "cannot write '\(target)'; check free disk space", isRetryable: true)
+            }
+            if name != "init.mp4" { out.append((name, Int64(range.count))) }
+        }
+        return out
+    }
+}
