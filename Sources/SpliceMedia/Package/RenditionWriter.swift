@@ -76,7 +76,10 @@ struct RenditionWriter {
         ])
         let timeBase = Rational(feed.timeBase)
         var starts: [Int64] = []  // first pts of each fragment, feed time base
-        var end = Int64.min, lastStep: Int64 = 0, previousPTS: Int64?
+        // The end: the latest presentation plus its packet's duration, or (packets without one) the
+        // shortest step between presentation times seen — a frame of constant-rate video.
+        var latest = (pts: Int64.min, duration: Int64(0)), shortestStep = Int64.max
+        var previousPTS: Int64?
         var firstDTS: Int64?
         var next: MediaTime?
         var packets = 0
@@ -92,9 +95,9 @@ struct RenditionWriter {
             } else if p.pts < starts[starts.count - 1] {
                 starts[starts.count - 1] = p.pts
             }
-            if let previousPTS, p.pts > previousPTS { lastStep = p.pts - previousPTS }
-            previousPTS = max(previousPTS ?? p.pts, p.pts)
-            end = max(end, p.pts + (p.duration > 0 ? p.duration : lastStep))
+            if let previousPTS, p.pts != previousPTS { shortestStep = min(shortestStep, abs(p.pts - previousPTS)) }
+            previousPTS = p.pts
+            if p.pts > latest.pts { latest = (p.pts, p.duration) }
             packets += 1
             try feed.emit(into: muxer)
             // With delay_moov the first flush writes only the moov (its edit list from the first
@@ -105,6 +108,7 @@ struct RenditionWriter {
             throw MediaError(.incompatibleSegments, "a rendition of '\(folder.lastPathComponent)' has no packets")
         }
         try muxer.finish()
+        let end = latest.pts + (latest.duration > 0 ? latest.duration : (shortestStep == .max ? 0 : shortestStep))
         let timescale = muxer.timeBase(of: out)
         let scale = { (v: Int64) in MediaTime(value: v, timeBase: timeBase).value(in: Rational(timescale), rounding: .nearest) }
 
