@@ -20,6 +20,13 @@ public struct PackageSummary: Sendable, Codable, Hashable {
     public var manifest: String?
     public var renditions: [Rendition]
     public var bytes: Int64
+
+    /// The package in a stitch's terms: the frames of one rung, the audio packets of every audio
+    /// rendition, every byte.
+    public var stitchSummary: StitchSummary {
+        StitchSummary(videoFrames: renditions.first { $0.width != nil }?.packets ?? 0,
+                      audioPackets: renditions.filter { $0.width == nil }.reduce(0) { $0 + $1.packets }, bytes: bytes)
+    }
 }
 
 /// Where a package's files go: the master playlist (`OUT.m3u8`) and/or DASH manifest (`OUT.mpd`,

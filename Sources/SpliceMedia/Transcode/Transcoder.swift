@@ -126,9 +126,7 @@ public final class Transcoder: Sendable {
             let written = try await Packager(plan: plan).package(segments: paths, checksums: checksums, to: options.output,
                                                                  overwrite: options.request.overwrite)
             package = written
-            stitch = StitchSummary(videoFrames: results.reduce(0) { $0 + $1.videoFrames },
-                                   audioPackets: written.renditions.filter { $0.width == nil }.reduce(0) { $0 + $1.packets },
-                                   bytes: written.bytes)
+            stitch = written.stitchSummary
         } else {
             stitch = try await Stitcher(plan: plan).stitch(segments: paths, checksums: checksums, to: options.output,
                                                            overwrite: options.request.overwrite)
