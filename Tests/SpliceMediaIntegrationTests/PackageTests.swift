@@ -65,6 +65,18 @@ struct PackageTests {
         return out
     }
 
+    /// Each segment's `tfdt` (baseMediaDecodeTime), read from the files.
+    func decodeTimes(_ folder: String, _ segments: [(duration: Int64, uri: String)]) throws -> [Int64] {
+        try segments.map { s in
+            let data = [UInt8](try Data(contentsOf: URL(fileURLWithPath: folder + "/" + s.uri)))
+            let marker = Array("tfdt".utf8)
+            let at = try #require((0..<(data.count - 16)).first { Array(data[$0..<($0 + 4)]) == marker })
+            let version = data[at + 4]
+            let bytes = data[(at + 8)..<(at + 8 + (version == 1 ? 8 : 4))]
+            return bytes.reduce(Int64(0)) { $0 << 8 | Int64($1) }
+        }
+    }
+
     /// The audio of `path` decoded by ffmpeg as it presents it: timestamps kept, what lies before
     /// presentation time zero (what the init segment's edit list hides) trimmed.
     func presentedAudio(_ path: String) async throws -> [Float] {
@@ -153,6 +165,11 @@ struct PackageTests {
                 #expect(Probe.microseconds(String(cells[1])) == start, "\(s.uri) starts at \(cells[1]), the playlist says \(start) µs")
                 start += s.duration
             }
+            // tfdt continues from segment to segment (12800 units a second: FFmpeg's video timescale for 25 fps).
+            let tfdt = try decodeTimes(folder, list.segments)
+            #expect(tfdt.first == 0, "tfdt \(tfdt)")
+            #expect(zip(tfdt, tfdt.dropFirst()).enumerated().allSatisfy { i, pair in
+                pair.1 - pair.0 == (list.segments[i].duration * 12800 + 500_000) / 1_000_000 }, "tfdt \(tfdt)")
             let keys = try await ExternalTool.check("ffprobe", ["-v", "error", "-select_streams", "v:0", "-skip_frame", "nokey",
                                                                 "-show_entries", "frame=pts_time", "-of", "csv=p=0", playlist])
             keyframeTimes.append(String(decoding: keys.stdout, as: UTF8.self).split(separator: "\n").compactMap { Probe.microseconds(String($0)) })
@@ -172,6 +189,10 @@ struct PackageTests {
 
         // Audio: the init segment's edit list hides the priming once; presented from time zero the
         // playlist decodes to exactly a single pass's samples, lag 0 at every join and at the end.
+        let audioTFDT = try decodeTimes(audioFolder, audio.segments)
+        #expect(audioTFDT.first == 0)
+        #expect(zip(audioTFDT, audioTFDT.dropFirst()).enumerated().allSatisfy { i, pair in
+            pair.1 - pair.0 == (audio.segments[i].duration * 48000 + 500_000) / 1_000_000 + (i == 0 ? 1024 : 0) }, "audio tfdt \(audioTFDT)")
         let edits = try MP4Boxes.editLists(audioFolder + "/init.mp4")
         #expect(edits.count == 1 && edits[0].entries.count == 1 && edits[0].entries[0].mediaTime == 1024)
         let single = Fixtures.temporaryDirectory("single").appendingPathComponent("single.mp4")

@@ -132,23 +132,28 @@ struct RenditionWriter {
 
 /// Splits a fragmented MP4 at its top-level boxes: `init.mp4` is everything before the first
 /// `moof`; each segment a `moof` and what follows it up to the next (`mdat`), trailing index
-/// boxes (`mfra`) left out.
+/// boxes (`mfra`) left out. Reads box headers and copies byte ranges, never the whole file at once.
 enum CMAFFile {
     static func split(path: String, into folder: URL, count: Int) throws(MediaError) -> [(name: String, bytes: Int64)] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw MediaError(.writeFailed, "cannot read back '\(path)'")
-        }
-        var boxes: [(type: String, range: Range<Int>)] = []
-        var at = 0
-        while at + 8 <= data.count {
-            var size = Int(data[at]) << 24 | Int(data[at + 1]) << 16 | Int(data[at + 2]) << 8 | Int(data[at + 3])
-            let type = String(decoding: data[(at + 4)..<(at + 8)], as: UTF8.self)
-            if size == 1, at + 16 <= data.count {
-                size = data[(at + 8)..<(at + 16)].reduce(0) { $0 << 8 | Int($1) }
+        guard let input = fopen(path, "rb") else { throw SegmentFileWriter.systemError("cannot read back '\(path)': ") }
+        defer { fclose(input) }
+        fseeko(input, 0, SEEK_END)
+        let total = Int64(ftello(input))
+        var boxes: [(type: String, range: Range<Int64>)] = []
+        var at: Int64 = 0
+        var header = [UInt8](repeating: 0, count: 16)
+        while at + 8 <= total {
+            fseeko(input, off_t(at), SEEK_SET)
+            let got = fread(&header, 1, 16, input)
+            guard got >= 8 else { break }
+            var size = header[0..<4].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+            let type = String(decoding: header[4..<8], as: UTF8.self)
+            if size == 1, got == 16 {
+                size = header[8..<16].reduce(Int64(0)) { $0 << 8 | Int64($1) }
             } else if size == 0 {
-                size = data.count - at
+                size = total - at
             }
-            guard size >= 8, at + size <= data.count else {
+            guard size >= 8, at + size <= total else {
                 throw MediaError(.internalError, "'\(path)' has a damaged \(type) box at \(at)")
             }
             boxes.append((type, at..<(at + size)))
@@ -157,8 +162,8 @@ enum CMAFFile {
         guard let firstFragment = boxes.firstIndex(where: { $0.type == "moof" }) else {
             throw MediaError(.internalError, "'\(path)' has no fragments")
         }
-        var pieces: [(String, Range<Int>)] = [("init.mp4", 0..<boxes[firstFragment].range.lowerBound)]
-        var current: Range<Int>?
+        var pieces: [(String, Range<Int64>)] = [("init.mp4", 0..<boxes[firstFragment].range.lowerBound)]
+        var current: Range<Int64>?
         for box in boxes[firstFragment...] {
             if box.type == "moof" {
                 if let current { pieces.append(("seg-\(String(format: "%05d", pieces.count)).m4s", current)) }
@@ -169,14 +174,24 @@ enum CMAFFile {
         }
         if let current { pieces.append(("seg-\(String(format: "%05d", pieces.count)).m4s", current)) }
         guard pieces.count == count + 1 else {
-            throw MediaError(.internalError, "'\(path)' has \(pieces.count - 1) fragments, expected \(count): \(boxes.map(\.type))")
+            throw MediaError(.internalError, "'\(path)' has \(pieces.count - 1) fragments, expected \(count)")
         }
         var out: [(name: String, bytes: Int64)] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
         for (name, range) in pieces {
             let target = folder.appendingPathComponent(name).path
-            guard FileManager.default.createFile(atPath: target, contents: data.subdata(in: range)) else {
-                throw MediaError(.writeFailed, "cannot write '\(target)'; check free disk space", isRetryable: true)
+            guard let output = fopen(target, "wb") else { throw SegmentFileWriter.systemError("cannot write '\(target)': ") }
+            defer { fclose(output) }
+            fseeko(input, off_t(range.lowerBound), SEEK_SET)
+            var left = range.count
+            while left > 0 {
+                let n = fread(&buffer, 1, min(buffer.count, left), input)
+                guard n > 0, fwrite(buffer, 1, n, output) == n else {
+                    throw SegmentFileWriter.systemError("cannot write '\(target)': ")
+                }
+                left -= n
             }
+            guard fflush(output) == 0 else { throw SegmentFileWriter.systemError("cannot write '\(target)': ") }
             if name != "init.mp4" { out.append((name, Int64(range.count))) }
         }
         return out

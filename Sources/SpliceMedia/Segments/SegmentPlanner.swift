@@ -165,6 +165,9 @@ public struct SegmentPlanner: Sendable {
         }
         passThrough += tracks.data.map { PlannedPassThrough(source: $0.id, kind: .data) }
         passThrough += tracks.timedMetadata.map { PlannedPassThrough(source: $0.id, kind: .timedMetadata) }
+        if package != nil && (!passThrough.isEmpty || !asset.chapters.isEmpty) {
+            notices.append("subtitles, data tracks and chapters are not carried into a streaming package (video and audio renditions only)")
+        }
         var timecode = tracks.timecode
         if let tc = timecode, zero > .zero {
             timecode = OutputTracks.timecode(tc, advancedBy: zero, rate: tracks.video?.track.frameRate)

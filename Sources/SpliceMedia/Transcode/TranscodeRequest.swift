@@ -134,6 +134,10 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
         }
         try TimedAnnotation.validate(annotations)
         if let package {
+            if copiesVideo || copiesAudio {
+                throw SettingsError(field: copiesVideo ? "copy-video" : "copy-audio", value: "with a streaming package",
+                                    allowed: "left out: every rendition of a package is encoded")
+            }
             try package.validate(video: video)
             guard fileType == .mp4 else {
                 throw SettingsError(field: "format", value: "\(fileType)", allowed: "mp4 for a streaming package (CMAF)")
