@@ -241,6 +241,30 @@ struct PackageTests {
         #expect(try await Probe(dir.appendingPathComponent("show.m3u8").path, countFrames: true).first("video")?.readFrames == 13 * 25)
     }
 
+    @Test("a segment damaged after it was encoded fails the packaging and leaves nothing beside the output")
+    func damagedSegment() async throws {
+        let source = try await Fixtures.clip(Self.clip)
+        let work = Fixtures.temporaryDirectory("package-segments")
+        let first = Fixtures.temporaryDirectory("package-first").appendingPathComponent("show.m3u8")
+        let request = TranscodeRequest(
+            video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: AudioSettings(codec: .aac), fileType: .mp4,
+            package: PackageRequest(ladder: [LadderRung(width: 160, height: 90, bitrate: 100_000)], dash: true))
+        let summary = try await Transcoder(options: .init(source: source, output: first, request: request, jobs: 2,
+                                                          keepSegmentsIn: work)).run()
+        let video = try #require(summary.segments.first { !($0.path.isEmpty) && summary.plan.videoSegments.map(\.index).contains($0.index) })
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: video.path))
+        bytes[bytes.count / 2] ^= 0xff
+        try bytes.write(to: URL(fileURLWithPath: video.path))
+        let dir = Fixtures.temporaryDirectory("package-damaged")
+        await #expect(throws: MediaError.self) {
+            _ = try await Packager(plan: summary.plan).package(
+                segments: Dictionary(uniqueKeysWithValues: summary.segments.map { ($0.index, $0.path) }),
+                checksums: Dictionary(uniqueKeysWithValues: summary.segments.map { ($0.index, $0.checksum) }),
+                to: dir.appendingPathComponent("show.m3u8"))
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+    }
+
     @Test("a source the package cannot use fails with a clear error and leaves nothing")
     func refusal() async throws {
         let dir = Fixtures.temporaryDirectory("refused")

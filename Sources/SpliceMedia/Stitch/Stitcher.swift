@@ -206,7 +206,7 @@ func checkComplete(plan: SegmentPlan, segments: [Int: String]) throws(MediaError
 /// The segment file after `reader`'s, which has been read to its end: checks that file against
 /// its recorded checksum, then opens the next (nil after the last).
 func nextSegment(after reader: SegmentFileReader?, current: inout Int, specs: [SegmentSpec], files: [Int: String],
-                         checksums: [Int: SHA256Digest]) throws(MediaError) -> SegmentFileReader? {
+                 checksums: [Int: SHA256Digest]) throws(MediaError) -> SegmentFileReader? {
     if let reader, let expected = checksums[specs[current].index], let actual = reader.checksum(), expected != actual {
         throw MediaError(.incompatibleSegments, "segment \(specs[current].index) ('\(reader.path)') does not match its "
                          + "checksum; it changed after it was encoded", isRetryable: true)
