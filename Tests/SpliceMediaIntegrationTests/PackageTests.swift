@@ -265,6 +265,29 @@ struct PackageTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
     }
 
+    @Test("a range that starts between frames: every frame of it, the playlist from zero, DASH valid")
+    func rangeBetweenFrames() async throws {
+        let source = try await Fixtures.clip(Self.clip)
+        let dir = Fixtures.temporaryDirectory("package-range")
+        let master = dir.appendingPathComponent("show.m3u8")
+        // 1.3 s falls between the frames at 1.28 and 1.32 s: the first frame is 20 ms after zero.
+        let request = TranscodeRequest(
+            video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: AudioSettings(codec: .aac), fileType: .mp4,
+            range: MediaTimeRange(start: MediaTime(value: 13, timescale: 10), duration: MediaTime(seconds: 7)),
+            package: PackageRequest(ladder: [LadderRung(width: 160, height: 90, bitrate: 100_000)],
+                                    segmentDuration: MediaTime(seconds: 2), dash: true))
+        _ = try await Transcoder(options: .init(source: source, output: master, request: request, jobs: 2)).run()
+        let folder = dir.appendingPathComponent("show-90p-100k").path
+        let list = try mediaPlaylist(folder + "/index.m3u8")
+        #expect(try await Probe(folder + "/index.m3u8", countFrames: true).first("video")?.readFrames == 7 * 25)
+        // The playlist covers [0, end of the last frame): 20 ms of empty edit, then 175 frames.
+        #expect(list.segments.reduce(0) { $0 + $1.duration } == 7_020_000)
+        let manifest = try String(contentsOfFile: dir.appendingPathComponent("show.mpd").path, encoding: .utf8)
+        #expect(!manifest.contains("presentationTimeOffset=\"-"))
+        let dash = try await Probe(dir.appendingPathComponent("show.mpd").path, countFrames: true)
+        #expect(dash.first("video")?.readFrames == 7 * 25)
+    }
+
     @Test("a source the package cannot use fails with a clear error and leaves nothing")
     func refusal() async throws {
         let dir = Fixtures.temporaryDirectory("refused")

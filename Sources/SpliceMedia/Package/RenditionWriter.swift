@@ -33,7 +33,8 @@ struct WrittenRendition: Sendable {
     var folder: String
     var timescale: Int32
     /// Media time (track timescale, counted from the first sample's decode time) of presentation
-    /// time zero: the edit list's media time, DASH's presentationTimeOffset.
+    /// time zero: the edit list's media time, DASH's presentationTimeOffset (never negative: DASH
+    /// cannot delay a track's start, so a first frame after zero starts at zero there).
     var presentationOffset: Int64
     var segments: [WrittenSegment]
     var reference: CodecParameters
@@ -112,8 +113,11 @@ struct RenditionWriter {
         let timescale = muxer.timeBase(of: out)
         let scale = { (v: Int64) in MediaTime(value: v, timeBase: timeBase).value(in: Rational(timescale), rounding: .nearest) }
 
-        // Presentation starts at zero: what comes before (priming) is hidden by the edit list.
+        // The playlist's timeline starts at presentation zero: what comes before (the priming) is
+        // hidden by the edit list, and a first frame after zero (a range that starts between
+        // frames) is delayed by an empty edit, so the first segment covers [0, next start).
         var bounds = starts.map { max(0, scale($0)) }
+        bounds[0] = 0
         bounds.append(scale(end))
         let origin = scale(firstDTS)
         var media = starts.map { scale($0) - origin }
@@ -125,7 +129,7 @@ struct RenditionWriter {
             segments.append(WrittenSegment(name: pieces[i].name, start: bounds[i], duration: bounds[i + 1] - bounds[i],
                                            mediaStart: media[i], mediaDuration: media[i + 1] - media[i], bytes: pieces[i].bytes))
         }
-        return WrittenRendition(folder: folder.lastPathComponent, timescale: timescale.den, presentationOffset: -scale(firstDTS),
+        return WrittenRendition(folder: folder.lastPathComponent, timescale: timescale.den, presentationOffset: max(0, -scale(firstDTS)),
                                 segments: segments, reference: feed.reference, packets: packets)
     }
 }
