@@ -76,6 +76,12 @@ struct ExportPlan: Sendable {
     var codecThreads: Int
     /// Extra private encoder options (the segment exporter closes GOPs this way).
     var extraVideoOptions: [String: String] = [:]
+    /// Further renditions of the video, each encoded from the same decoded frames (a streaming
+    /// ladder's rungs after the first, which is ``video``).
+    var ladder: [VideoEncoding] = []
+    /// An IDR picture is forced at the first frame at or after every multiple of this (output
+    /// time): the streaming segment grid.
+    var keyframeGrid: MediaTime?
     var notices: [String]
     /// The span progress is measured against.
     var progressDuration: MediaTime?
@@ -157,6 +163,7 @@ struct ExportPlan: Sendable {
         var notices: [String] = []
         var videoRoute: VideoRoute?, videoStream: Int?
         var audio: [AudioTrack] = []
+        var ladder: [VideoEncoding] = []
         if let audioRange = spec.audio {
             guard let settings = plan.audioSettings, plan.audioTracks.indices.contains(audioRange.track),
                   let framing = plan.audioTracks[audioRange.track].framing else {
@@ -180,19 +187,29 @@ struct ExportPlan: Sendable {
             videoRoute = .encode(try VideoEncoding.resolve(settings, source: track, fileType: plan.outputFileType,
                                                            threads: codecThreads, closedGOP: true, notices: &notices))
             videoStream = track.id
+            for rung in plan.package?.renditions.dropFirst() ?? [] {
+                ladder.append(try VideoEncoding.resolve(rung, source: track, fileType: plan.outputFileType,
+                                                        threads: codecThreads, closedGOP: true, notices: &notices))
+            }
         }
         guard videoRoute != nil || !audio.isEmpty else {
             throw MediaError(.noUsableTrack, "segment \(spec.index) of '\(asset.location)' has nothing to encode")
         }
-        var segment = ExportPlan(
+        var segmentPlan = ExportPlan(
             location: asset.location, origin: asset.origin, destination: destination,
             output: .segment(planID: plan.id, index: spec.index),
             videoStream: videoStream, video: videoRoute, audio: audio,
             videoWindow: Window(start: spec.videoStart ?? .distantPast, end: spec.videoEnd),
             outputZero: plan.outputZero, fastStart: false, metadata: [:], codecThreads: codecThreads, notices: notices,
             progressDuration: plan.approximateDuration(of: spec))
-        if videoRoute != nil, let warmUp = spec.videoWarmUp { segment.videoWarmUp = warmUp }
-        return segment
+        if videoRoute != nil, let warmUp = spec.videoWarmUp { segmentPlan.videoWarmUp = warmUp }
+        if let package = plan.package, videoRoute != nil {
+            segmentPlan.ladder = ladder
+            segmentPlan.keyframeGrid = package.segmentDuration
+            // x264 makes a forced I picture an IDR only when asked.
+            segmentPlan.extraVideoOptions["forced-idr"] = "1"
+        }
+        return segmentPlan
     }
 
     /// What a run says when its window held no video frame that could be decoded, in the terms

@@ -143,6 +143,17 @@ final class Muxer: PacketWriter {
         }
     }
 
+    /// Ends the current fragment of a fragmented MP4 (`movflags frag_custom`): everything queued
+    /// for interleaving is written, then the fragment (`moof` + `mdat`) is cut.
+    func flushFragment() throws(MediaError) {
+        var ret = av_interleaved_write_frame(context, nil)
+        if ret >= 0 { ret = av_write_frame(context, nil) }
+        if ret < 0 { throw FFmpeg.error(.writeFailed, "cannot write to '\(destination)'", ret, hint: "check free disk space") }
+    }
+
+    /// The time base of output stream `index` (the muxer may change it when writing the header).
+    func timeBase(of index: Int) -> AVRational { context.pointee.streams[index]!.pointee.time_base }
+
     /// Writes the trailer, closes the file and moves it to the destination (without replacing a
     /// file there unless `replacing`).
     func finish() throws(MediaError) {

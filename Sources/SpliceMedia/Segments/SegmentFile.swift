@@ -35,6 +35,15 @@ enum SegmentFile {
         var packetCounts: [Int]
         /// Presentation times of the video stream's packets, in file (decode) order.
         var videoTimestamps: [Int64]
+        /// With several video streams (a streaming ladder's rungs): each one's presentation
+        /// times in file order, by stream index (nil for other streams); absent otherwise.
+        var renditionTimestamps: [[Int64]?]? = nil
+
+        /// Presentation times of video stream `stream`'s packets in file order.
+        func videoTimestamps(stream: Int) -> [Int64] {
+            guard let all = renditionTimestamps else { return videoTimestamps }
+            return all.indices.contains(stream) ? all[stream] ?? [] : []
+        }
     }
 }
 
@@ -49,6 +58,7 @@ final class SegmentFileWriter: PacketWriter {
     private var timeBases: [AVRational] = []
     private var trailer = SegmentFile.Trailer(packetCounts: [], videoTimestamps: [])
     private var videoStream: Int?
+    private var videoStreams: Set<Int> = []
     private var finished = false
     /// The SHA-256 of the finished file.
     private(set) var checksum: SHA256Digest?
@@ -83,7 +93,10 @@ final class SegmentFileWriter: PacketWriter {
         header.streams.append(CodecParameters(par, timeBase: tb, frameRate: frameRate))
         timeBases.append(tb)
         trailer.packetCounts.append(0)
-        if par.pointee.codec_type == AVMEDIA_TYPE_VIDEO && videoStream == nil { videoStream = header.streams.count - 1 }
+        if par.pointee.codec_type == AVMEDIA_TYPE_VIDEO {
+            if videoStream == nil { videoStream = header.streams.count - 1 }
+            videoStreams.insert(header.streams.count - 1)
+        }
         return header.streams.count - 1
     }
 
@@ -116,6 +129,12 @@ final class SegmentFileWriter: PacketWriter {
         if let data = p.data, p.size > 0 { try put(UnsafeRawBufferPointer(start: data, count: Int(p.size))) }
         trailer.packetCounts[stream] += 1
         if stream == videoStream { trailer.videoTimestamps.append(p.pts) }
+        if videoStreams.count > 1 {
+            if trailer.renditionTimestamps == nil {
+                trailer.renditionTimestamps = header.streams.indices.map { videoStreams.contains($0) ? [] : nil }
+            }
+            trailer.renditionTimestamps![stream]?.append(p.pts)
+        }
     }
 
     func finish() throws(MediaError) {

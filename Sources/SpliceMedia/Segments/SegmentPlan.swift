@@ -214,13 +214,16 @@ public struct SegmentPlan: Sendable, Codable, Hashable {
     public var annotations: [TimedAnnotation]
     /// What was adjusted or left out, for people.
     public var notices: [String]
+    /// A streaming package's rungs and segment grid (video segments then carry one stream per rung).
+    public var package: PlannedPackage?
 
     public init(id: String, source: String, videoSettings: VideoSettings?, audioSettings: AudioSettings?,
                 outputFileType: OutputFileType, optimizesForNetworkUse: Bool, metadata: [String: String],
                 outputZero: MediaTime, outputEnd: MediaTime?, assetDuration: MediaTime?, targetDuration: MediaTime,
                 segments: [SegmentSpec], videoTrack: Int? = nil, videoDescription: StreamDescription? = nil, audioTracks: [PlannedAudioTrack] = [],
                 passThrough: [PlannedPassThrough] = [], chapters: [Chapter] = [], timecode: String? = nil,
-                videoHDR: HDRMetadata? = nil, annotations: [TimedAnnotation] = [], notices: [String] = []) {
+                videoHDR: HDRMetadata? = nil, annotations: [TimedAnnotation] = [], notices: [String] = [],
+                package: PlannedPackage? = nil) {
         self.id = id
         self.source = source
         self.videoSettings = videoSettings
@@ -242,12 +245,13 @@ public struct SegmentPlan: Sendable, Codable, Hashable {
         self.videoHDR = videoHDR
         self.annotations = annotations
         self.notices = notices
+        self.package = package
     }
 
     private enum CodingKeys: String, CodingKey {
         case id, source, videoSettings, audioSettings, outputFileType, optimizesForNetworkUse, metadata, outputZero,
              outputEnd, assetDuration, targetDuration, segments, videoTrack, videoDescription, audioTracks, passThrough, chapters, timecode,
-             videoHDR, annotations, notices
+             videoHDR, annotations, notices, package
     }
 
     /// Decodes a plan; the fields added for multi-track outputs may be missing.
@@ -274,6 +278,7 @@ public struct SegmentPlan: Sendable, Codable, Hashable {
         videoHDR = try c.decodeIfPresent(HDRMetadata.self, forKey: .videoHDR)
         annotations = try c.decodeIfPresent([TimedAnnotation].self, forKey: .annotations) ?? []
         notices = try c.decodeIfPresent([String].self, forKey: .notices) ?? []
+        package = try c.decodeIfPresent(PlannedPackage.self, forKey: .package)
     }
 
     /// Encodes the plan; the stitcher-only lists are left out when empty (as ``forWorkers()``
@@ -301,6 +306,7 @@ public struct SegmentPlan: Sendable, Codable, Hashable {
         try c.encodeIfPresent(videoHDR, forKey: .videoHDR)
         if !annotations.isEmpty { try c.encode(annotations, forKey: .annotations) }
         if !notices.isEmpty { try c.encode(notices, forKey: .notices) }
+        try c.encodeIfPresent(package, forKey: .package)
     }
 
     /// The plan's keys only the stitcher reads (left out by ``forWorkers()``), for work orders

@@ -108,14 +108,22 @@ public struct SegmentPlanner: Sendable {
             }
         }
 
+        var package: PlannedPackage?
+        if let requested = request.package {
+            guard let video = tracks.video, case .encode = video.route, let base = request.video else {
+                throw MediaError(.noUsableTrack, "'\(asset.location)' has no video track to make a streaming ladder of")
+            }
+            package = try PlannedPackage.resolve(requested, base: base, source: video.track)
+        }
         var segments: [SegmentSpec] = []
         if let video = tracks.video, case .encode = video.route {
             // A bit-rate segment after the first warms its rate control up on the video before it
             // (``RateControl``), never before the video's first frame; that encoding is part of its cost.
             let warmUp = request.video.map(RateControl.warmsUp) == true ? RateControl.warmUp : nil
             let videoStart = video.track.startTime ?? .zero
-            for (start, stop, cost) in videoCuts(asset: asset, keyframes: keyframes, zero: zero, end: end,
-                                                 hasRange: request.range != nil) {
+            let cuts = package.map { gridCuts(asset: asset, zero: zero, end: end, hasRange: request.range != nil, grid: $0.segmentDuration) }
+                ?? videoCuts(asset: asset, keyframes: keyframes, zero: zero, end: end, hasRange: request.range != nil)
+            for (start, stop, cost) in cuts {
                 var spec = SegmentSpec(index: segments.count, videoStart: start, videoEnd: stop)
                 spec.cost = cost
                 if let warmUp, let start, start > videoStart {
@@ -166,6 +174,9 @@ public struct SegmentPlanner: Sendable {
         }
         passThrough += tracks.data.map { PlannedPassThrough(source: $0.id, kind: .data) }
         passThrough += tracks.timedMetadata.map { PlannedPassThrough(source: $0.id, kind: .timedMetadata) }
+        if package != nil && (!passThrough.isEmpty || !asset.chapters.isEmpty) {
+            notices.append("subtitles, data tracks and chapters are not carried into a streaming package (video and audio renditions only)")
+        }
         var timecode = tracks.timecode
         if let tc = timecode, zero > .zero {
             timecode = OutputTracks.timecode(tc, advancedBy: zero, rate: tracks.video?.track.frameRate)
@@ -173,14 +184,40 @@ public struct SegmentPlanner: Sendable {
         var hdr: HDRMetadata?
         if let video = tracks.video, case .encode(let encoding) = video.route { hdr = encoding.hdr }
         return SegmentPlan(
-            id: UUID().uuidString.lowercased(), source: asset.location, videoSettings: request.video,
+            id: UUID().uuidString.lowercased(), source: asset.location, videoSettings: package?.renditions.first ?? request.video,
             audioSettings: audioTracks.contains { !$0.copies } ? request.audio : nil,
             outputFileType: request.fileType, optimizesForNetworkUse: request.optimizesForNetworkUse, metadata: metadata,
             outputZero: zero, outputEnd: end, assetDuration: asset.duration, targetDuration: targetDuration,
             segments: segments, videoTrack: tracks.video?.track.id,
             videoDescription: tracks.video.map { StreamDescription($0.track) }, audioTracks: audioTracks, passThrough: passThrough,
             chapters: Chapter.retimed(asset.chapters, zero: zero, end: end), timecode: timecode, videoHDR: hdr,
-            annotations: request.annotations, notices: notices)
+            annotations: request.annotations, notices: notices, package: package)
+    }
+
+    /// Video segment bounds for a streaming package: whole streaming segments (`grid` long, from
+    /// the output's zero), as many per Splice segment as come nearest the target while still
+    /// filling the lanes; the rest of the video joins the last segment when it would be shorter
+    /// than the minimum. Costs are the lengths (no lead-in: every cut gets an IDR anyway).
+    func gridCuts(asset: Asset, zero: MediaTime, end: MediaTime?, hasRange: Bool,
+                  grid: MediaTime) -> [(MediaTime?, MediaTime?, Int64?)] {
+        let start = hasRange ? zero : (asset.videoTrack?.startTime ?? .zero)
+        let videoEnd = end ?? asset.videoTrack.flatMap { t in t.duration.map { (t.startTime ?? .zero) + $0 } } ?? asset.duration
+        guard let videoEnd, videoEnd > start else { return [(hasRange ? zero : nil, end, nil)] }
+        let gridCount = max(1, (videoEnd - zero).count(of: grid, rounding: .up))
+        var perSegment = max(1, targetDuration.count(of: grid, rounding: .nearest))
+        while perSegment > 1 && (gridCount + perSegment - 1) / perSegment < Int64(lanes) { perSegment -= 1 }
+        var cuts: [MediaTime] = []
+        var n = perSegment
+        while zero + grid * n < videoEnd {
+            let cut = zero + grid * n
+            if videoEnd - cut >= minimumDuration { cuts.append(cut) }
+            n += perSegment
+        }
+        let micros = { (t: MediaTime) in max(1, t.converted(to: 1_000_000).value) }
+        return (0...cuts.count).map { i in
+            let from = i == 0 ? start : cuts[i - 1], to = i == cuts.count ? videoEnd : cuts[i]
+            return (i == 0 ? (hasRange ? zero : nil) : cuts[i - 1], i == cuts.count ? end : cuts[i], micros(to - from))
+        }
     }
 
     // MARK: - Video

@@ -65,13 +65,10 @@ private struct StitchRun {
         _ = FFmpeg.setUp
         try OutputDestination.check(output: destination, inputs: segments.keys.sorted().map { segments[$0]! } + [plan.source],
                                     overwrite: overwrite)
-        let order = plan.segments.map(\.index)
-        for index in order where segments[index] == nil {
-            throw MediaError(.incompatibleSegments, "segment \(index) of \(order.count) is missing; encode it before stitching")
+        guard plan.package == nil else {
+            throw MediaError(.invalidSettings, "plan \(plan.id) makes a streaming package, not one file; package it instead")
         }
-        if let stray = segments.keys.sorted().first(where: { !order.contains($0) }) {
-            throw MediaError(.incompatibleSegments, "segment \(stray) is not part of plan \(plan.id)")
-        }
+        try checkComplete(plan: plan, segments: segments)
 
         // Pass 1: headers and trailers — check they belong together, collect video timestamps.
         let videoSpecs = plan.videoSegments
@@ -207,12 +204,23 @@ private struct StitchRun {
 
 }
 
+/// Refuses a set of segment files that misses one of the plan's segments or has a stranger.
+func checkComplete(plan: SegmentPlan, segments: [Int: String]) throws(MediaError) {
+    let order = plan.segments.map(\.index)
+    for index in order where segments[index] == nil {
+        throw MediaError(.incompatibleSegments, "segment \(index) of \(order.count) is missing; encode it before stitching")
+    }
+    if let stray = segments.keys.sorted().first(where: { !order.contains($0) }) {
+        throw MediaError(.incompatibleSegments, "segment \(stray) is not part of plan \(plan.id)")
+    }
+}
+
 // MARK: - Feeds
 
 /// The segment file after `reader`'s, which has been read to its end: checks that file against
 /// its recorded checksum, then opens the next (nil after the last).
-private func nextSegment(after reader: SegmentFileReader?, current: inout Int, specs: [SegmentSpec], files: [Int: String],
-                         checksums: [Int: SHA256Digest]) throws(MediaError) -> SegmentFileReader? {
+func nextSegment(after reader: SegmentFileReader?, current: inout Int, specs: [SegmentSpec], files: [Int: String],
+                 checksums: [Int: SHA256Digest]) throws(MediaError) -> SegmentFileReader? {
     if let reader, let expected = checksums[specs[current].index], let actual = reader.checksum(), expected != actual {
         throw MediaError(.incompatibleSegments, "segment \(specs[current].index) ('\(reader.path)') does not match its "
                          + "checksum; it changed after it was encoded", isRetryable: true)
@@ -223,7 +231,7 @@ private func nextSegment(after reader: SegmentFileReader?, current: inout Int, s
 }
 
 /// A source of output packets in output-time order.
-private protocol StitchFeed: AnyObject {
+protocol StitchFeed: AnyObject {
     /// The output time of the next packet; nil when there are no more.
     func peekTime() throws(MediaError) -> MediaTime?
     /// Writes (or hands to its track path) the packet ``peekTime()`` described.
@@ -231,8 +239,10 @@ private protocol StitchFeed: AnyObject {
 }
 
 /// The first segment's header of a group, checked against every other's.
-private func readHeaders(plan: SegmentPlan, specs: [SegmentSpec], files: [Int: String], what: String)
+private func readHeaders(plan: SegmentPlan, specs: [SegmentSpec], files: [Int: String], what: String, stream: Int = 0)
     throws(MediaError) -> [(spec: SegmentSpec, reader: SegmentFileReader)] {
+    // A streaming package's video segments carry one stream per rung.
+    let expected = what == "video" ? max(1, plan.package?.renditions.count ?? 1) : 1
     var reference: SegmentFile.Header?
     var out: [(SegmentSpec, SegmentFileReader)] = []
     for spec in specs {
@@ -245,19 +255,19 @@ private func readHeaders(plan: SegmentPlan, specs: [SegmentSpec], files: [Int: S
             throw MediaError(.incompatibleSegments,
                              "segment file '\(reader.path)' holds segment \(header.index), not \(spec.index) (duplicate or misplaced)")
         }
-        guard header.streams.count == 1 else {
-            throw MediaError(.incompatibleSegments, "segment \(spec.index) has \(header.streams.count) streams, not 1")
+        guard header.streams.count == expected else {
+            throw MediaError(.incompatibleSegments, "segment \(spec.index) has \(header.streams.count) streams, not \(expected)")
         }
         if let reference {
-            if let difference = header.streams[0].firstDifference(from: reference.streams[0]) {
+            if let difference = header.streams[stream].firstDifference(from: reference.streams[stream]) {
                 throw MediaError(.incompatibleSegments,
-                                 "segment \(spec.index)'s \(header.streams[0].mediaType) differs from segment \(specs[0].index)'s "
+                                 "segment \(spec.index)'s \(header.streams[stream].mediaType) differs from segment \(specs[0].index)'s "
                                  + "in \(difference); all segments must be encoded with identical settings")
             }
         } else {
             reference = header
-            guard header.streams[0].mediaType == what else {
-                throw MediaError(.incompatibleSegments, "segment \(spec.index) holds \(header.streams[0].mediaType), not \(what)")
+            guard header.streams[stream].mediaType == what else {
+                throw MediaError(.incompatibleSegments, "segment \(spec.index) holds \(header.streams[stream].mediaType), not \(what)")
             }
         }
         out.append((spec, reader))
@@ -265,8 +275,9 @@ private func readHeaders(plan: SegmentPlan, specs: [SegmentSpec], files: [Int: S
     return out
 }
 
-/// The video segments, one after the other, with decode times rebuilt for the whole file.
-private final class VideoUnits: StitchFeed {
+/// The video segments, one after the other, with decode times rebuilt for the whole file; of a
+/// streaming package's segments, one rung's stream.
+final class VideoUnits: StitchFeed {
     let plan: SegmentPlan
     let files: [Int: String]
     var checksums: [Int: SHA256Digest] = [:]
@@ -277,24 +288,27 @@ private final class VideoUnits: StitchFeed {
     private var step: Int64 = 1
     private var current = -1
     private var reader: SegmentFileReader?
-    private let packet = Packet()
+    /// The packet ``peekTime()`` described, until it is emitted.
+    let packet = Packet()
     private var ready = false
-    private var timeBase: AVRational
+    let timeBase: AVRational
+    private let stream: Int
     private var output = 0
     private(set) var written = 0
     /// The peak rate's decoder buffer, fed every picture written (nil without a peak rate).
     var buffer: VideoBufferModel?
 
-    init(plan: SegmentPlan, specs: [SegmentSpec], files: [Int: String]) throws(MediaError) {
+    init(plan: SegmentPlan, specs: [SegmentSpec], files: [Int: String], stream: Int = 0) throws(MediaError) {
         self.plan = plan
         self.specs = specs
         self.files = files
-        let units = try readHeaders(plan: plan, specs: specs, files: files, what: "video")
-        reference = units[0].reader.header.streams[0]
+        self.stream = stream
+        let units = try readHeaders(plan: plan, specs: specs, files: files, what: "video", stream: stream)
+        reference = units[0].reader.header.streams[stream]
         timeBase = reference.timeBase.av
         var previousLast: Int64?
         for (spec, reader) in units {
-            let stamps = reader.trailer.videoTimestamps
+            let stamps = reader.trailer.videoTimestamps(stream: stream)
             let sorted = stamps.sorted()
             guard let first = sorted.first else {
                 throw MediaError(.incompatibleSegments, "segment \(spec.index) has no video frames")
@@ -322,7 +336,8 @@ private final class VideoUnits: StitchFeed {
 
     func peekTime() throws(MediaError) -> MediaTime? {
         while !ready {
-            if let reader, try reader.next(into: packet) != nil {
+            if let reader, let index = try reader.next(into: packet) {
+                guard index == stream else { continue }
                 packet.dts = decodeTime(written)
                 ready = true
                 break
@@ -342,7 +357,7 @@ private final class VideoUnits: StitchFeed {
 }
 
 /// One audio track's segments: each one's kept packets, checked to continue the grid.
-private final class AudioUnits: StitchFeed {
+final class AudioUnits: StitchFeed {
     let plan: SegmentPlan
     let files: [Int: String]
     let checksums: [Int: SHA256Digest]
@@ -351,9 +366,10 @@ private final class AudioUnits: StitchFeed {
     private let samplesPerPacket: Int64
     private var current = -1
     private var reader: SegmentFileReader?
-    private let packet = Packet()
+    /// The packet ``peekTime()`` described, until it is emitted.
+    let packet = Packet()
     private var ready = false
-    private let timeBase: AVRational
+    let timeBase: AVRational
     private var output = 0
     private var nextPTS: Int64?
     private(set) var kept = 0

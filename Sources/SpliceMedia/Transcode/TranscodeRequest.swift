@@ -36,6 +36,8 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
     /// Length of audio segments; nil: the longer of ``segmentDuration`` and 60 s (see
     /// ``SegmentPlanner/audioTargetDuration``).
     public var audioSegmentDuration: MediaTime?
+    /// A streaming package (an HLS/DASH ladder) instead of one file; nil for a file.
+    public var package: PackageRequest?
 
     /// The shortest segment a request may ask for.
     public static let minimumSegmentDuration = MediaTime(seconds: 1)
@@ -45,7 +47,7 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
                 segmentDuration: MediaTime = MediaTime(seconds: 10), overwrite: Bool = false,
                 audioTracks: AudioTrackSelection = .all, copiesVideo: Bool = false, copiesAudio: Bool = false,
                 subtitles: TrackPolicy = .copy, dataTracks: TrackPolicy = .copy, annotations: [TimedAnnotation] = [],
-                audioSegmentDuration: MediaTime? = nil) {
+                audioSegmentDuration: MediaTime? = nil, package: PackageRequest? = nil) {
         self.video = video
         self.audio = audio
         self.fileType = fileType
@@ -61,11 +63,12 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
         self.dataTracks = dataTracks
         self.annotations = annotations
         self.audioSegmentDuration = audioSegmentDuration
+        self.package = package
     }
 
     private enum CodingKeys: String, CodingKey {
         case video, audio, fileType, range, optimizesForNetworkUse, metadata, segmentDuration, overwrite, audioTracks,
-             copiesVideo, copiesAudio, subtitles, dataTracks, annotations, audioSegmentDuration
+             copiesVideo, copiesAudio, subtitles, dataTracks, annotations, audioSegmentDuration, package
     }
 
     /// Decodes a request; fields added after the first release may be missing (jobs stored
@@ -87,6 +90,7 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
         dataTracks = try container.decodeIfPresent(TrackPolicy.self, forKey: .dataTracks) ?? .copy
         annotations = try container.decodeIfPresent([TimedAnnotation].self, forKey: .annotations) ?? []
         audioSegmentDuration = try container.decodeIfPresent(MediaTime.self, forKey: .audioSegmentDuration)
+        package = try container.decodeIfPresent(PackageRequest.self, forKey: .package)
     }
 
     /// Whether the output has video (encoded or copied) and audio.
@@ -129,6 +133,16 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
                                 allowed: "written to an .mp4 or .mov output (a .\(fileType) file has no timed-metadata tracks)")
         }
         try TimedAnnotation.validate(annotations)
+        if let package {
+            if copiesVideo || copiesAudio {
+                throw SettingsError(field: copiesVideo ? "copy-video" : "copy-audio", value: "with a streaming package",
+                                    allowed: "left out: every rendition of a package is encoded")
+            }
+            try package.validate(video: video)
+            guard fileType == .mp4 else {
+                throw SettingsError(field: "format", value: "\(fileType)", allowed: "mp4 for a streaming package (CMAF)")
+            }
+        }
     }
 }
 

@@ -39,6 +39,8 @@ public final class Transcoder: Sendable {
         public var plan: SegmentPlan
         public var segments: [SegmentResult]
         public var stitch: StitchSummary
+        /// The streaming package written, when the request asked for one.
+        public var package: PackageSummary?
         public var planNanoseconds: UInt64
         public var encodeNanoseconds: UInt64
         public var stitchNanoseconds: UInt64
@@ -118,10 +120,19 @@ public final class Transcoder: Sendable {
         let paths = Dictionary(uniqueKeysWithValues: results.map { ($0.index, $0.path) })
         let checksums = Dictionary(uniqueKeysWithValues: results.map { ($0.index, $0.checksum) })
         try Task.checkCancellation()
-        let stitch = try await Stitcher(plan: plan).stitch(segments: paths, checksums: checksums, to: options.output,
+        var package: PackageSummary?
+        let stitch: StitchSummary
+        if plan.package != nil {
+            let written = try await Packager(plan: plan).package(segments: paths, checksums: checksums, to: options.output,
+                                                                 overwrite: options.request.overwrite)
+            package = written
+            stitch = written.stitchSummary
+        } else {
+            stitch = try await Stitcher(plan: plan).stitch(segments: paths, checksums: checksums, to: options.output,
                                                            overwrite: options.request.overwrite)
+        }
         let t3 = clock.now
-        return Summary(plan: plan, segments: results.sorted { $0.index < $1.index }, stitch: stitch,
+        return Summary(plan: plan, segments: results.sorted { $0.index < $1.index }, stitch: stitch, package: package,
                        planNanoseconds: nanoseconds(t1 - t0), encodeNanoseconds: nanoseconds(t2 - t1),
                        stitchNanoseconds: nanoseconds(t3 - t2))
     }

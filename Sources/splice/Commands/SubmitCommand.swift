@@ -35,10 +35,12 @@ struct SubmitCommand: ClientCommand {
             JOB` cancels it). The coordinator refuses a job at once (exit 1, with the reason) whose \
             input it cannot read, whose output folder is missing or not writable, whose output is the \
             input, or whose output exists (unless -y), and paths outside its --input-root and \
-            --output-root folders.
+            --output-root folders. An output named OUT.m3u8 or OUT.mpd makes a streaming package \
+            (see `splice help transcode`): every segment task encodes all rungs of its segment on one \
+            worker, and the coordinator packages the renditions when it stitches.
             """,
         arguments: [input, output, segmentSeconds, audioSegmentSeconds, priority, wait, json] + ExportOptions.arguments
-            + OutputOptions.arguments + ClientOptions.arguments)
+            + PackageOptions.arguments + OutputOptions.arguments + ClientOptions.arguments)
 
     let input: String
     let output: String
@@ -65,9 +67,11 @@ struct SubmitCommand: ClientCommand {
         priority = arguments[Self.priority]
         wait = arguments[Self.wait]
         json = arguments[Self.json]
-        request = try ExportOptions(arguments).request(output: output, segmentDuration: segmentDuration,
-                                                       audioSegmentDuration: arguments[Self.audioSegmentSeconds],
-                                                       overwrite: try OutputOptions(arguments).overwrite)
+        var request = try ExportOptions(arguments).request(output: output, segmentDuration: segmentDuration,
+                                                           audioSegmentDuration: arguments[Self.audioSegmentSeconds],
+                                                           overwrite: try OutputOptions(arguments).overwrite)
+        try PackageOptions(arguments, output: output).apply(to: &request)
+        self.request = request
         client = try ClientOptions(arguments)
         submissionKey = UUID().uuidString
     }

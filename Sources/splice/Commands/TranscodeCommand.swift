@@ -5,7 +5,8 @@ import SpliceMedia
 /// single-machine mode — segments encoded in parallel here, then stitched.
 struct TranscodeCommand: Command {
     static let input = Positional<String>("input", help: "The source media file or URL.") { $0 }
-    static let output = Positional<String>("output", help: "The file to write (.mp4, .mov, .mkv, .webm).") { $0 }
+    static let output = Positional<String>("output",
+        help: "The file to write (.mp4, .mov, .mkv, .webm), or a streaming package: OUT.m3u8 (HLS) or OUT.mpd (DASH).") { $0 }
     static let segmentSeconds = Option<MediaTime>("segment-seconds", valueName: "time",
         help: "Target segment length; cuts fall on source keyframes.", default: MediaTime(seconds: 10))
     static let audioSegmentSeconds = Option<MediaTime>("audio-segment-seconds", valueName: "time",
@@ -27,9 +28,15 @@ struct TranscodeCommand: Command {
             Temporary segments are removed on success, failure and Ctrl-C. An existing output file \
             is kept and the transcode refused unless -y (--overwrite) is given; the input is never \
             replaced.
+
+            An output named OUT.m3u8 or OUT.mpd makes a streaming package instead: an adaptive-bitrate \
+            ladder (--ladder) of CMAF fMP4 renditions, each in a folder beside OUT (init.mp4 + .m4s), one \
+            AAC rendition per audio track, HLS playlists and/or a DASH manifest. Every segment is \
+            decoded once and encoded into every rung; the master playlist appears last, only when \
+            the package is complete.
             """,
         arguments: [input, output, segmentSeconds, audioSegmentSeconds, jobs, keepSegments, json] + ExportOptions.arguments
-            + OutputOptions.arguments, environment: [.ffmpegLog])
+            + PackageOptions.arguments + OutputOptions.arguments, environment: [.ffmpegLog])
 
     let input: String
     let output: String
@@ -49,9 +56,11 @@ struct TranscodeCommand: Command {
         keepSegments = arguments[Self.keepSegments]
         json = arguments[Self.json]
         destination = try OutputOptions(arguments)
-        request = try ExportOptions(arguments).request(output: output, segmentDuration: segmentSeconds,
-                                                       audioSegmentDuration: arguments[Self.audioSegmentSeconds],
-                                                       overwrite: destination.overwrite)
+        var request = try ExportOptions(arguments).request(output: output, segmentDuration: segmentSeconds,
+                                                           audioSegmentDuration: arguments[Self.audioSegmentSeconds],
+                                                           overwrite: destination.overwrite)
+        try PackageOptions(arguments, output: output).apply(to: &request)
+        self.request = request
     }
 
     func validate() throws {
@@ -93,6 +102,10 @@ struct TranscodeCommand: Command {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             context.output.writeLine(String(decoding: try encoder.encode(summary), as: UTF8.self))
+        } else if let package = summary.package {
+            let names = package.renditions.map { "\($0.folder) (\($0.peakBitrate / 1000) kbit/s peak)" }.joined(separator: ", ")
+            context.output.writeLine("wrote \(output): \(summary.plan.segments.count) segments, \(package.renditions.count) "
+                                     + "renditions: \(names); \(package.bytes / 1024) KiB")
         } else {
             let audio = summary.stitch.audioPackets > 0 ? ", \(summary.stitch.audioPackets) audio packets" : ""
             context.output.writeLine("wrote \(output): \(summary.plan.segments.count) segments, "

@@ -189,8 +189,10 @@ struct ExportOptions: OptionGroup {
         if let format = choices(defaultsFor: .mp4).format { return format }
         let name = output.split(separator: "/").last.map(String.init) ?? output
         let ext = name.split(separator: ".").count > 1 ? String(name.split(separator: ".").last!) : ""
+        // A streaming package's renditions are CMAF: MP4's codecs.
+        if ["m3u8", "mpd"].contains(ext.lowercased()) { return .mp4 }
         guard let type = OutputFileType(pathExtension: ext) else {
-            throw UsageError("cannot tell the container of '\(output)': name it .mp4, .mov, .mkv or .webm, or give --format")
+            throw UsageError("cannot tell the container of '\(output)': name it .mp4, .mov, .mkv or .webm (or .m3u8/.mpd for a streaming package), or give --format")
         }
         return type
     }

@@ -91,6 +91,17 @@ final class JobPlanner: Sendable {
             planned = .failure(error)
         }
         switch planned {
+        case .success(let plan) where plan.package != nil && !request.overwrite:
+            // A package's rendition folders are known once its ladder is resolved: one already there
+            // is refused now (SUBMIT checked the manifest), not replaced when the job is packaged.
+            let layout = PackageLayout(plan: plan, output: JobStitcher.outputURL(job.outputURL))
+            let source = job.sourceURL
+            do {
+                try await FileSystemQueue.run { try layout.check(source: source, overwrite: false) }
+            } catch let error as MediaError {
+                throw PlanningFailure(error.message)
+            }
+            return plan
         case .success(let plan): return plan
         case .failure(let error) where !error.isRetryable: throw PlanningFailure(error.message)
         case .failure(let error): throw error

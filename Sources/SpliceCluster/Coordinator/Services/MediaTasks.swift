@@ -31,6 +31,10 @@ public enum MediaTask: Sendable, Codable, Hashable {
             switch self {
             case .plan(let source, let request, let lanes):
                 return .plan(try await Self.makePlan(source: source, request: request, lanes: lanes))
+            case .stitch(let plan, let segments, let checksums, let output, let overwrite) where plan.package != nil:
+                // A streaming package: the renditions are written from the same segment files.
+                return .stitch(try await Packager(plan: plan).package(
+                    segments: segments, checksums: checksums, to: URL(fileURLWithPath: output), overwrite: overwrite).stitchSummary)
             case .stitch(let plan, let segments, let checksums, let output, let overwrite):
                 return .stitch(try await Stitcher(plan: plan).stitch(
                     segments: segments, checksums: checksums, to: URL(fileURLWithPath: output), overwrite: overwrite))

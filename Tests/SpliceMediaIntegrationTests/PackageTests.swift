@@ -1,0 +1,304 @@
+import Foundation
+import SpliceCore
+import SpliceMedia
+import SpliceTestSupport
+import Testing
+
+/// Streaming packages (`transcode OUT.m3u8`), judged by ffmpeg/ffprobe reading what was written:
+/// every rung frame-exact, IDR pictures at the same segment starts in every rung, the audio
+/// rendition gapless against a single pass, playlist fields that agree with the files.
+@Suite("Streaming packages")
+struct PackageTests {
+    /// 13 s at 25 fps with lossless non-periodic audio (see ``TranscodeTests/clip``).
+    static let clip = TranscodeTests.clip(seconds: 13, fps: "25", rate: 48000, width: 320, height: 180)
+    static let grid: Int64 = 4
+
+    struct Package {
+        var dir: URL
+        var master: String
+        var summary: Transcoder.Summary
+    }
+
+    func makePackage(dash: Bool = true, ladder: [LadderRung], preset: String = "veryfast", overwrite: Bool = false,
+                     in dir: URL = Fixtures.temporaryDirectory("package")) async throws -> Package {
+        let source = try await Fixtures.clip(Self.clip)
+        let master = dir.appendingPathComponent("show.m3u8")
+        let request = TranscodeRequest(
+            video: VideoSettings(codec: .h264, preset: preset), audio: AudioSettings(codec: .aac), fileType: .mp4,
+            segmentDuration: MediaTime(seconds: 8), overwrite: overwrite, audioSegmentDuration: MediaTime(seconds: 4),
+            package: PackageRequest(ladder: ladder, segmentDuration: MediaTime(seconds: Self.grid), hls: true, dash: dash))
+        let summary = try await Transcoder(options: .init(source: source, output: master, request: request, jobs: 2)).run()
+        return Package(dir: dir, master: master.path, summary: summary)
+    }
+
+    static let twoRungs = [LadderRung(width: 320, height: 180, bitrate: 400_000), LadderRung(width: 160, height: 90, bitrate: 120_000)]
+
+    /// `#EXTINF` durations (µs) and URIs of a media playlist, and its tags.
+    func mediaPlaylist(_ path: String) throws -> (tags: [String], segments: [(duration: Int64, uri: String)]) {
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+        var segments: [(Int64, String)] = []
+        for (i, line) in lines.enumerated() where line.hasPrefix("#EXTINF:") {
+            let value = String(line.dropFirst("#EXTINF:".count).split(separator: ",")[0])
+            segments.append((try #require(Probe.microseconds(value)), lines[i + 1]))
+        }
+        return (lines.filter { $0.hasPrefix("#") && !$0.hasPrefix("#EXTINF") }, segments)
+    }
+
+    /// `KEY=VALUE` attributes of a playlist tag line (quoted values unquoted).
+    func attributes(_ line: String) -> [String: String] {
+        var out: [String: String] = [:]
+        var rest = Substring(line.drop { $0 != ":" }.dropFirst())
+        while !rest.isEmpty {
+            let key = String(rest.prefix { $0 != "=" })
+            rest = rest.dropFirst(key.count + 1)
+            var value: Substring
+            if rest.first == "\"" {
+                value = rest.dropFirst().prefix { $0 != "\"" }
+                rest = rest.dropFirst(value.count + 2)
+            } else {
+                value = rest.prefix { $0 != "," }
+                rest = rest.dropFirst(value.count)
+            }
+            if rest.first == "," { rest = rest.dropFirst() }
+            out[key] = String(value)
+        }
+        return out
+    }
+
+    /// Each segment's `tfdt` (baseMediaDecodeTime), read from the files.
+    func decodeTimes(_ folder: String, _ segments: [(duration: Int64, uri: String)]) throws -> [Int64] {
+        try segments.map { s in
+            let data = [UInt8](try Data(contentsOf: URL(fileURLWithPath: folder + "/" + s.uri)))
+            let marker = Array("tfdt".utf8)
+            let at = try #require((0..<(data.count - 16)).first { Array(data[$0..<($0 + 4)]) == marker })
+            let version = data[at + 4]
+            let bytes = data[(at + 8)..<(at + 8 + (version == 1 ? 8 : 4))]
+            return bytes.reduce(Int64(0)) { $0 << 8 | Int64($1) }
+        }
+    }
+
+    /// The audio of `path` decoded by ffmpeg as it presents it: timestamps kept, what lies before
+    /// presentation time zero (what the init segment's edit list hides) trimmed.
+    func presentedAudio(_ path: String) async throws -> [Float] {
+        let out = try await ExternalTool.check("ffmpeg", ["-v", "error", "-copyts", "-i", path, "-map", "0:a:0",
+                                                          "-af", "atrim=start=0", "-ac", "1", "-f", "f32le", "-"])
+        return out.stdout.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+    }
+
+    @Test("every rung decodes frame-exact, with IDR pictures at the same segment starts; playlists agree with the files")
+    func ladder() async throws {
+        let package = try await makePackage(ladder: Self.twoRungs)
+        let source = try await Fixtures.clip(Self.clip)
+        let sourceFrames = try #require(try await Probe(source, countFrames: true).first("video")?.readFrames)
+        #expect(sourceFrames == 13 * 25)
+
+        let masterLines = try String(contentsOfFile: package.master, encoding: .utf8).split(separator: "\n").map(String.init)
+        #expect(masterLines.contains("#EXT-X-INDEPENDENT-SEGMENTS"))
+        let media = try #require(masterLines.first { $0.hasPrefix("#EXT-X-MEDIA:") })
+        let audioAttributes = attributes(media)
+        #expect(audioAttributes["TYPE"] == "AUDIO" && audioAttributes["NAME"] != nil && audioAttributes["GROUP-ID"] == "audio")
+        let audioPlaylist = package.dir.appendingPathComponent(try #require(audioAttributes["URI"])).path
+        let audioFolder = (audioPlaylist as NSString).deletingLastPathComponent
+
+        // The audio rendition's own peak and average, from its files.
+        let audio = try mediaPlaylist(audioPlaylist)
+        func rates(_ folder: String, _ segments: [(duration: Int64, uri: String)]) throws -> (peak: Int64, average: Int64) {
+            var peak: Int64 = 0, bytes: Int64 = 0, duration: Int64 = 0
+            for s in segments {
+                let size = try #require(try FileManager.default.attributesOfItem(atPath: folder + "/" + s.uri)[.size] as? Int64)
+                peak = max(peak, size * 8 * 1_000_000 / s.duration)
+                bytes += size
+                duration += s.duration
+            }
+            return (peak, bytes * 8 * 1_000_000 / duration)
+        }
+        let audioRates = try rates(audioFolder, audio.segments)
+
+        var keyframeTimes: [[Int64]] = []
+        let variants = masterLines.indices.filter { masterLines[$0].hasPrefix("#EXT-X-STREAM-INF:") }
+        #expect(variants.count == 2)
+        for i in variants {
+            let info = attributes(masterLines[i])
+            let playlist = package.dir.appendingPathComponent(masterLines[i + 1]).path
+            let folder = (playlist as NSString).deletingLastPathComponent
+            let probe = try await Probe(playlist, countFrames: true)
+            let video = try #require(probe.first("video"))
+            #expect(video.readFrames == sourceFrames, "\(playlist) decodes to \(video.readFrames ?? -1) frames")
+            #expect(info["RESOLUTION"] == "\(video.width ?? 0)x\(video.height ?? 0)")
+            #expect(info["FRAME-RATE"] == "25.000")
+            #expect(info["AUDIO"] == "audio")
+
+            // CODECS: profile and level bytes as ffprobe reads them from the stream.
+            let fields = try await ExternalTool.check("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                                  "stream=profile,level", "-of", "csv=p=0", playlist])
+            let firstLine = try #require(String(decoding: fields.stdout, as: UTF8.self).split(separator: "\n").first)
+            let parts = firstLine.split(separator: ",")
+            let profileIDC = ["Constrained Baseline": 66, "Baseline": 66, "Main": 77, "High": 100][String(parts[0])]
+            let codecs = try #require(info["CODECS"]).split(separator: ",").map(String.init)
+            #expect(codecs.count == 2 && codecs[1] == "mp4a.40.2")
+            let avc = codecs[0]
+            #expect(avc.hasPrefix("avc1.") && avc.count == 11)
+            #expect(Int(avc.dropFirst(5).prefix(2), radix: 16) == profileIDC)
+            #expect(Int(avc.suffix(2), radix: 16) == Int(parts[1]))
+
+            // Media playlist: tags, durations within the target, totals, and each segment file
+            // starting with a keyframe at the playlist's time for it.
+            let list = try mediaPlaylist(playlist)
+            for tag in ["#EXT-X-PLAYLIST-TYPE:VOD", "#EXT-X-INDEPENDENT-SEGMENTS", "#EXT-X-MAP:URI=\"init.mp4\"",
+                        "#EXT-X-VERSION:6", "#EXT-X-ENDLIST"] {
+                #expect(list.tags.contains(tag), "\(playlist) lacks \(tag)")
+            }
+            let target = try #require(list.tags.first { $0.hasPrefix("#EXT-X-TARGETDURATION:") }.flatMap { Int64($0.split(separator: ":")[1]) })
+            #expect(list.segments.allSatisfy { ($0.duration + 500_000) / 1_000_000 <= target })
+            #expect(target == Self.grid)
+            #expect(list.segments.reduce(0) { $0 + $1.duration } == 13_000_000)
+            var start: Int64 = 0
+            let initData = try Data(contentsOf: URL(fileURLWithPath: folder + "/init.mp4"))
+            for s in list.segments {
+                let joined = Fixtures.temporaryDirectory("seg").appendingPathComponent("s.mp4")
+                try (initData + Data(contentsOf: URL(fileURLWithPath: folder + "/" + s.uri))).write(to: joined)
+                let frames = try await ExternalTool.check("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                                      "frame=pts_time,key_frame", "-of", "csv=p=0", joined.path])
+                let first = try #require(String(decoding: frames.stdout, as: UTF8.self).split(separator: "\n").first)
+                let cells = first.split(separator: ",")
+                #expect(cells[0] == "1", "\(s.uri) of \(playlist) does not start with a keyframe")
+                #expect(Probe.microseconds(String(cells[1])) == start, "\(s.uri) starts at \(cells[1]), the playlist says \(start) µs")
+                start += s.duration
+            }
+            // tfdt continues from segment to segment (12800 units a second: FFmpeg's video timescale for 25 fps).
+            let tfdt = try decodeTimes(folder, list.segments)
+            #expect(tfdt.first == 0, "tfdt \(tfdt)")
+            #expect(zip(tfdt, tfdt.dropFirst()).enumerated().allSatisfy { i, pair in
+                pair.1 - pair.0 == (list.segments[i].duration * 12800 + 500_000) / 1_000_000 }, "tfdt \(tfdt)")
+            let keys = try await ExternalTool.check("ffprobe", ["-v", "error", "-select_streams", "v:0", "-skip_frame", "nokey",
+                                                                "-show_entries", "frame=pts_time", "-of", "csv=p=0", playlist])
+            keyframeTimes.append(String(decoding: keys.stdout, as: UTF8.self).split(separator: "\n").compactMap { Probe.microseconds(String($0)) })
+
+            // BANDWIDTH is the peak segment rate measured (video + audio), AVERAGE-BANDWIDTH the mean.
+            let videoRates = try rates(folder, list.segments)
+            let bandwidth = try #require(info["BANDWIDTH"].flatMap { Int64($0) })
+            let average = try #require(info["AVERAGE-BANDWIDTH"].flatMap { Int64($0) })
+            #expect(abs(bandwidth - (videoRates.peak + audioRates.peak)) <= 2, "BANDWIDTH \(bandwidth)")
+            #expect(abs(average - (videoRates.average + audioRates.average)) <= 2, "AVERAGE-BANDWIDTH \(average)")
+            #expect(average <= bandwidth)
+        }
+        // IDR pictures at every segment start (every multiple of the grid), the same in every rung.
+        let grid: [Int64] = Array(stride(from: Int64(0), to: Int64(13_000_000), by: Int(Self.grid) * 1_000_000))
+        for times in keyframeTimes { #expect(Set(grid).isSubset(of: Set(times)), "keyframes at \(times)") }
+        #expect(keyframeTimes.dropFirst().allSatisfy { $0 == keyframeTimes[0] })
+
+        // Audio: the init segment's edit list hides the priming once; presented from time zero the
+        // playlist decodes to exactly a single pass's samples, lag 0 at every join and at the end.
+        let audioTFDT = try decodeTimes(audioFolder, audio.segments)
+        #expect(audioTFDT.first == 0)
+        #expect(zip(audioTFDT, audioTFDT.dropFirst()).enumerated().allSatisfy { i, pair in
+            pair.1 - pair.0 == (audio.segments[i].duration * 48000 + 500_000) / 1_000_000 + (i == 0 ? 1024 : 0) }, "audio tfdt \(audioTFDT)")
+        let edits = try MP4Boxes.editLists(audioFolder + "/init.mp4")
+        #expect(edits.count == 1 && edits[0].entries.count == 1 && edits[0].entries[0].mediaTime == 1024)
+        let single = Fixtures.temporaryDirectory("single").appendingPathComponent("single.mp4")
+        let session = ExportSession(asset: try await Asset.open(source), outputURL: single)
+        session.audioSettings = AudioSettings(codec: .aac)
+        session.includesVideo = false
+        try await session.export()
+        let reference = try await AudioAnalysis.decodeMono(single.path)
+        let presented = try await presentedAudio(audioPlaylist)
+        #expect(presented.count == reference.count, "audio playlist \(presented.count) samples, single pass \(reference.count)")
+        let sourceAudio = try await AudioAnalysis.decodeMono(source)
+        let joins = package.summary.plan.audioSegments(track: 0).compactMap { $0.audio?.keepStart }.map { Int($0) }
+        #expect(joins.count >= 2)
+        for center in joins + [sourceAudio.count - 3000] {
+            #expect(await AudioAnalysis.lag(of: presented, against: sourceAudio, around: center) == 0, "lag at sample \(center)")
+        }
+
+        // DASH over the same segments: ffmpeg opens it and decodes every representation whole.
+        let mpd = package.dir.appendingPathComponent("show.mpd").path
+        let dash = try await Probe(mpd, countFrames: true)
+        #expect(dash.all("video").count == 2 && dash.all("video").allSatisfy { $0.readFrames == sourceFrames })
+        #expect(dash.all("audio").count == 1)
+        let manifest = try String(contentsOfFile: mpd, encoding: .utf8)
+        #expect(manifest.components(separatedBy: "<AdaptationSet").count - 1 == 2)
+        #expect(manifest.contains("<SegmentTimeline>"))
+
+        // Published whole: the manifests and one folder per rendition, nothing temporary.
+        let names = Set(try FileManager.default.contentsOfDirectory(atPath: package.dir.path))
+        #expect(names == ["show.m3u8", "show.mpd", "show-180p-400k", "show-90p-120k", "show-audio-1"])
+    }
+
+    @Test("an existing package is kept without -y and replaced whole with it; nothing half-written on refusal")
+    func publishing() async throws {
+        let dir = Fixtures.temporaryDirectory("republish")
+        let rung = [LadderRung(width: 160, height: 90, bitrate: 100_000)]
+        _ = try await makePackage(dash: false, ladder: rung, preset: "ultrafast", in: dir)
+        let before = Set(try FileManager.default.contentsOfDirectory(atPath: dir.path))
+        #expect(before == ["show.m3u8", "show-90p-100k", "show-audio-1"])
+        // A rendition folder in the way, without -y: refused before any work, nothing touched.
+        try FileManager.default.removeItem(atPath: dir.appendingPathComponent("show.m3u8").path)
+        await #expect(throws: MediaError.self) { _ = try await makePackage(dash: false, ladder: rung, preset: "ultrafast", in: dir) }
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: dir.path)) == ["show-90p-100k", "show-audio-1"])
+        // With -y the package is written again, whole.
+        _ = try await makePackage(dash: false, ladder: rung, preset: "ultrafast", overwrite: true, in: dir)
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: dir.path)) == before)
+        #expect(try await Probe(dir.appendingPathComponent("show.m3u8").path, countFrames: true).first("video")?.readFrames == 13 * 25)
+    }
+
+    @Test("a segment damaged after it was encoded fails the packaging and leaves nothing beside the output")
+    func damagedSegment() async throws {
+        let source = try await Fixtures.clip(Self.clip)
+        let work = Fixtures.temporaryDirectory("package-segments")
+        let first = Fixtures.temporaryDirectory("package-first").appendingPathComponent("show.m3u8")
+        let request = TranscodeRequest(
+            video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: AudioSettings(codec: .aac), fileType: .mp4,
+            package: PackageRequest(ladder: [LadderRung(width: 160, height: 90, bitrate: 100_000)], dash: true))
+        let summary = try await Transcoder(options: .init(source: source, output: first, request: request, jobs: 2,
+                                                          keepSegmentsIn: work)).run()
+        let video = try #require(summary.segments.first { !($0.path.isEmpty) && summary.plan.videoSegments.map(\.index).contains($0.index) })
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: video.path))
+        bytes[bytes.count / 2] ^= 0xff
+        try bytes.write(to: URL(fileURLWithPath: video.path))
+        let dir = Fixtures.temporaryDirectory("package-damaged")
+        await #expect(throws: MediaError.self) {
+            _ = try await Packager(plan: summary.plan).package(
+                segments: Dictionary(uniqueKeysWithValues: summary.segments.map { ($0.index, $0.path) }),
+                checksums: Dictionary(uniqueKeysWithValues: summary.segments.map { ($0.index, $0.checksum) }),
+                to: dir.appendingPathComponent("show.m3u8"))
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+    }
+
+    @Test("a range that starts between frames: every frame of it, the playlist from zero, DASH valid")
+    func rangeBetweenFrames() async throws {
+        let source = try await Fixtures.clip(Self.clip)
+        let dir = Fixtures.temporaryDirectory("package-range")
+        let master = dir.appendingPathComponent("show.m3u8")
+        // 1.3 s falls between the frames at 1.28 and 1.32 s: the first frame is 20 ms after zero.
+        let request = TranscodeRequest(
+            video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: AudioSettings(codec: .aac), fileType: .mp4,
+            range: MediaTimeRange(start: MediaTime(value: 13, timescale: 10), duration: MediaTime(seconds: 7)),
+            package: PackageRequest(ladder: [LadderRung(width: 160, height: 90, bitrate: 100_000)],
+                                    segmentDuration: MediaTime(seconds: 2), dash: true))
+        _ = try await Transcoder(options: .init(source: source, output: master, request: request, jobs: 2)).run()
+        let folder = dir.appendingPathComponent("show-90p-100k").path
+        let list = try mediaPlaylist(folder + "/index.m3u8")
+        #expect(try await Probe(folder + "/index.m3u8", countFrames: true).first("video")?.readFrames == 7 * 25)
+        // The playlist covers [0, end of the last frame): 20 ms of empty edit, then 175 frames.
+        #expect(list.segments.reduce(0) { $0 + $1.duration } == 7_020_000)
+        let manifest = try String(contentsOfFile: dir.appendingPathComponent("show.mpd").path, encoding: .utf8)
+        #expect(!manifest.contains("presentationTimeOffset=\"-"))
+        let dash = try await Probe(dir.appendingPathComponent("show.mpd").path, countFrames: true)
+        #expect(dash.first("video")?.readFrames == 7 * 25)
+    }
+
+    @Test("a source the package cannot use fails with a clear error and leaves nothing")
+    func refusal() async throws {
+        let dir = Fixtures.temporaryDirectory("refused")
+        let audioOnly = try await Fixtures.generated("package-audio-only.m4a", ffmpeg: ["-f", "lavfi", "-i", "sine=d=3", "-c:a", "aac"])
+        let request = TranscodeRequest(
+            video: VideoSettings(codec: .h264), audio: AudioSettings(codec: .aac), fileType: .mp4,
+            package: PackageRequest(ladder: nil))
+        await #expect(throws: (any Error).self) {
+            _ = try await Transcoder(options: .init(source: audioOnly, output: dir.appendingPathComponent("x.m3u8"),
+                                                    request: request, jobs: 1)).run()
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+    }
+}

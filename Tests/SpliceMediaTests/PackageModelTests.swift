@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+@testable import SpliceMedia
+
+@Suite("Streaming package model: ladder, grid, playlist arithmetic")
+struct PackageModelTests {
+    @Test("--ladder rungs parse with their capped rates; bad ones are refused naming the flag")
+    func rungs() throws {
+        let rung = try LadderRung(parsing: "1280x720@3M")
+        #expect(rung.width == 1280 && rung.height == 720 && rung.bitrate == 3_000_000)
+        #expect(rung.maxBitrate == 3_300_000 && rung.bufferSize == 6_000_000)
+        let byHeight = try LadderRung(parsing: "720p@1.5M")
+        #expect(byHeight.width == nil && byHeight.height == 720 && byHeight.bitrate == 1_500_000)
+        #expect(try LadderRung(parsing: "640x360@800k").bitrate == 800_000)
+        for bad in ["1280x720", "abc@3M", "1280x720@0", "1280x@3M", "8x8@1M", "1280x720@3.M"] {
+            #expect(throws: SettingsError.self, "\(bad)") { try LadderRung(parsing: bad) }
+        }
+        #expect(try PackageRequest.parseLadder("auto") == nil)
+        #expect(try PackageRequest.parseLadder("1280x720@3M,640x360@1M")?.map(\.height) == [720, 360])
+    }
+
+    @Test("auto ladder: the reference rungs at or below the source's height")
+    func automatic() {
+        #expect(LadderRung.automatic(sourceHeight: 1080).map(\.height) == [1080, 720, 540, 432, 360, 234])
+        #expect(LadderRung.automatic(sourceHeight: 720).map(\.height) == [720, 540, 432, 360, 234])
+        #expect(LadderRung.automatic(sourceHeight: 600).first?.height == 540)
+        #expect(LadderRung.automatic(sourceHeight: 181).map(\.height) == [180])
+    }
+
+    @Test("a package takes its sizes and rates from the ladder only, and needs h264")
+    func validation() {
+        let package = PackageRequest()
+        #expect(throws: SettingsError.self) { try package.validate(video: VideoSettings(codec: .h264, quality: 20)) }
+        #expect(throws: SettingsError.self) { try package.validate(video: VideoSettings(codec: .hevc)) }
+        #expect(throws: SettingsError.self) { try package.validate(video: nil) }
+        #expect(throws: SettingsError.self) {
+            try PackageRequest(segmentDuration: MediaTime(value: 1, timescale: 2)).validate(video: VideoSettings(codec: .h264))
+        }
+        #expect(throws: Never.self) { try package.validate(video: VideoSettings(codec: .h264, preset: "fast")) }
+    }
+
+    @Test("video is cut on whole streaming segments, fewer per Splice segment when the lanes need them")
+    func gridCuts() {
+        let asset = SegmentPlannerTests.asset(seconds: 30)
+        let seconds = { (cuts: [(MediaTime?, MediaTime?, Int64?)]) in cuts.dropFirst().compactMap { $0.0?.converted(to: 1).value } }
+        let grid = MediaTime(seconds: 6)
+        var planner = SegmentPlanner(targetDuration: MediaTime(seconds: 10))
+        #expect(seconds(planner.gridCuts(asset: asset, zero: .zero, end: nil, hasRange: false, grid: grid)) == [12, 24])
+        planner.lanes = 4
+        #expect(seconds(planner.gridCuts(asset: asset, zero: .zero, end: nil, hasRange: false, grid: grid)) == [6, 12, 18, 24])
+        // A remainder under the minimum joins the segment before (its IDR is still forced on the grid).
+        let short = SegmentPlannerTests.asset(seconds: 12)
+        planner.lanes = 1
+        planner.targetDuration = MediaTime(seconds: 4)
+        let end = MediaTime(value: 125, timescale: 10)
+        #expect(seconds(planner.gridCuts(asset: short, zero: .zero, end: end, hasRange: true, grid: MediaTime(seconds: 4))) == [4, 8])
+    }
+
+    @Test("keyframe grid: the next multiple strictly after a time")
+    func nextMultiple() {
+        let grid = MediaTime(seconds: 6)
+        #expect(grid.nextMultiple(after: .zero) == MediaTime(seconds: 6))
+        #expect(grid.nextMultiple(after: MediaTime(value: 5999, timescale: 1000)) == MediaTime(seconds: 6))
+        #expect(grid.nextMultiple(after: MediaTime(seconds: 6)) == MediaTime(seconds: 12))
+    }
+
+    @Test("playlist numbers: exact decimals, the target duration rule")
+    func arithmetic() {
+        #expect(decimal(1, 3, places: 6) == "0.333333")
+        #expect(decimal(2, 3, places: 6) == "0.666667")
+        #expect(decimal(193_536, 48000, places: 6) == "4.032000")
+        #expect(decimal(30000, 1001, places: 3) == "29.970")
+        let segment = { (d: Int64) in WrittenSegment(name: "s", start: 0, duration: d, mediaStart: 0, mediaDuration: d, bytes: 1) }
+        var rendition = WrittenRendition(folder: "v", timescale: 1000, presentationOffset: 0,
+                                         segments: [segment(6000), segment(6499), segment(2000)],
+                                         reference: try! JSONDecoder().decode(CodecParameters.self, from: Data(Self.h264.utf8)), packets: 3)
+        #expect(HLSPlaylist.targetDuration(rendition) == 6)
+        rendition.segments.append(segment(6500))
+        #expect(HLSPlaylist.targetDuration(rendition) == 7)
+        #expect(CodecString.of(rendition.reference) == "avc1.64001f")
+    }
+
+    /// An H.264 stream's parameters with avcC extradata (High, level 3.1).
+    static let h264 = """
+        {"mediaType":"video","codecName":"h264","extradata":"AWQAH//hAAA=","bitRate":0,"bitsPerCodedSample":0,
+         "bitsPerRawSample":0,"profile":100,"level":31,"width":1280,"height":720,"sampleAspectRatio":{"numerator":1,"denominator":1},
+         "fieldOrder":0,"colorRange":0,"colorPrimaries":2,"colorTransfer":2,"colorSpace":2,"chromaLocation":0,"videoDelay":0,
+         "channels":0,"sampleRate":0,"blockAlign":0,"frameSize":0,"initialPadding":0,"trailingPadding":0,"seekPreroll":0,
+         "timeBase":{"numerator":1,"denominator":12800}}
+        """
+}
