@@ -3,7 +3,7 @@
 import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-let usage = "usage: splice-bench export [runs] | transcode [runs] | store [options] | cluster [options] | codec [iterations]"
+let usage = "usage: splice-bench export [runs] | transcode [runs] | store [options] | cluster [options] | codec [iterations] | transfer [options]"
 do {
     switch arguments.first {
     case "export": try ExportBenchmark.run(arguments: Array(arguments.dropFirst()))
@@ -11,6 +11,7 @@ do {
     case "store": try await StoreBenchmark.run(Array(arguments.dropFirst()))
     case "cluster": try await ClusterBenchmark.run(Array(arguments.dropFirst()))
     case "codec": try CodecBenchmark.run(Array(arguments.dropFirst()))
+    case "transfer": try await TransferBenchmark.run(Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data((usage + "\n").utf8))
         exit(64)

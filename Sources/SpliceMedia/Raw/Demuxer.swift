@@ -32,8 +32,16 @@ final class Demuxer {
             }
         }
         var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
+        // A web source may only open web resources (an HLS playlist naming file: or concat: is
+        // refused), whatever FFmpeg's nested demuxers would otherwise follow.
+        var options: OpaquePointer? = nil
+        defer { av_dict_free(&options) }
+        let lowered = location.lowercased()
+        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
+            av_dict_set(&options, "protocol_whitelist", "http,https,tcp,tls,crypto", 0)
+        }
         // On failure avformat_open_input frees the context itself and sets ctx to NULL.
-        let ret = avformat_open_input(&ctx, location, nil, nil)
+        let ret = avformat_open_input(&ctx, location, nil, &options)
         guard ret >= 0, let opened = ctx else {
             if ret == splice_AVERROR(ENOENT) {
                 throw MediaError(.fileNotFound, "cannot open '\(location)': no such file; check the path",

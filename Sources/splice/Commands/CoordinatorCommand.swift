@@ -47,6 +47,11 @@ struct CoordinatorCommand: Command {
         help: "Only accept jobs whose input lies in this folder (links resolved; repeatable). Recommended for a "
             + "shared cluster: a client cannot make the coordinator read its own files.",
         isRepeatable: true)
+    static let sourceProtocols = Option<String>(
+        "source-protocols", valueName: "list",
+        help: "Protocols a job's input may use, comma-separated: file (absolute paths), http, https… Anything "
+            + "else FFmpeg could open (concat:, subfile:, devices) is refused at submit.",
+        default: "file,http,https", environment: "SPLICE_SOURCE_PROTOCOLS")
     static let metricsEndpoint = DaemonOptions.metricsEndpoint(
         default: "127.0.0.1:9450", serves: "the status page (/), /metrics, /healthz and /readyz")
     static let outputRoot = Option<String>(
@@ -66,7 +71,7 @@ struct CoordinatorCommand: Command {
             (--metrics-endpoint).
             """,
         arguments: [database, stateDirectory, workersEndpoint, apiEndpoint, spool, secretKey, adminKeys, insecure,
-                    leaseSeconds, maxAttempts, inputRoot, outputRoot, metricsEndpoint] + DaemonOptions.arguments,
+                    leaseSeconds, maxAttempts, inputRoot, outputRoot, sourceProtocols, metricsEndpoint] + DaemonOptions.arguments,
         onShutdown: .notify)
 
     let database: String?
@@ -81,6 +86,7 @@ struct CoordinatorCommand: Command {
     let maxAttempts: Int
     let inputRoots: [String]
     let outputRoots: [String]
+    let sourceProtocols: [String]
     let metricsEndpoint: MetricsEndpointSetting
     let daemon: DaemonOptions
 
@@ -97,6 +103,7 @@ struct CoordinatorCommand: Command {
         maxAttempts = try arguments.value(Self.maxAttempts)
         inputRoots = arguments.values(Self.inputRoot)
         outputRoots = arguments.values(Self.outputRoot)
+        sourceProtocols = try arguments.value(Self.sourceProtocols).split(separator: ",").map(String.init)
         metricsEndpoint = try arguments.value(Self.metricsEndpoint)
         daemon = DaemonOptions(arguments)
     }
@@ -144,6 +151,7 @@ struct CoordinatorCommand: Command {
         configuration.version = SpliceCommand.version
         configuration.inputRoots = inputRoots.map(SubmitCommand.absolutePath)
         configuration.outputRoots = outputRoots.map(SubmitCommand.absolutePath)
+        configuration.sourceProtocols = sourceProtocols
         return configuration
     }
 
