@@ -224,3 +224,44 @@ struct TransferPortTests {
         await link.stop()
     }
 }
+
+@Suite("Source excerpts cut by the coordinator", .timeLimit(.minutes(2)))
+struct ExcerptTaskTests {
+    @Test("cut in a `splice media-task` child: the worker's encode from it matches the encode from the source")
+    func childCut() async throws {
+        let clip = try await Fixtures.clip(Fixtures.ClipSpec(seconds: "4", width: 320, height: 240, sampleRate: 48_000))
+        let plan = try await SegmentPlanner(targetDuration: MediaTime(seconds: 1))
+            .plan(asset: try await Asset.open(clip), video: VideoSettings(codec: .h264, preset: "ultrafast"),
+                  audio: AudioSettings(codec: .aac), fileType: .mp4)
+        let media = MediaTaskRunner(isolation: .childProcess(executable: try Fixtures.spliceExecutable().path))
+        let dir = Fixtures.temporaryDirectory("excerpt-task")
+        let segment = plan.segments[plan.segments.count / 2].index
+        let excerpt = dir.appendingPathComponent("excerpt.splseg")
+        let written = try await media.excerpt(plan: plan, segment: segment, output: excerpt.path)
+        #expect(written.bytes == Int64(try Data(contentsOf: excerpt).count))
+        let fromExcerpt = try await SegmentExporter(plan: plan)
+            .export(segment: segment, to: dir.appendingPathComponent("a.splseg"), from: excerpt)
+        let fromSource = try await SegmentExporter(plan: plan).export(segment: segment, to: dir.appendingPathComponent("b.splseg"))
+        #expect(fromExcerpt.checksum == fromSource.checksum)
+    }
+
+    @Test("a source that is gone fails the cut with its path in the reason, and leaves no file")
+    func sourceGone() async throws {
+        let clip = try await Fixtures.clip(Fixtures.ClipSpec(seconds: "2", width: 320, height: 240, sampleRate: nil))
+        let dir = Fixtures.temporaryDirectory("excerpt-gone")
+        let source = dir.appendingPathComponent("source.mp4")
+        try FileManager.default.copyItem(atPath: clip, toPath: source.path)
+        let plan = try await SegmentPlanner(targetDuration: MediaTime(seconds: 1))
+            .plan(asset: try await Asset.open(source.path), video: VideoSettings(codec: .h264, preset: "ultrafast"),
+                  audio: nil, fileType: .mp4)
+        try FileManager.default.removeItem(at: source)
+        let media = MediaTaskRunner(isolation: .childProcess(executable: try Fixtures.spliceExecutable().path))
+        let output = dir.appendingPathComponent("excerpt.splseg")
+        let error = await #expect(throws: MediaError.self) {
+            _ = try await media.excerpt(plan: plan, segment: 0, output: output.path)
+        }
+        #expect(error?.code == .fileNotFound)
+        #expect(error?.message.contains(source.path) == true, "\(String(describing: error?.message))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+    }
+}

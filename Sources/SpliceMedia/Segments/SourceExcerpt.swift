@@ -42,7 +42,7 @@ public enum SourceExcerpt {
     }
 
     /// An excerpt written to disk.
-    public struct Written: Sendable, Hashable {
+    public struct Written: Sendable, Codable, Hashable {
         public var path: String
         public var checksum: SHA256Digest
         public var bytes: Int64
