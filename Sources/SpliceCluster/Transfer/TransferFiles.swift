@@ -53,12 +53,15 @@ struct TransferReadFailure: Error, Sendable {
 /// place by ``commit()`` once complete and verified; released uncommitted, it is removed, so a
 /// half file never sits at the destination.
 final class PartialFile: @unchecked Sendable {
-    // Unchecked: the descriptor is written with pwrite at distinct offsets (safe from any thread);
-    // `committed` is set once, by the transfer that owns this file, after its last write.
+    // Unchecked: one transfer owns it and awaits each write before the next, so its state (the
+    // running hash, `committed`) is only ever touched by one task at a time.
     let destination: String
     let temporaryPath: String
     private let fd: Int32
     private var committed = false
+    /// The hash of bytes `[0, hashedUpTo)`, while they have arrived in order; nil once they have not.
+    private var stream: SHA256Stream? = SHA256Stream()
+    private var hashedUpTo: Int64 = 0
 
     private init(destination: String, temporaryPath: String, fd: Int32) {
         self.destination = destination
@@ -84,10 +87,15 @@ final class PartialFile: @unchecked Sendable {
         return PartialFile(destination: destination.path, temporaryPath: temporary, fd: fd)
     }
 
-    /// Writes `bytes` at `offset`.
+    /// Writes `bytes` at `offset`; when the bytes before them have all been hashed (chunks that
+    /// arrive in order, the usual case), hashes them too, so ``commit(size:checksum:)`` need not
+    /// read the file back.
     func write(_ bytes: Data, at offset: Int64) async throws(TransferError) {
         let fd = self.fd
+        let stream = offset == hashedUpTo ? self.stream : nil
+        if stream == nil { self.stream = nil }  // out of order: the file is hashed whole at the end
         let failure = (try? await TransferFiles.perform { () -> Int32 in
+            stream?.update(bytes)
             var done = 0
             while done < bytes.count {
                 let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done)) }
@@ -98,6 +106,7 @@ final class PartialFile: @unchecked Sendable {
             return 0
         }) ?? EIO
         if failure != 0 { throw TransferError.writing(temporaryPath, errno: failure) }
+        if stream != nil { hashedUpTo += Int64(bytes.count) }
     }
 
     /// Flushes to disk, checks the size and the SHA-256, and renames into place; throws (and
@@ -116,7 +125,11 @@ final class PartialFile: @unchecked Sendable {
         }
         let actual: SHA256Digest
         do {
-            actual = try await TransferFiles.checksum(temporary)
+            if let stream, hashedUpTo == size {
+                actual = stream.finish()
+            } else {
+                actual = try await TransferFiles.checksum(temporary)
+            }
         } catch {
             throw TransferError(.writeFailed, "cannot read back \(temporary): \(error)", isRetryable: true)
         }

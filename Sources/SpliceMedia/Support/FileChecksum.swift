@@ -24,3 +24,22 @@ public enum FileChecksum {
         return hash.finalDigest()
     }
 }
+
+/// SHA-256 computed piece by piece, for bytes that arrive in order (a transfer's chunks), so the
+/// file need not be read back to be checked.
+public final class SHA256Stream: @unchecked Sendable {
+    // Unchecked: one owner feeds it, each update finished before the next begins (a transfer awaits
+    // every chunk's write, hash included, before it handles the next).
+    private let hash = ContentHash()
+
+    public init() {}
+
+    public func update(_ bytes: Data) {
+        bytes.withUnsafeBytes { hash.update($0) }
+    }
+
+    /// The digest of everything fed so far (call once).
+    public func finish() -> SHA256Digest {
+        hash.finalDigest()
+    }
+}
