@@ -6,12 +6,13 @@ import SpliceMedia
 import SpliceWire
 
 /// `splice-bench transfer`: one file fetched over the data endpoint (`splice-data` 1) on loopback,
-/// coordinator ROUTER → worker DEALER, both `TransferPort`s in this process, with CURVE off and
+/// coordinator ROUTER → worker DEALER, both `TransferPort`s in this process (each side with a
+/// ZeroMQ context, so an I/O thread, of its own, as on two machines), with CURVE off and
 /// on. Prints MB/s (the whole fetch: chunks written to disk, then the SHA-256 check and rename)
 /// and the process's peak RSS during the fetch (both sides together; the file is written with
 /// pwrite, so the page cache is not counted).
 ///
-///     splice-bench transfer [--megabytes 256] [--runs 3] [--chunk-kib 1024] [--window-mib 64]
+///     splice-bench transfer [--megabytes 256] [--runs 3] [--chunk-kib 1024] [--window-mib 16]
 enum TransferBenchmark {
     static func run(_ arguments: [String]) async throws {
         var megabytes = 256, runs = 3
@@ -59,7 +60,8 @@ enum TransferBenchmark {
 
     private static func fetchOnce(source: URL, size: Int64, checksum: SHA256Digest, to destination: URL, curve: Bool,
                                   options: TransferOptions) async throws -> TransferPort.Report {
-        let context = try WireContext()
+        // A context (and so a libzmq I/O thread, which does the CURVE work) per side, as on two machines.
+        let context = try WireContext(), workerContext = try WireContext()
         let serverKeys = try CurveKeyPair.generate(), workerKeys = try CurveKeyPair.generate()
         var zap: ZAPHandler?
         var routerOptions = WireOptions.router()
@@ -72,7 +74,7 @@ enum TransferBenchmark {
         let router = DataEndpoint(try await WireEndpoint.bind(["tcp://127.0.0.1:*"], type: .router, context: context,
                                                               options: routerOptions))
         let dealer = DataEndpoint(try await WireEndpoint.connect(router.wire.endpoints[0], type: .dealer,
-                                                                 context: context, options: dealerOptions))
+                                                                 context: workerContext, options: dealerOptions))
         let logger = Logger(level: .error)
         let coordinator = TransferPort(endpoint: router, options: options, logger: logger)
         let worker = TransferPort(endpoint: dealer, options: options, logger: logger)
@@ -85,6 +87,7 @@ enum TransferBenchmark {
         await dealer.close(linger: .zero)
         await router.close(linger: .zero)
         await zap?.close()
+        await workerContext.terminate()
         await context.terminate()
         return report
     }
@@ -93,14 +96,18 @@ enum TransferBenchmark {
         guard let handle = FileHandle(forWritingAtPath: url.path)
             ?? (FileManager.default.createFile(atPath: url.path, contents: nil) ? FileHandle(forWritingAtPath: url.path) : nil)
         else { throw TransferBenchmarkError("cannot write \(url.path)") }
-        var generator = SystemRandomNumberGenerator()
-        var block = [UInt8](repeating: 0, count: 1 << 20)
+        // Incompressible bytes from a xorshift generator seeded once (getrandom per word costs more
+        // than the transfer being measured).
+        var state = UInt64.random(in: 1...UInt64.max)
+        var block = [UInt64](repeating: 0, count: (1 << 20) / 8)
         for _ in 0..<(count >> 20) {
-            for i in stride(from: 0, to: block.count, by: 8) {
-                let word = generator.next()
-                withUnsafeBytes(of: word) { block.replaceSubrange(i..<i + 8, with: $0) }
+            for i in block.indices {
+                state ^= state << 13
+                state ^= state >> 7
+                state ^= state << 17
+                block[i] = state
             }
-            handle.write(Data(block))
+            handle.write(block.withUnsafeBytes { Data($0) })
         }
         try handle.close()
     }

@@ -53,8 +53,9 @@ struct TransferReadFailure: Error, Sendable {
 /// place by ``commit()`` once complete and verified; released uncommitted, it is removed, so a
 /// half file never sits at the destination.
 final class PartialFile: @unchecked Sendable {
-    // Unchecked: one transfer owns it and awaits each write before the next, so its state (the
-    // running hash, `committed`) is only ever touched by one task at a time.
+    // Unchecked: one transfer owns it and awaits each write before the next, so its state
+    // (`committed`, the offsets) is only ever touched by one task at a time; the running hash is
+    // fed on the serial `hashing` queue only, in write order, and read after the group is done.
     let destination: String
     let temporaryPath: String
     private let fd: Int32
@@ -62,6 +63,13 @@ final class PartialFile: @unchecked Sendable {
     /// The hash of bytes `[0, hashedUpTo)`, while they have arrived in order; nil once they have not.
     private var stream: SHA256Stream? = SHA256Stream()
     private var hashedUpTo: Int64 = 0
+    /// Hashing runs on a queue of its own, beside the writes and the network (it costs as much as
+    /// the rest of a transfer); at most `hashBacklog` chunks wait for it, which bounds the memory
+    /// they hold, and ``commit(size:checksum:)`` waits for the last.
+    private let hashing = DispatchQueue(label: "splice.transfer.hash")
+    private let hashSlots = DispatchSemaphore(value: PartialFile.hashBacklog)
+    private let hashed = DispatchGroup()
+    static let hashBacklog = 16
 
     private init(destination: String, temporaryPath: String, fd: Int32) {
         self.destination = destination
@@ -94,8 +102,15 @@ final class PartialFile: @unchecked Sendable {
         let fd = self.fd
         let stream = offset == hashedUpTo ? self.stream : nil
         if stream == nil { self.stream = nil }  // out of order: the file is hashed whole at the end
+        let (hashing, slots, hashed) = (self.hashing, hashSlots, self.hashed)
         let failure = (try? await TransferFiles.perform { () -> Int32 in
-            stream?.update(bytes)
+            if let stream {
+                slots.wait()  // on a Dispatch thread: the backlog is full, the hash is behind
+                hashing.async(group: hashed) {
+                    stream.update(bytes)
+                    slots.signal()
+                }
+            }
             var done = 0
             while done < bytes.count {
                 let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done)) }
@@ -126,6 +141,8 @@ final class PartialFile: @unchecked Sendable {
         let actual: SHA256Digest
         do {
             if let stream, hashedUpTo == size {
+                let hashed = self.hashed
+                await withCheckedContinuation { done in hashed.notify(queue: .global()) { done.resume() } }
                 actual = stream.finish()
             } else {
                 actual = try await TransferFiles.checksum(temporary)
