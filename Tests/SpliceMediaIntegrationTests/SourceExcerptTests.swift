@@ -68,7 +68,17 @@ struct SourceExcerptTests {
         try await checkEverySegment(Fixtures.shared("mpeg2_mp2_1080p.ts"))
     }
 
-    @Test("a segment file that is not an excerpt, or another segment's excerpt, is refused")
+    @Test("WebM: VP9 and 5.1 Vorbis (packet sizes that depend on the packet before)")
+    func webm() async throws {
+        try await checkEverySegment(Fixtures.shared("vp9_vorbis51_540p.webm"))
+    }
+
+    @Test("a phone clip: 90° display matrix, NTSC rate, 44.1 kHz AAC")
+    func rotated() async throws {
+        try await checkEverySegment(Fixtures.shared("h264_aac44k_720p_rotated90.mp4"), segmentSeconds: 2)
+    }
+
+        @Test("a segment file that is not an excerpt, or another segment's excerpt, is refused")
     func wrongExcerpt() async throws {
         let clip = try await Fixtures.clip(Fixtures.ClipSpec(seconds: "3", width: 320, height: 240, sampleRate: nil))
         let asset = try await Asset.open(clip)
