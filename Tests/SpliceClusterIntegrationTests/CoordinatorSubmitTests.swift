@@ -174,7 +174,7 @@ struct CoordinatorSubmitTests {
     }
 }
 
-@Suite("Source protocols at submit", .timeLimit(.minutes(2)))
+@Suite("Source protocols at submit", .timeLimit(.minutes(4)))
 struct SourceProtocolTests {
     @Test("only file, http and https inputs are accepted by default; concat:, subfile:, devices are refused with the list")
     func allowList() async throws {

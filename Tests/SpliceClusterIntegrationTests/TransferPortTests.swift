@@ -67,13 +67,16 @@ private func leftovers(_ dir: URL) throws -> [String] {
     try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".partial") }
 }
 
-@Suite("Transfers on the data endpoint", .timeLimit(.minutes(2)))
+@Suite("Transfers on the data endpoint", .timeLimit(.minutes(4)))
 struct TransferPortTests {
     static let small: TransferOptions = {
         var options = TransferOptions()
         options.chunkBytes = 64 << 10
         options.maxInFlightBytes = 256 << 10
-        options.stallTimeout = .milliseconds(400)
+        // Short enough for the reconnection test, long enough that a loaded machine (the whole
+        // suite at once on two cores) does not stall a healthy transfer.
+        options.stallTimeout = .seconds(1)
+        options.maxStalls = 20
         return options
     }()
 
@@ -101,10 +104,11 @@ struct TransferPortTests {
         _ = try await link.coordinator.fetch(resultID, size: offer.size, checksum: offer.checksum, from: peer, to: spooled)
         #expect(try Data(contentsOf: spooled) == Data(contentsOf: result))
         #expect(try leftovers(dir).isEmpty)
+        // Received bytes count each chunk once; a sender may have sent one twice after a stall.
         let (workerIn, workerOut) = (await link.worker.bytesIn, await link.worker.bytesOut)
         let (coordinatorIn, coordinatorOut) = (await link.coordinator.bytesIn, await link.coordinator.bytesOut)
-        #expect(workerIn == 5_000_001 && workerOut == 1_234_567)
-        #expect(coordinatorOut == 5_000_001 && coordinatorIn == 1_234_567)
+        #expect(workerIn == 5_000_001 && workerOut >= 1_234_567)
+        #expect(coordinatorOut >= 5_000_001 && coordinatorIn == 1_234_567)
         await link.stop()
     }
 
@@ -156,20 +160,20 @@ struct TransferPortTests {
     func resumesAfterReconnect() async throws {
         let dir = Fixtures.temporaryDirectory("transfer-resume")
         var link = try await DataLink.start(options: Self.small)
-        let (file, sum) = try await randomFile(dir, "excerpt.splseg", bytes: 3_000_000)
+        let (file, sum) = try await randomFile(dir, "excerpt.splseg", bytes: 40_000_000)
         let id = try #require(TransferFileID("resume"))
         await link.coordinator.offer(id, path: file.path)
         let destination = dir.appendingPathComponent("received.splseg")
         let worker = link.worker
-        let fetching = Task { try await worker.fetch(id, size: 3_000_000, checksum: sum, from: .upstream, to: destination) }
+        let fetching = Task { try await worker.fetch(id, size: 40_000_000, checksum: sum, from: .upstream, to: destination) }
         // Cut the coordinator's side off once part of the file went out, then bind again on the same port.
         let boundTo = link.router.wire.endpoints[0]
         let coordinator = link.coordinator
-        #expect(await eventually(within: .seconds(20)) { await coordinator.bytesOut >= 500_000 })
+        #expect(await eventually(within: .seconds(20)) { await coordinator.bytesOut >= 10_000_000 })
         link.tasks[0].cancel()
         await link.router.close(linger: .zero)
         let sentBefore = await link.coordinator.bytesOut
-        #expect(sentBefore < 3_000_000, "the transfer was interrupted mid-file")
+        #expect(sentBefore < 40_000_000, "the transfer was interrupted mid-file")
         try await Task.sleep(for: .milliseconds(300))
         link.router = DataEndpoint(try await WireEndpoint.bind([boundTo], type: .router, context: link.context,
                                                                options: .router(curve: .server(keys: link.serverKeys))))
@@ -178,10 +182,13 @@ struct TransferPortTests {
         link.tasks.append(Task { await restarted.run() })
         await restarted.offer(id, path: file.path)
         let report = try await fetching.value
-        #expect(report.bytes == 3_000_000)
+        #expect(report.bytes == 40_000_000)
         #expect(try Data(contentsOf: destination) == Data(contentsOf: file))
+        // The restarted side sent what had not arrived (at most 30 MB, plus a window for each stall
+        // that asked again), not the file from the start (40 MB).
         let resent = await restarted.bytesOut
-        #expect(resent < 3_000_000, "only what had not arrived was sent again (\(resent) bytes)")
+        #expect(resent <= 40_000_000 - sentBefore + 2_000_000, "only what had not arrived was sent again (\(resent) bytes)")
+        #expect(await worker.bytesIn == 40_000_000, "every chunk was accepted once")
         await link.stop()
     }
 
@@ -225,7 +232,7 @@ struct TransferPortTests {
     }
 }
 
-@Suite("Source excerpts cut by the coordinator", .timeLimit(.minutes(2)))
+@Suite("Source excerpts cut by the coordinator", .timeLimit(.minutes(4)))
 struct ExcerptTaskTests {
     @Test("cut in a `splice media-task` child: the worker's encode from it matches the encode from the source")
     func childCut() async throws {
