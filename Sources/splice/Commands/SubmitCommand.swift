@@ -14,7 +14,8 @@ import Glibc
 /// hands a job to the cluster's coordinator.
 struct SubmitCommand: ClientCommand {
     static let input = Positional<String>("input",
-        help: "The source file, on storage the coordinator and the workers can read.") { $0 }
+        help: "The source: a file on storage the coordinator and the workers can read, or an http(s) URL "
+            + "(the coordinator's --source-protocols decide which).") { $0 }
     static let output = Positional<String>("output",
         help: "The file to write (.mp4, .mov, .mkv, .webm), as the coordinator sees it.") { $0 }
     static let segmentSeconds = TranscodeCommand.segmentSeconds
