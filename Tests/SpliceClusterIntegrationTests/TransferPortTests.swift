@@ -22,11 +22,15 @@ private struct DataLink {
     let worker: TransferPort
     var tasks: [Task<Void, Never>]
 
-    static func start(options: TransferOptions, bind: String = "tcp://127.0.0.1:*") async throws -> DataLink {
+    /// Other enrolled workers' keys (enrolled, not connected).
+    let otherKeys: [CurveKeyPair]
+
+    static func start(options: TransferOptions, alsoEnrolled otherKeys: [CurveKeyPair] = []) async throws -> DataLink {
         let context = try WireContext()
         let serverKeys = try CurveKeyPair.generate(), workerKeys = try CurveKeyPair.generate()
-        let zap = try await ZAPHandler.start(context: context, authorizer: EnrolledKeys([workerKeys.publicKey]))
-        let router = DataEndpoint(try await WireEndpoint.bind([bind], type: .router, context: context,
+        let zap = try await ZAPHandler.start(context: context,
+                                             authorizer: EnrolledKeys([workerKeys.publicKey] + otherKeys.map(\.publicKey)))
+        let router = DataEndpoint(try await WireEndpoint.bind(["tcp://127.0.0.1:*"], type: .router, context: context,
                                                               options: .router(curve: .server(keys: serverKeys))))
         let dealer = DataEndpoint(try await WireEndpoint.connect(
             router.wire.endpoints[0], type: .dealer, context: context,
@@ -36,7 +40,7 @@ private struct DataLink {
         let worker = TransferPort(endpoint: dealer, options: options, logger: testLogger)
         let tasks = [Task { await coordinator.run() }, Task { await worker.run() }]
         return DataLink(context: context, zap: zap, serverKeys: serverKeys, workerKeys: workerKeys, router: router,
-                        dealer: dealer, coordinator: coordinator, worker: worker, tasks: tasks)
+                        dealer: dealer, coordinator: coordinator, worker: worker, tasks: tasks, otherKeys: otherKeys)
     }
 
     func stop() async {
@@ -153,6 +157,22 @@ struct TransferPortTests {
         #expect(deleted?.code == .missing && deleted?.message.contains("No such file") == true)
         #expect(deleted?.isRetryable == true)
         #expect(try leftovers(dir).isEmpty && !FileManager.default.fileExists(atPath: destination.path))
+        await link.stop()
+    }
+
+    @Test("a file offered to one worker's key is MISSING to any other enrolled worker")
+    func offeredToOneKey() async throws {
+        let dir = Fixtures.temporaryDirectory("transfer-key")
+        let link = try await DataLink.start(options: Self.small, alsoEnrolled: [try CurveKeyPair.generate()])
+        let (file, sum) = try await randomFile(dir, "excerpt.splseg", bytes: 100_000)
+        let id = try #require(TransferFileID("for-the-other-worker"))
+        await link.coordinator.offer(id, path: file.path, to: link.otherKeys[0].publicKey)
+        let refused = await #expect(throws: TransferError.self) {
+            _ = try await link.worker.fetch(id, size: 100_000, checksum: sum, from: .upstream, to: dir.appendingPathComponent("a"))
+        }
+        #expect(refused?.code == .missing)
+        await link.coordinator.offer(id, path: file.path, to: link.workerKeys.publicKey)
+        _ = try await link.worker.fetch(id, size: 100_000, checksum: sum, from: .upstream, to: dir.appendingPathComponent("b"))
         await link.stop()
     }
 

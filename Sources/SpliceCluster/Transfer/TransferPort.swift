@@ -31,7 +31,8 @@ public actor TransferPort {
     private let endpoint: DataEndpoint
     private let options: TransferOptions
     private let logger: Logger
-    private var offers: [TransferFileID: String] = [:]
+    /// Files offered: where each is, and the only key that may fetch it (nil: whoever asks).
+    private var offers: [TransferFileID: (path: String, key: CurvePublicKey?)] = [:]
     private let announced: AsyncStream<(Offer, WirePeer)>.Continuation
     /// The OFFERs peers send (files they want this side to fetch), with the peer to fetch from.
     public nonisolated let offersReceived: AsyncStream<(Offer, WirePeer)>
@@ -50,15 +51,16 @@ public actor TransferPort {
     /// Tells `peer` that `file` is ready to be fetched from this side (and offers it).
     public func announce(_ file: TransferFileID, path: String, size: Int64, checksum: SHA256Digest,
                          to peer: WirePeer = .upstream) async throws(WireError) {
-        offers[file] = path
+        offers[file] = (path, peer.publicKey)
         try await endpoint.send(.offer(Offer(file: file, size: size, checksum: checksum)), to: peer)
     }
 
     // MARK: - Serving
 
-    /// Offers the file at `path` as `file` until ``withdraw(_:)``.
-    public func offer(_ file: TransferFileID, path: String) {
-        offers[file] = path
+    /// Offers the file at `path` as `file` until ``withdraw(_:)``: to the peer with `key` only (on
+    /// a CURVE server, the worker an excerpt was assigned to), or to whoever asks when nil.
+    public func offer(_ file: TransferFileID, path: String, to key: CurvePublicKey? = nil) {
+        offers[file] = (path, key)
     }
 
     public func withdraw(_ file: TransferFileID) {
@@ -95,7 +97,8 @@ public actor TransferPort {
     }
 
     private func serve(_ fetch: Fetch, to peer: WirePeer) async {
-        guard let path = offers[fetch.file] else {
+        // Another worker's file is answered as if it did not exist: its name gives nothing away.
+        guard let (path, key) = offers[fetch.file], key == nil || key == peer.publicKey else {
             try? await endpoint.send(.missing(Missing(file: fetch.file, reason: "not offered (withdrawn or never offered)")),
                                      to: peer)
             return
