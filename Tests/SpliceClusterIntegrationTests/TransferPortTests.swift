@@ -176,6 +176,41 @@ struct TransferPortTests {
         await link.stop()
     }
 
+    @Test("another enrolled worker cannot feed or end the coordinator's fetch of a result: its CHUNK and MISSING are ignored")
+    func intruder() async throws {
+        let dir = Fixtures.temporaryDirectory("transfer-intruder")
+        var link = try await DataLink.start(options: Self.small, alsoEnrolled: [try CurveKeyPair.generate()])
+        let (result, sum) = try await randomFile(dir, "result.splseg", bytes: 200_000)
+        let id = try #require(TransferFileID("result-of-the-worker"))
+        try await link.worker.announce(id, path: result.path, size: 200_000, checksum: sum)
+        var offers = link.coordinator.offersReceived.makeAsyncIterator()
+        let (offer, peer) = try #require(await offers.next())
+        // The worker stops answering for a while; meanwhile an intruder with its own enrolled key
+        // says the file is missing and sends a chunk of the right size with the wrong bytes.
+        link.tasks[1].cancel()
+        try await Task.sleep(for: .milliseconds(200))
+        let coordinator = link.coordinator
+        let destination = dir.appendingPathComponent("spooled.splseg")
+        let fetching = Task { try await coordinator.fetch(id, size: offer.size, checksum: offer.checksum, from: peer, to: destination) }
+        let intruder = DataEndpoint(try await WireEndpoint.connect(
+            link.router.wire.endpoints[0], type: .dealer, context: link.context,
+            options: .dealer(curve: .client(keys: link.otherKeys[0], serverKey: link.serverKeys.publicKey), immediate: false)))
+        try await Task.sleep(for: .milliseconds(300))
+        // (It cannot know the fetch's session; even the right one would not do, since its key is not the worker's.)
+        for session in [1, 2, Int(Int32.max)] {
+            try await intruder.send(.missing(Missing(file: id, reason: "I say it is gone", session: session)))
+            try await intruder.send(.chunk(Chunk(file: id, offset: 0, length: 65_536, fileSize: 200_000, session: session)),
+                                    payload: Data(count: 65_536))
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let worker = link.worker
+        link.tasks.append(Task { await worker.run() })
+        _ = try await fetching.value
+        #expect(try Data(contentsOf: destination) == Data(contentsOf: result))
+        await intruder.close(linger: .zero)
+        await link.stop()
+    }
+
     @Test("the sender goes away mid-file and comes back: the fetch asks again for what was in flight and finishes")
     func resumesAfterReconnect() async throws {
         let dir = Fixtures.temporaryDirectory("transfer-resume")
@@ -218,14 +253,15 @@ struct TransferPortTests {
         let link = try await DataLink.start(options: Self.small)
         let codec = WireCodec()
         let chunkHeader = try codec.encode(DataMessage.chunk(Chunk(file: TransferFileID("x")!, offset: 0, length: 10,
-                                                                    fileSize: 10)))
-        let fetchHeader = try codec.encode(DataMessage.fetch(Fetch(file: TransferFileID("x")!, offset: 0, length: 10)))
+                                                                    fileSize: 10, session: 1)))
+        let fetchHeader = try codec.encode(DataMessage.fetch(Fetch(file: TransferFileID("x")!, offset: 0, length: 10,
+                                                                   session: 1)))
         let hostile: [[Data]] = [
             [Data("not json".utf8)],
             [Data(#"{"protocol":"splice-worker","version":1,"type":"HEARTBEAT","body":{}}"#.utf8)],
-            [Data(#"{"protocol":"splice-data","version":1,"type":"FETCH","body":{"file":"../etc/passwd","offset":0,"length":10}}"#.utf8)],
-            [Data(#"{"protocol":"splice-data","version":1,"type":"FETCH","body":{"file":"x","offset":-5,"length":10}}"#.utf8)],
-            [Data(#"{"protocol":"splice-data","version":1,"type":"FETCH","body":{"file":"x","offset":0,"length":1073741824}}"#.utf8)],
+            [Data(#"{"protocol":"splice-data","version":1,"type":"FETCH","body":{"file":"../etc/passwd","offset":0,"length":10,"session":1}}"#.utf8)],
+            [Data(#"{"protocol":"splice-data","version":1,"type":"FETCH","body":{"file":"x","offset":-5,"length":10,"session":1}}"#.utf8)],
+            [Data(#"{"protocol":"splice-data","version":1,"type":"FETCH","body":{"file":"x","offset":0,"length":1073741824,"session":1}}"#.utf8)],
             chunkHeader,
             chunkHeader + [Data(count: 3)],
             fetchHeader + [Data(count: 3)],

@@ -16,7 +16,7 @@ public enum TransferErrorCode: String, Sendable, Hashable {
     case sizeMismatch = "size-mismatch"
     /// The received file's SHA-256 is not the one announced: a damaged chunk.
     case checksumMismatch = "checksum-mismatch"
-    /// A CHUNK that the transfer never asked for, or from another peer.
+    /// A CHUNK from the peer being fetched from that the transfer never asked for.
     case invalidChunk = "invalid-chunk"
     /// The file could not be written where it goes.
     case writeFailed = "write-failed"

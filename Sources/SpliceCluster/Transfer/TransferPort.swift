@@ -24,7 +24,7 @@ public actor TransferPort {
 
     private enum Arrival: Sendable {
         case chunk(Chunk, Data, from: WirePeer)
-        case missing(String)
+        case missing(Missing, from: WirePeer)
         case tick
     }
 
@@ -82,8 +82,8 @@ public actor TransferPort {
                     await serve(fetch, to: peer)
                 case .message(.chunk(let chunk), let payload, let peer):
                     inbox[chunk.file]?.yield(.chunk(chunk, payload ?? Data(), from: peer))
-                case .message(.missing(let missing), _, _):
-                    inbox[missing.file]?.yield(.missing(missing.reason))
+                case .message(.missing(let missing), _, let peer):
+                    inbox[missing.file]?.yield(.missing(missing, from: peer))
                 case .message(.offer(let offer), _, let peer):
                     announced.yield((offer, peer))
                 case .rejected(let rejection, let peer):
@@ -99,13 +99,14 @@ public actor TransferPort {
     private func serve(_ fetch: Fetch, to peer: WirePeer) async {
         // Another worker's file is answered as if it did not exist: its name gives nothing away.
         guard let (path, key) = offers[fetch.file], key == nil || key == peer.publicKey else {
-            try? await endpoint.send(.missing(Missing(file: fetch.file, reason: "not offered (withdrawn or never offered)")),
-                                     to: peer)
+            try? await endpoint.send(.missing(Missing(file: fetch.file, reason: "not offered (withdrawn or never offered)",
+                                                      session: fetch.session)), to: peer)
             return
         }
         switch await TransferFiles.read(path, offset: fetch.offset, length: fetch.length) {
         case .success(let (bytes, size)):
-            let chunk = Chunk(file: fetch.file, offset: fetch.offset, length: bytes.count, fileSize: size)
+            let chunk = Chunk(file: fetch.file, offset: fetch.offset, length: bytes.count, fileSize: size,
+                              session: fetch.session)
             do {
                 try await endpoint.send(.chunk(chunk), payload: bytes, to: peer)
                 bytesOut += Int64(bytes.count)
@@ -116,7 +117,8 @@ public actor TransferPort {
             }
         case .failure(let failure):
             logger.warning("cannot serve a file", ["file": fetch.file.rawValue, "path": path, "reason": failure.reason])
-            try? await endpoint.send(.missing(Missing(file: fetch.file, reason: failure.reason)), to: peer)
+            try? await endpoint.send(.missing(Missing(file: fetch.file, reason: failure.reason, session: fetch.session)),
+                                     to: peer)
         }
     }
 
@@ -152,14 +154,20 @@ public actor TransferPort {
                                  credit: options.credit)
         var lastProgress = clock.now
         var stalls = 0
-        await request(window.requests(), of: file, from: source)
+        let session = Int.random(in: WireLimits.transferSession)
+        await request(window.requests(), of: file, session: session, from: source)
         continuation.yield(.tick)  // so an empty file, complete at once, ends the loop at its first turn
         receiving: for await arrival in arrivals {
             if window.isComplete { break receiving }
             switch arrival {
             case .chunk(let chunk, let bytes, let peer):
-                if let expected = source.publicKey, peer.publicKey != expected {
-                    throw TransferError(.invalidChunk, "a chunk of \(file) came from \(peer), not from \(source)")
+                // Another enrolled peer cannot feed (or, below, end) this transfer: ignored and logged.
+                // Answers to an earlier fetch of the same file (abandoned) are not this one's.
+                guard chunk.session == session else { continue }
+                guard source.publicKey == nil || peer.publicKey == source.publicKey else {
+                    logger.warning("ignored a chunk from another peer", ["file": file.rawValue, "peer": peer.description,
+                                                                        "expected": source.description])
+                    continue
                 }
                 switch window.check(offset: chunk.offset, length: chunk.length, fileSize: chunk.fileSize) {
                 case .duplicate:
@@ -173,9 +181,13 @@ public actor TransferPort {
                     lastProgress = clock.now
                     stalls = 0
                     if window.isComplete { break receiving }
-                    await request(window.requests(), of: file, from: source)
+                    await request(window.requests(), of: file, session: session, from: source)
                 }
-            case .missing(let reason):
+            case .missing(let missing, let peer):
+                guard missing.session == session, source.publicKey == nil || peer.publicKey == source.publicKey else {
+                    continue
+                }
+                let reason = missing.reason
                 throw TransferError(.missing, "\(source) cannot send \(file): \(reason)", isRetryable: true)
             case .tick:
                 guard clock.now - lastProgress > stallTimeout else { continue }
@@ -187,7 +199,7 @@ public actor TransferPort {
                 logger.info("transfer stalled; asking again", ["file": file.rawValue, "peer": source.description,
                                                                "received": window.receivedBytes, "stalls": stalls])
                 lastProgress = clock.now
-                await request(window.resend(), of: file, from: source)
+                await request(window.resend(), of: file, session: session, from: source)
             }
         }
         guard window.isComplete else {
@@ -202,10 +214,12 @@ public actor TransferPort {
     }
 
     /// Sends FETCHes; one that cannot go out now (the peer is cut off) is asked again after a stall.
-    private func request(_ ranges: [ChunkWindow.Range], of file: TransferFileID, from source: WirePeer) async {
+    private func request(_ ranges: [ChunkWindow.Range], of file: TransferFileID, session: Int,
+                         from source: WirePeer) async {
         for range in ranges {
             do {
-                try await endpoint.send(.fetch(Fetch(file: file, offset: range.offset, length: range.length)), to: source)
+                try await endpoint.send(.fetch(Fetch(file: file, offset: range.offset, length: range.length,
+                                                     session: session)), to: source)
             } catch {
                 logger.debug("could not ask for a chunk", ["file": file.rawValue, "peer": source.description,
                                                            "error": error.message])

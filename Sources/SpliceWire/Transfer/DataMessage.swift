@@ -71,23 +71,28 @@ public struct TransferFileID: Hashable, Sendable, Codable, CustomStringConvertib
     }
 }
 
-/// Asks for bytes `[offset, offset + length)` of `file`.
+/// Asks for bytes `[offset, offset + length)` of `file`. `session` names one fetch (fresh for
+/// each): the answers echo it, so answers to an earlier, abandoned fetch of the same file are
+/// told apart and ignored.
 public struct Fetch: MessageBody, Hashable {
     public static let messageType = "FETCH"
     public var file: TransferFileID
     public var offset: Int64
     public var length: Int
+    public var session: Int
 
-    public init(file: TransferFileID, offset: Int64, length: Int) {
+    public init(file: TransferFileID, offset: Int64, length: Int, session: Int) {
         self.file = file
         self.offset = offset
         self.length = length
+        self.session = session
     }
 
     public func rangeViolation() -> String? {
         WireLimits.first(
             WireLimits.check("offset", offset, WireLimits.bytes),
-            WireLimits.check("length", length, WireLimits.chunkBytes))
+            WireLimits.check("length", length, WireLimits.chunkBytes),
+            WireLimits.check("session", session, WireLimits.transferSession))
     }
 }
 
@@ -100,19 +105,23 @@ public struct Chunk: MessageBody, Hashable {
     public var offset: Int64
     public var length: Int
     public var fileSize: Int64
+    /// The FETCH's session.
+    public var session: Int
 
-    public init(file: TransferFileID, offset: Int64, length: Int, fileSize: Int64) {
+    public init(file: TransferFileID, offset: Int64, length: Int, fileSize: Int64, session: Int) {
         self.file = file
         self.offset = offset
         self.length = length
         self.fileSize = fileSize
+        self.session = session
     }
 
     public func rangeViolation() -> String? {
         WireLimits.first(
             WireLimits.check("offset", offset, WireLimits.bytes),
             WireLimits.check("length", length, 0...WireLimits.chunkBytes.upperBound),
-            WireLimits.check("fileSize", fileSize, WireLimits.bytes))
+            WireLimits.check("fileSize", fileSize, WireLimits.bytes),
+            WireLimits.check("session", session, WireLimits.transferSession))
     }
 }
 
@@ -141,9 +150,16 @@ public struct Missing: MessageBody, Hashable {
     public static let messageType = "MISSING"
     public var file: TransferFileID
     public var reason: String
+    /// The FETCH's session.
+    public var session: Int
 
-    public init(file: TransferFileID, reason: String) {
+    public init(file: TransferFileID, reason: String, session: Int) {
         self.file = file
         self.reason = reason
+        self.session = session
+    }
+
+    public func rangeViolation() -> String? {
+        WireLimits.check("session", session, WireLimits.transferSession)
     }
 }
