@@ -4,7 +4,7 @@ import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let usage = "usage: splice-bench export [runs] | transcode [runs] | store [options] | cluster [options] | codec [iterations]"
-    + " | ratecontrol [--codec C]… | ladder [runs] [--seconds N] [--preset NAME]"
+    + " | ratecontrol [--codec C]… | ladder [runs] [--seconds N] [--preset NAME] | transfer [options]"
 do {
     switch arguments.first {
     case "export": try ExportBenchmark.run(arguments: Array(arguments.dropFirst()))
@@ -14,6 +14,7 @@ do {
     case "codec": try CodecBenchmark.run(Array(arguments.dropFirst()))
     case "ratecontrol": try RateControlBenchmark.run(arguments: Array(arguments.dropFirst()))
     case "ladder": try LadderBenchmark.run(Array(arguments.dropFirst()))
+    case "transfer": try await TransferBenchmark.run(Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data((usage + "\n").utf8))
         exit(64)

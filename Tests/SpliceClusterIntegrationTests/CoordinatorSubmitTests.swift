@@ -173,3 +173,50 @@ struct CoordinatorSubmitTests {
         try await coordinator.stop()
     }
 }
+
+@Suite("Source protocols at submit", .timeLimit(.minutes(4)))
+struct SourceProtocolTests {
+    @Test("only file, http and https inputs are accepted by default; concat:, subfile:, devices are refused with the list")
+    func allowList() async throws {
+        let coordinator = try await CoordinatorUnderTest.start()
+        let context = try WireContext()
+        let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)
+        let output = Fixtures.temporaryDirectory("out").appendingPathComponent("a.mp4").path
+        let source = try await TestMedia.clip(seconds: 1)
+        for input in ["concat:\(source)|\(source)", "subfile,,start,0,end,100,,:\(source)", "pipe:0", "/dev/../dev/video0x",
+                      "tcp://127.0.0.1:9", "http:/no-slashes", "relative.mp4"] {
+            let error = try CoordinatorSubmitTests.refusal(try await client.submitting(input, to: output))
+            #expect(error.code == .invalidRequest)
+            #expect(error.message.contains("allowed: file, http, https") || error.message.contains("URL")
+                    || error.message.contains("cannot be read") || error.message.contains("absolute path"),
+                    "\(input): \(error.message)")
+        }
+        let concat = try CoordinatorSubmitTests.refusal(try await client.submitting("concat:\(source)|\(source)", to: output))
+        #expect(concat.message.contains("protocol 'concat'") && concat.message.contains("--source-protocols"))
+        // A web URL is accepted at submit; planning opens it (and fails the job with the reason: nothing listens).
+        let job = try await client.submit("http://127.0.0.1:9/clip.mp4", to: output)
+        #expect(await eventually(within: .seconds(60)) { (try? await client.status(job).state) == "failed" })
+        let failed = try await client.status(job)
+        #expect(failed.error?.contains("127.0.0.1:9") == true, "\(String(describing: failed.error))")
+        let jobs = try await coordinator.repository.jobs(in: JobState.allCases)
+        #expect(jobs.count == 1, "no refused job was recorded")
+        await client.close()
+        try await coordinator.stop()
+    }
+
+    @Test("--source-protocols file: web URLs are refused too; an unknown protocol name stops the coordinator at start")
+    func narrowed() async throws {
+        let coordinator = try await CoordinatorUnderTest.start { $0.sourceProtocols = ["file"] }
+        let context = try WireContext()
+        let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)
+        let output = Fixtures.temporaryDirectory("out").appendingPathComponent("a.mp4").path
+        let error = try CoordinatorSubmitTests.refusal(try await client.submitting("https://example.com/a.mp4", to: output))
+        #expect(error.message.contains("protocol 'https'") && error.message.contains("allowed: file;"))
+        await client.close()
+        try await coordinator.stop()
+        await #expect(throws: (any Error).self) {
+            let bad = try await CoordinatorUnderTest.start { $0.sourceProtocols = ["file", "concat"] }
+            try await bad.stop()
+        }
+    }
+}

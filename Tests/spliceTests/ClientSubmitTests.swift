@@ -76,8 +76,13 @@ struct ClientSubmitTests {
 
     @Test("paths the cluster cannot use are refused")
     func paths() {
-        #expect(usageError(["http://cdn/in.mp4", "out.mp4"], for: SubmitCommand.self)?
-            .hasPrefix("<input>: 'http://cdn/in.mp4' is a URL") == true)
+        // An input URL goes to the coordinator as given (its --source-protocols decide); an output URL cannot be written.
+        #expect(usageError(["http://cdn/in.mp4", "out.mp4"], for: SubmitCommand.self) == nil)
+        #expect(SubmitCommand.sourceLocation("https://cdn/in.mp4") == "https://cdn/in.mp4")
+        #expect(SubmitCommand.sourceLocation("concat:a.mp4|b.mp4") == "concat:a.mp4|b.mp4")
+        #expect(SubmitCommand.sourceLocation("/media/in.mp4") == "/media/in.mp4")
+        #expect(usageError(["in.mp4", "https://cdn/out.mp4"], for: SubmitCommand.self)?
+            .hasPrefix("<output>: 'https://cdn/out.mp4' is a URL") == true)
         #expect(usageError(["clip.mp4", "./clip.mp4"], for: SubmitCommand.self)?
             .hasPrefix("<output> is the same file as <input>") == true)
         #expect(usageError(["clip.mov", "clip.avi"], for: SubmitCommand.self)?

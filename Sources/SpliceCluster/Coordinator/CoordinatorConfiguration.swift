@@ -56,6 +56,9 @@ public struct CoordinatorConfiguration: Sendable {
     /// Where planning and stitching run: `splice coordinator` runs them in `splice media-task`
     /// children, so a crash on a client's file fails that job, not the coordinator.
     public var mediaTasks: MediaTaskIsolation = .inProcess
+    /// The protocols a SUBMIT's input may use (`--source-protocols`): `file` (absolute paths),
+    /// `http`, `https`. Anything else FFmpeg could open (`concat:`, `subfile:`, devices) is refused.
+    public var sourceProtocols: [String] = ["file", "http", "https"]
     /// Folders SUBMIT may read inputs from (`--input-root`); empty admits any path.
     public var inputRoots: [String] = []
     /// Folders SUBMIT may write outputs into (`--output-root`); empty admits any path.

@@ -85,8 +85,19 @@ struct ExportPlan: Sendable {
     var notices: [String]
     /// The span progress is measured against.
     var progressDuration: MediaTime?
+    /// A source excerpt to read instead of `location` (``SourceExcerpt``); `location` still names
+    /// the source in messages.
+    var excerpt: String? = nil
 
     var audioStreams: [Int] { audio.map(\.stream) }
+    /// Subtitle, data and timed-metadata streams: they ride along with audio and video.
+    var cueStreams: [Int] { subtitles.map(\.track.id) + data + timedMetadata }
+    /// Every stream a run reads (the demuxer discards the rest).
+    var streamsRead: Set<Int> {
+        var streams = Set(audioStreams + cueStreams)
+        if let videoStream { streams.insert(videoStream) }
+        return streams
+    }
 
     /// Resolves an export of `asset` (all of it, or `timeRange`) into a plan. Reads the source's
     /// index (timed-metadata descriptions, and for a range the audio packets): call on a blocking thread.
@@ -242,6 +253,15 @@ struct AudioPlacement: Sendable, Hashable {
     var encodeStart: Int64
     /// nil: to the end of the track.
     var encodeEnd: Int64?
+
+    /// The source position where feeding the resampler may stop (nil: the end of the track): past
+    /// `encodeEnd` by a margin when resampling, so the resampler's filter has real samples to look at.
+    func sourceLimit(inputRate: Int, outputRate: Int) -> Int64? {
+        guard let encodeEnd else { return nil }
+        let margin = inputRate == outputRate ? 0 : Int64(max(2048, inputRate / 20))
+        return firstSample + MediaTime.rescale(encodeEnd, multiplier: Int64(inputRate), divisor: Int64(outputRate),
+                                               rounding: .up) + margin
+    }
 
     /// The placement of a whole range `[zero, end)` (asset time) of a scanned track.
     static func forRange(timeline: AudioTrackTimeline, origin: MediaTime, zero: MediaTime, end: MediaTime?,

@@ -3,10 +3,16 @@ internal import CFFmpegShims
 import Foundation
 
 /// Owns an input `AVFormatContext` (opened in init, closed in deinit). Confined to one thread.
+///
+/// A demuxer either reads a container through libavformat or replays a source excerpt
+/// (``SourceExcerpt``): then the context only describes the source's streams (no input format)
+/// and packets come from the excerpt's segment file, exactly as the source's demuxer returned them.
 final class Demuxer {
     let context: UnsafeMutablePointer<AVFormatContext>
     /// The location as the user gave it, for messages.
     let location: String
+    /// Set when replaying a source excerpt: its path and the reader at the current position.
+    private var excerpt: (path: String, reader: SegmentFileReader)?
 
     /// Opens `location` (a path or any URL libavformat understands) and reads stream info.
     init(location: String) throws(MediaError) {
@@ -26,8 +32,16 @@ final class Demuxer {
             }
         }
         var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
+        // A web source may only open web resources (an HLS playlist naming file: or concat: is
+        // refused), whatever FFmpeg's nested demuxers would otherwise follow.
+        var options: OpaquePointer? = nil
+        defer { av_dict_free(&options) }
+        let lowered = location.lowercased()
+        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
+            av_dict_set(&options, "protocol_whitelist", "http,https,tcp,tls,crypto", 0)
+        }
         // On failure avformat_open_input frees the context itself and sets ctx to NULL.
-        let ret = avformat_open_input(&ctx, location, nil, nil)
+        let ret = avformat_open_input(&ctx, location, nil, &options)
         guard ret >= 0, let opened = ctx else {
             if ret == splice_AVERROR(ENOENT) {
                 throw MediaError(.fileNotFound, "cannot open '\(location)': no such file; check the path",
@@ -48,9 +62,46 @@ final class Demuxer {
         }
     }
 
+    /// Replays the source excerpt at `path`: the streams of the source it was cut
+    /// from, with their codec parameters, time bases and start times, and its packets.
+    init(excerpt path: String) throws(MediaError) {
+        let reader = try SegmentFileReader(path: path, verifying: false)
+        guard let origin = reader.header.source else {
+            throw MediaError(.invalidMedia, "'\(path)' is a segment file but not a source excerpt")
+        }
+        location = origin.asset.location
+        guard let ctx = avformat_alloc_context() else { fatalError("avformat_alloc_context: out of memory") }
+        context = ctx
+        excerpt = (reader.path, reader)
+        guard origin.streams.count == reader.header.streams.count else {
+            throw SegmentFileReader.corrupt(reader.path, "its stream descriptions do not match its streams")
+        }
+        for (parameters, extra) in zip(reader.header.streams, origin.streams) {
+            // The stream belongs to the context from here on (freed with it in deinit).
+            guard let st = avformat_new_stream(ctx, nil) else { fatalError("avformat_new_stream: out of memory") }
+            if parameters.codecName == "none" {
+                // A stream no codec reads (QuickTime data tracks): only its kind matters, and it is never read.
+                st.pointee.codecpar.pointee.codec_type = parameters.mediaType == "data" ? AVMEDIA_TYPE_DATA : AVMEDIA_TYPE_UNKNOWN
+            } else {
+                try parameters.apply(to: st.pointee.codecpar)
+            }
+            st.pointee.codecpar.pointee.codec_tag = extra.codecTag
+            st.pointee.time_base = parameters.timeBase.av
+            st.pointee.start_time = extra.startTime ?? FFmpeg.noPTS
+            st.pointee.duration = extra.duration ?? FFmpeg.noPTS
+            st.pointee.avg_frame_rate = extra.averageFrameRate.av
+            st.pointee.r_frame_rate = extra.realFrameRate.av
+            st.pointee.disposition = extra.disposition
+        }
+    }
+
     deinit {
-        var ctx: UnsafeMutablePointer<AVFormatContext>? = context
-        avformat_close_input(&ctx)
+        if excerpt != nil {
+            avformat_free_context(context)
+        } else {
+            var ctx: UnsafeMutablePointer<AVFormatContext>? = context
+            avformat_close_input(&ctx)
+        }
     }
 
     var streamCount: Int { Int(context.pointee.nb_streams) }
@@ -75,6 +126,12 @@ final class Demuxer {
     /// Reads the next packet into `packet`. Returns false at the end of the input.
     func read(into packet: Packet) throws(MediaError) -> Bool {
         packet.unref()
+        if let excerpt {
+            while let index = try excerpt.reader.next(into: packet) {
+                if stream(index).pointee.discard != AVDISCARD_ALL { return true }
+            }
+            return false
+        }
         let ret = av_read_frame(context, packet.pointer)
         if ret == FFmpeg.eof { return false }
         if ret < 0 {
@@ -86,11 +143,28 @@ final class Demuxer {
 
     /// Seeks so that reading resumes at the last keyframe of `streamIndex` at or before `timestamp`
     /// (in that stream's time base).
+    ///
+    /// An excerpt starts where the seek on its source landed, so seeking in one goes back to its start.
     func seek(stream streamIndex: Int, to timestamp: Int64) throws(MediaError) {
+        if excerpt != nil { return try rewindExcerpt() }
         let ret = av_seek_frame(context, Int32(streamIndex), timestamp, AVSEEK_FLAG_BACKWARD)
         if ret < 0 {
             throw FFmpeg.error(.invalidMedia, "cannot seek in '\(location)'", ret)
         }
+    }
+
+    /// Goes back to the start of the input (best effort: a container that cannot seek stays put).
+    func rewind() throws(MediaError) {
+        if excerpt != nil { return try rewindExcerpt() }
+        let start = context.pointee.start_time == FFmpeg.noPTS ? 0 : context.pointee.start_time
+        if avformat_seek_file(context, -1, Int64.min, start, start, 0) < 0 {
+            _ = avformat_seek_file(context, -1, Int64.min, 0, 0, AVSEEK_FLAG_BYTE)
+        }
+    }
+
+    private func rewindExcerpt() throws(MediaError) {
+        guard let path = excerpt?.path else { return }
+        excerpt = (path, try SegmentFileReader(path: path, verifying: false))
     }
 }
 

@@ -33,7 +33,9 @@ public struct SegmentExporter: Sendable {
 
     /// Encodes segment `index` into `output` (written beside it and renamed into place; nothing
     /// is left on failure or cancellation). `codecThreads` 1 suits several segments in parallel.
-    public func export(segment index: Int, to output: URL, codecThreads: Int = 1,
+    /// With `excerpt` (the segment's ``SourceExcerpt``), reads that instead of the plan's source:
+    /// the result is the same, byte for byte.
+    public func export(segment index: Int, to output: URL, from excerpt: URL? = nil, codecThreads: Int = 1,
                        progress: @escaping @Sendable (Double) -> Void = { _ in }) async throws -> SegmentResult {
         guard let spec = plan.segments.first(where: { $0.index == index }) else {
             throw MediaError(.internalError, "plan \(plan.id) has no segment \(index)")
@@ -44,9 +46,11 @@ public struct SegmentExporter: Sendable {
             try await BlockingThread.run("splice.segment.\(index)") {
                 let cpuStart = threadCPUMicroseconds()
                 _ = FFmpeg.setUp
-                let asset = try Asset(probing: plan.source)
-                let exportPlan = try ExportPlan.segment(plan, spec: spec, asset: asset, destination: output.path,
+                let asset = try excerpt.map { try SourceExcerpt.asset(of: $0.path, planID: plan.id, index: index) }
+                    ?? Asset(probing: plan.source)
+                var exportPlan = try ExportPlan.segment(plan, spec: spec, asset: asset, destination: output.path,
                                                         codecThreads: codecThreads)
+                exportPlan.excerpt = excerpt?.path
                 let pipeline = ExportPipeline(plan: exportPlan, isCancelled: { flag.isSet }, onProgress: progress)
                 let result = try pipeline.run()
                 guard let checksum = result.checksum else {

@@ -24,11 +24,22 @@ enum SegmentFile {
     static let endRecord: UInt8 = 2
     static let recordHeaderSize = 4 + 8 + 8 + 8 + 4
 
+    /// Header and trailer JSON with sorted keys: the same segment encoded twice is the same file,
+    /// byte for byte (Foundation orders unsorted keys differently from one process to the next).
+    static func jsonEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }
+
     struct Header: Codable, Sendable {
         var version = 1
         var planID: String
         var index: Int
         var streams: [CodecParameters]
+        /// Set in a source excerpt (``SourceExcerpt``): the probed source and what its streams
+        /// carry beyond their codec parameters. Absent from encoded segments.
+        var source: SourceExcerpt.Origin?
     }
 
     struct Trailer: Codable, Sendable {
@@ -100,9 +111,26 @@ final class SegmentFileWriter: PacketWriter {
         return header.streams.count - 1
     }
 
+    /// Adds a stream that carries a source stream's packets unchanged (a source excerpt), in the
+    /// source's time base.
+    func addStream(copying stream: UnsafeMutablePointer<AVStream>) {
+        let tb = stream.pointee.time_base
+        header.streams.append(CodecParameters(stream.pointee.codecpar, timeBase: tb, frameRate: nil))
+        timeBases.append(tb)
+        trailer.packetCounts.append(0)
+        if stream.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_VIDEO && videoStream == nil {
+            videoStream = header.streams.count - 1
+        }
+    }
+
+    /// Describes the source a source excerpt was cut from; call before ``writeHeader(metadata:options:)``.
+    func describeSource(_ origin: SourceExcerpt.Origin) {
+        header.source = origin
+    }
+
     func writeHeader(metadata: [String: String], options: [String: String]) throws(MediaError) {
         let json: Data
-        do { json = try JSONEncoder().encode(header) } catch { throw MediaError(.internalError, "cannot encode a segment header") }
+        do { json = try SegmentFile.jsonEncoder().encode(header) } catch { throw MediaError(.internalError, "cannot encode a segment header") }
         try put(SegmentFile.magic)
         try put(UInt32(json.count))
         try put(Array(json))
@@ -139,7 +167,7 @@ final class SegmentFileWriter: PacketWriter {
 
     func finish() throws(MediaError) {
         let json: Data
-        do { json = try JSONEncoder().encode(trailer) } catch { throw MediaError(.internalError, "cannot encode a segment trailer") }
+        do { json = try SegmentFile.jsonEncoder().encode(trailer) } catch { throw MediaError(.internalError, "cannot encode a segment trailer") }
         try put([SegmentFile.endRecord])
         try put(Array(json))
         try put(UInt32(json.count))

@@ -24,6 +24,11 @@ public enum WireLimits {
     public static let elapsedMilliseconds: ClosedRange<Int> = 0...31_536_000_000
     /// A job priority (SUBMIT).
     public static let priority: ClosedRange<Int> = -1000...1000
+    /// Bytes one FETCH may ask for and one CHUNK carry (the envelope fits beside them in the
+    /// 4 MiB message limit).
+    public static let chunkBytes: ClosedRange<Int> = 1...(3 << 20)
+    /// A fetch's session number (FETCH, echoed by CHUNK and MISSING).
+    public static let transferSession: ClosedRange<Int> = 1...Int(Int32.max)
     /// How many jobs a LIST may ask for.
     public static let listLimit: ClosedRange<Int> = 1...10_000
 

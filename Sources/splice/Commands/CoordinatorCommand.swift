@@ -53,6 +53,11 @@ struct CoordinatorCommand: Command {
         help: "Only accept jobs whose input lies in this folder (links resolved; repeatable). Recommended for a "
             + "shared cluster: a client cannot make the coordinator read its own files.",
         isRepeatable: true)
+    static let sourceProtocols = Option<String>(
+        "source-protocols", valueName: "list",
+        help: "Protocols a job's input may use, comma-separated: file (absolute paths), http, https… Anything "
+            + "else FFmpeg could open (concat:, subfile:, devices) is refused at submit.",
+        default: "file,http,https", environment: "SPLICE_SOURCE_PROTOCOLS")
     static let metricsEndpoint = DaemonOptions.metricsEndpoint(
         default: "127.0.0.1:9450", serves: "the status page (/), /metrics, /healthz and /readyz")
     static let outputRoot = Option<String>(
@@ -72,7 +77,8 @@ struct CoordinatorCommand: Command {
             (--metrics-endpoint).
             """,
         arguments: [database, stateDirectory, workersEndpoint, apiEndpoint, spool, secretKey, adminKeys, insecure,
-                    leaseSeconds, maxAttempts, backupAfter, inputRoot, outputRoot, metricsEndpoint] + DaemonOptions.arguments,
+                    leaseSeconds, maxAttempts, backupAfter, inputRoot, outputRoot, sourceProtocols, metricsEndpoint]
+                    + DaemonOptions.arguments,
         onShutdown: .notify)
 
     let database: String?
@@ -88,6 +94,7 @@ struct CoordinatorCommand: Command {
     let backupAfter: Int
     let inputRoots: [String]
     let outputRoots: [String]
+    let sourceProtocols: [String]
     let metricsEndpoint: MetricsEndpointSetting
     let daemon: DaemonOptions
 
@@ -105,6 +112,7 @@ struct CoordinatorCommand: Command {
         backupAfter = try arguments.value(Self.backupAfter)
         inputRoots = arguments.values(Self.inputRoot)
         outputRoots = arguments.values(Self.outputRoot)
+        sourceProtocols = try arguments.value(Self.sourceProtocols).split(separator: ",").map(String.init)
         metricsEndpoint = try arguments.value(Self.metricsEndpoint)
         daemon = DaemonOptions(arguments)
     }
@@ -156,6 +164,7 @@ struct CoordinatorCommand: Command {
         configuration.version = SpliceCommand.version
         configuration.inputRoots = inputRoots.map(SubmitCommand.absolutePath)
         configuration.outputRoots = outputRoots.map(SubmitCommand.absolutePath)
+        configuration.sourceProtocols = sourceProtocols
         return configuration
     }
 

@@ -14,7 +14,8 @@ import Glibc
 /// hands a job to the cluster's coordinator.
 struct SubmitCommand: ClientCommand {
     static let input = Positional<String>("input",
-        help: "The source file, on storage the coordinator and the workers can read.") { $0 }
+        help: "The source: a file on storage the coordinator and the workers can read, or an http(s) URL "
+            + "(the coordinator's --source-protocols decide which).") { $0 }
     static let output = Positional<String>("output",
         help: "The file to write (.mp4, .mov, .mkv, .webm), as the coordinator sees it.") { $0 }
     static let segmentSeconds = TranscodeCommand.segmentSeconds
@@ -78,9 +79,8 @@ struct SubmitCommand: ClientCommand {
 
     func validate() throws {
         try client.validate()
-        for (name, path) in [("<input>", input), ("<output>", output)] where path.contains("://") {
-            throw UsageError("\(name): '\(path)' is a URL; the cluster reads and writes files, so give a path on "
-                             + "storage the coordinator and workers share")
+        if output.contains("://") {
+            throw UsageError("<output>: '\(output)' is a URL; the coordinator writes a file, so give a path it can write")
         }
         guard Self.absolutePath(input) != Self.absolutePath(output) else {
             throw UsageError("<output> is the same file as <input>; write the result somewhere else")
@@ -92,8 +92,18 @@ struct SubmitCommand: ClientCommand {
 
     /// The SUBMIT request: absolute paths, the export settings, the invocation's submission key.
     func submission() throws -> SubmitJob {
-        SubmitJob(input: Self.absolutePath(input), output: Self.absolutePath(output),
+        SubmitJob(input: Self.sourceLocation(input), output: Self.absolutePath(output),
                   export: try JSONPayload(encoding: request), priority: priority, submissionKey: submissionKey)
+    }
+
+    /// The input as the coordinator gets it: a URL or another FFmpeg protocol (`https://…`,
+    /// `concat:…`) as given — the coordinator's `--source-protocols` decides — and a path made absolute.
+    static func sourceLocation(_ input: String) -> String {
+        if let colon = input.firstIndex(of: ":"), !input.hasPrefix("/"), !input.hasPrefix("."),
+           input[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || "+-.,".contains($0) }) {
+            return input
+        }
+        return absolutePath(input)
     }
 
     /// `path` made absolute against the working directory, with `.` and `..` resolved.

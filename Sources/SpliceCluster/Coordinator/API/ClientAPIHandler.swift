@@ -19,14 +19,16 @@ final class ClientAPIHandler: Sendable {
     private let maxAttempts: Int
     private let plannerWake: WakeSignal
     private let logger: Logger
+    private let sourceProtocols: SourceProtocols
     private let inputRoots: PathRoots
     private let outputRoots: PathRoots
 
     init(
         repository: JobRepository, shell: CoordinatorShell, workerEndpoint: CoordinatorWorkerEndpoint,
-        enrolledKeys: EnrolledKeys?, maxAttempts: Int, plannerWake: WakeSignal, inputRoots: PathRoots,
-        outputRoots: PathRoots, logger: Logger
+        enrolledKeys: EnrolledKeys?, maxAttempts: Int, plannerWake: WakeSignal, sourceProtocols: SourceProtocols,
+        inputRoots: PathRoots, outputRoots: PathRoots, logger: Logger
     ) {
+        self.sourceProtocols = sourceProtocols
         self.inputRoots = inputRoots
         self.outputRoots = outputRoots
         self.repository = repository
@@ -80,8 +82,9 @@ final class ClientAPIHandler: Sendable {
     // MARK: - Jobs
 
     private func submit(_ submit: SubmitJob) async throws -> APIReply {
-        for (name, path) in [("input", submit.input), ("output", submit.output)] where !path.hasPrefix("/") {
-            throw APIError(.invalidRequest, "\(name) must be an absolute path, not '\(path)'")
+        if let refusal = sourceProtocols.refusal(of: submit.input) { throw APIError(.invalidRequest, refusal) }
+        guard submit.output.hasPrefix("/") else {
+            throw APIError(.invalidRequest, "output must be an absolute path, not '\(submit.output)'")
         }
         let request: TranscodeRequest
         do {
@@ -112,13 +115,16 @@ final class ClientAPIHandler: Sendable {
 
     /// What the coordinator checks before it accepts a job, so a job that cannot succeed is refused
     /// in well under a second instead of failing after every segment is encoded: both paths
-    /// inside the configured roots (links resolved), the input readable here, and the output
+    /// inside the configured roots (links resolved), a path input readable here (a URL input is
+    /// opened when the job is planned), and the output
     /// writable (`OutputDestination`: its folder exists and takes a file, it is not the input,
     /// it does not exist unless `overwrite`).
     private func checkPaths(input: String, output: String, overwrite: Bool) async throws {
         let (inputRoots, outputRoots) = (self.inputRoots, self.outputRoots)
+        let isURL = SourceProtocols.isURL(input)
         let refusal: String? = try await FileSystemQueue.run {
-            if !inputRoots.isEmpty {
+            // A URL is opened (and its failure reported) when the job is planned; the roots are for paths.
+            if !inputRoots.isEmpty && !isURL {
                 guard let resolved = PathRoots.realPath(input), inputRoots.contains(resolved: resolved) else {
                     return "input \(input) is not inside an input root of this coordinator ("
                         + inputRoots.roots.joined(separator: ", ") + ")"
@@ -130,15 +136,17 @@ final class ClientAPIHandler: Sendable {
                         + outputRoots.roots.joined(separator: ", ") + ")"
                 }
             }
-            let fd = open(input, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else {
-                let reason = String(cString: strerror(errno))
-                return "input \(input) cannot be read by the coordinator (\(reason)); the coordinator and the workers "
-                    + "must see it at this path"
+            if !isURL {
+                let fd = open(input, O_RDONLY | O_CLOEXEC)
+                guard fd >= 0 else {
+                    let reason = String(cString: strerror(errno))
+                    return "input \(input) cannot be read by the coordinator (\(reason)); the coordinator and the workers "
+                        + "must see it at this path"
+                }
+                close(fd)
             }
-            close(fd)
             do {
-                try OutputDestination.check(output: output, inputs: [input], overwrite: overwrite)
+                try OutputDestination.check(output: output, inputs: isURL ? [] : [input], overwrite: overwrite)
             } catch let error as MediaError {
                 return error.message
             } catch {

@@ -119,6 +119,7 @@ final class CoordinatorRuntime: Sendable {
         let handler = ClientAPIHandler(
             repository: repository, shell: shell, workerEndpoint: workerEndpoint, enrolledKeys: security.workerKeys,
             maxAttempts: configuration.maxAttempts, plannerWake: plannerWake,
+            sourceProtocols: try SourceProtocols(configuration.sourceProtocols),
             inputRoots: try PathRoots(configuration.inputRoots, flag: "--input-root"),
             outputRoots: try PathRoots(configuration.outputRoots, flag: "--output-root"), logger: logger)
         let tick = max(.milliseconds(20), configuration.sessions.heartbeatInterval / 4)

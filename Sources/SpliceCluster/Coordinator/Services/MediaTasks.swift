@@ -23,6 +23,9 @@ public enum MediaTask: Sendable, Codable, Hashable {
     /// Join `segments` (index → file, with their SHA-256 `checksums`) into `output`.
     case stitch(
         plan: SegmentPlan, segments: [Int: String], checksums: [Int: SHA256Digest], output: String, overwrite: Bool)
+    /// Cut segment `segment`'s source excerpt (``SourceExcerpt``) from `plan.source` into `output`,
+    /// for a worker that cannot see the source.
+    case excerpt(plan: SegmentPlan, segment: Int, output: String)
 
     /// Runs the step here. Any error comes out as a `MediaError` (settings errors as
     /// `invalidSettings`), so the same failure reads the same in and out of process.
@@ -38,6 +41,8 @@ public enum MediaTask: Sendable, Codable, Hashable {
             case .stitch(let plan, let segments, let checksums, let output, let overwrite):
                 return .stitch(try await Stitcher(plan: plan).stitch(
                     segments: segments, checksums: checksums, to: URL(fileURLWithPath: output), overwrite: overwrite))
+            case .excerpt(let plan, let segment, let output):
+                return .excerpt(try await SourceExcerpt.cut(plan: plan, segment: segment, to: URL(fileURLWithPath: output)))
             }
         } catch let error as MediaError {
             throw error
@@ -55,6 +60,7 @@ public enum MediaTask: Sendable, Codable, Hashable {
         switch self {
         case .plan: "planning"
         case .stitch: "stitching"
+        case .excerpt: "excerpt"
         }
     }
 
@@ -69,6 +75,7 @@ public enum MediaTask: Sendable, Codable, Hashable {
 public enum MediaTaskOutput: Sendable, Codable, Hashable {
     case plan(SegmentPlan)
     case stitch(StitchSummary)
+    case excerpt(SourceExcerpt.Written)
 }
 
 /// What a child process writes on standard output: the output, or the error as a `MediaError`'s
@@ -84,8 +91,12 @@ public enum MediaTaskResult: Sendable, Codable, Hashable {
 }
 
 /// Runs media tasks as the configuration says.
-struct MediaTaskRunner: Sendable {
+public struct MediaTaskRunner: Sendable {
     let isolation: MediaTaskIsolation
+
+    public init(isolation: MediaTaskIsolation) {
+        self.isolation = isolation
+    }
 
     func run(_ task: MediaTask) async throws(MediaError) -> MediaTaskOutput {
         switch isolation {
@@ -111,6 +122,15 @@ struct MediaTaskRunner: Sendable {
             throw MediaError(.internalError, "the stitching step answered with something else than a summary")
         }
         return summary
+    }
+
+    /// Cuts segment `segment`'s source excerpt into `output` (a source that is gone or unreadable
+    /// fails with the reason, `file-not-found`); returns its size and SHA-256 for the transfer.
+    public func excerpt(plan: SegmentPlan, segment: Int, output: String) async throws(MediaError) -> SourceExcerpt.Written {
+        guard case .excerpt(let written) = try await run(.excerpt(plan: plan, segment: segment, output: output)) else {
+            throw MediaError(.internalError, "the excerpt step answered with something else than an excerpt")
+        }
+        return written
     }
 }
 

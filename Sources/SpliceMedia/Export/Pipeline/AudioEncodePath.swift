@@ -87,14 +87,7 @@ final class AudioEncodePath: TrackPath {
         sourceStart = placement.firstSample + alignedStart / periodOut * periodIn
         fifoStart = alignedStart
         cursor = sourceStart
-        if let end = placement.encodeEnd {
-            // Feed a margin past the end so the resampler's filter has real samples to look at.
-            let margin = inputRate == outputRate ? 0 : Int64(max(2048, inputRate / 20))
-            sourceLimit = placement.firstSample
-                + MediaTime.rescale(end, multiplier: Int64(inputRate), divisor: Int64(outputRate), rounding: .up) + margin
-        } else {
-            sourceLimit = nil
-        }
+        sourceLimit = placement.sourceLimit(inputRate: inputRate, outputRate: outputRate)
 
         let ctx = encoder.pointer
         ctx.pointee.sample_fmt = AudioEncodePath.preferredFormat(encoder.codec)
@@ -131,9 +124,6 @@ final class AudioEncodePath: TrackPath {
         }
         return first
     }
-
-    /// The container time of the anchor packet, so the demuxer can be put before it.
-    var anchorTime: MediaTime? { placement.anchor.map { MediaTime(value: $0.stamp, timeBase: inputTimeBase) - origin } }
 
     func handle(_ packet: Packet) throws(MediaError) {
         guard !isDone else { return }

@@ -35,11 +35,14 @@ final class ExportPipeline {
 
     func run() throws(MediaError) -> Result {
         _ = FFmpeg.setUp
-        let demuxer = try Demuxer(location: plan.location)
-        let cueStreams = plan.subtitles.map(\.track.id) + plan.data + plan.timedMetadata
-        var keep = Set(plan.audioStreams + cueStreams)
-        if let v = plan.videoStream { keep.insert(v) }
-        demuxer.discardAll(except: keep)
+        let demuxer: Demuxer
+        if let excerpt = plan.excerpt {
+            demuxer = try Demuxer(excerpt: excerpt)
+        } else {
+            demuxer = try Demuxer(location: plan.location)
+        }
+        let cueStreams = plan.cueStreams
+        demuxer.discardAll(except: plan.streamsRead)
 
         let writer: any PacketWriter
         var muxer: Muxer?
@@ -59,7 +62,6 @@ final class ExportPipeline {
         var paths: [any TrackPath] = []
         var videoEncode: VideoEncodePath?
         var audioEncodes: [AudioEncodePath] = []
-        var needs: [Int: MediaTime] = [:]
         var videoOutput: Int?
         var pictureSize: (width: Int, height: Int)?
         if let v = plan.videoStream, let route = plan.video {
@@ -79,13 +81,6 @@ final class ExportPipeline {
                 pictureSize = (Int(par.width), Int(par.height))
                 paths.append(path)
             }
-            let firstEncoded = plan.videoWindow.start - plan.videoWarmUp
-            needs[v] = firstEncoded
-            if case .encode = route, ExportPipeline.mayHaveOpenGOPs(demuxer.stream(v)), firstEncoded > .zero {
-                // A keyframe of an open GOP (MPEG-2, HEVC CRA) has leading pictures that need the
-                // GOP before: start decoding one keyframe earlier.
-                needs[v] = firstEncoded - MediaTime(value: 1, timeBase: Rational(demuxer.stream(v).pointee.time_base))
-            }
         }
         for track in plan.audio {
             let stream = demuxer.stream(track.stream)
@@ -96,11 +91,9 @@ final class ExportPipeline {
                 if let muxer { muxer.describe(stream: muxer.streamCount - 1, like: stream) }
                 audioEncodes.append(path)
                 paths.append(path)
-                needs[track.stream] = path.anchorTime.map { $0 - Positioner.audioWarmUp } ?? .zero
             case .copy:
                 guard let muxer else { throw MediaError(.internalError, "segments are always encoded") }
                 paths.append(try CopyPath(plan: plan, demuxer: demuxer, streamIndex: track.stream, muxer: muxer))
-                needs[track.stream] = plan.videoWindow.start
             }
         }
         let drivers = paths.count
@@ -138,7 +131,8 @@ final class ExportPipeline {
             try writer.writeHeader(metadata: [:], options: [:])
         }
 
-        var pending = try Positioner(plan: plan, demuxer: demuxer, needs: needs).position()
+        var pending = try Positioner(plan: plan, demuxer: demuxer, needs: Positioner.needs(of: plan, demuxer: demuxer))
+            .position()
         // Riders of a run that seeks come from the start of the file, read ahead (they are small).
         var riders: [(time: MediaTime, packet: Packet)] = []
         let riderStreams = Set(cueStreams)

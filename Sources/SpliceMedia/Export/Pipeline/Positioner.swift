@@ -15,6 +15,35 @@ struct Positioner {
     /// Audio decoders need a few packets before their output is right.
     static let audioWarmUp = MediaTime(value: 1, timescale: 4)
 
+    /// What each audio and video stream a run of `plan` reads needs: the video's window start (a
+    /// keyframe earlier when the codec may open GOPs), an encoded audio track's anchor less the
+    /// decoder warm-up, a copied audio track the window start.
+    static func needs(of plan: ExportPlan, demuxer: Demuxer) -> [Int: MediaTime] {
+        var needs: [Int: MediaTime] = [:]
+        if let v = plan.videoStream, let route = plan.video {
+            // A bit-rate segment's warm-up (``RateControl``) is decoded and encoded too.
+            let firstEncoded = plan.videoWindow.start - plan.videoWarmUp
+            needs[v] = firstEncoded
+            if case .encode = route, ExportPipeline.mayHaveOpenGOPs(demuxer.stream(v)), firstEncoded > .zero {
+                // A keyframe of an open GOP (MPEG-2, HEVC CRA) has leading pictures that need the
+                // GOP before: start decoding one keyframe earlier.
+                needs[v] = firstEncoded - MediaTime(value: 1, timeBase: Rational(demuxer.stream(v).pointee.time_base))
+            }
+        }
+        for track in plan.audio {
+            switch track.route {
+            case .encode(_, let placement):
+                let timeBase = Rational(demuxer.stream(track.stream).pointee.time_base)
+                needs[track.stream] = placement.anchor.map {
+                    MediaTime(value: $0.stamp, timeBase: timeBase) - plan.origin - audioWarmUp
+                } ?? .zero
+            case .copy:
+                needs[track.stream] = plan.videoWindow.start
+            }
+        }
+        return needs
+    }
+
     func position() throws(MediaError) -> [Packet] {
         guard let target = needs.values.min(), target > .zero,
               let anchor = plan.videoStream ?? needs.keys.sorted().first else {
@@ -31,7 +60,7 @@ struct Positioner {
             }
             back = back == .zero ? MediaTime(seconds: 2) : back * 4
         }
-        seekToStart()
+        try demuxer.rewind()
         return []
     }
 
@@ -64,13 +93,5 @@ struct Positioner {
             if reads > 5000 { break }
         }
         return buffered
-    }
-
-    private func seekToStart() {
-        let ctx = demuxer.context
-        let start = ctx.pointee.start_time == FFmpeg.noPTS ? 0 : ctx.pointee.start_time
-        if avformat_seek_file(ctx, -1, Int64.min, start, start, 0) < 0 {
-            _ = avformat_seek_file(ctx, -1, Int64.min, 0, 0, AVSEEK_FLAG_BYTE)
-        }
     }
 }
