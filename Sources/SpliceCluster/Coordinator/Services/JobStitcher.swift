@@ -40,10 +40,13 @@ final class JobStitcher: Sendable {
         logger.info("stitching job", ["job": job.id.description, "output": output.path])
         let summary: StitchSummary
         let started = ContinuousClock.now
+        var written = [output]
         do {
             guard let plan = try job.plan?.decode(SegmentPlan.self) else {
                 throw MediaError(.internalError, "job \(job.id) has no plan")
             }
+            // A streaming package publishes its rendition folders, then its manifests.
+            if plan.package != nil { written = PackageLayout(plan: plan, output: output).publishedPaths }
             var paths: [Int: String] = [:]
             var checksums: [Int: SHA256Digest] = [:]
             for segment in try await repository.segments(ofJob: job.id) where segment.state == .done {
@@ -70,8 +73,10 @@ final class JobStitcher: Sendable {
         do {
             completed = try await repository.completeJob(jobID: job.id)
         } catch let error as StoreError where error.code == .invalidTransition {
-            // Cancelled (or failed) while it was being stitched: the output must not outlive it.
-            let removed = await FileRemoval.remove(output.path)
+            // Cancelled (or failed) while it was being stitched: the output must not outlive it. A
+            // package goes manifests first, so no playlist ever names a folder already gone.
+            var removed = true
+            for path in written.reversed() { removed = await FileRemoval.remove(path.path) && removed }
             logger.info("job ended while it was stitched; its output removed",
                         ["job": job.id.description, "output": output.path, "removed": removed])
             rounds.succeeded(job)
@@ -114,7 +119,12 @@ final class JobStitcher: Sendable {
 
 /// Removes a file off Swift's cooperative pool (the output folder may be on NFS).
 enum FileRemoval {
+    /// Removes the file at `path`, or the folder with everything in it; true when it is gone.
     static func remove(_ path: String) async -> Bool {
-        (try? await FileSystemQueue.run { unlink(path) == 0 }) ?? false
+        (try? await FileSystemQueue.run {
+            if unlink(path) == 0 { return true }
+            guard errno == EISDIR || errno == EPERM else { return false }
+            return (try? FileManager.default.removeItem(atPath: path)) != nil
+        }) ?? false
     }
 }
