@@ -96,6 +96,30 @@ public struct LocalCluster: Sendable {
         return next
     }
 
+    /// Starts a transfer-mode worker (``ChildWorker/init(coordinator:data:name:isolated:)``) named
+    /// `name` and waits until it has registered.
+    @discardableResult
+    public mutating func addTransferWorker(named name: String, isolated: Bool) async throws -> ChildWorker {
+        guard let data = coordinator.data else { throw TestFailure("the coordinator logged no data endpoint") }
+        let worker = try ChildWorker(coordinator: coordinator.workers, data: data, name: name, isolated: isolated)
+        workers.append(worker)
+        guard await eventually(within: .seconds(60), { worker.isRegistered }) else {
+            throw TestFailure("transfer worker \(name) did not register\n\(worker.process.output)")
+        }
+        return worker
+    }
+
+    /// Starts a shared-spool worker named `name` and waits until it has registered.
+    @discardableResult
+    public mutating func addSpoolWorker(named name: String) async throws -> ChildWorker {
+        let worker = try ChildWorker(coordinator: coordinator.workers, spool: spool, name: name)
+        workers.append(worker)
+        guard await eventually(within: .seconds(60), { worker.isRegistered }) else {
+            throw TestFailure("worker \(name) did not register\n\(worker.process.output)")
+        }
+        return worker
+    }
+
     /// The first worker to log that it started a segment (polled every 20 ms).
     public func firstWorkerEncoding(within timeout: Duration = .seconds(120)) async -> ChildWorker? {
         let deadline = ContinuousClock.now + timeout

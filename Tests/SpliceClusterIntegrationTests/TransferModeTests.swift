@@ -1,0 +1,95 @@
+import Foundation
+import SpliceTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Transfer mode with real processes: `splice coordinator`, a `splice worker` without --spool in
+// a mount namespace of its own whose /tmp is an empty tmpfs (it cannot see the source, the spool
+// or anything else the test made), and `splice submit --wait`. The oracle is `splice transcode`
+// of the same clip at the same settings, decoded by ffmpeg (framemd5 + audio sample count);
+// libx264 is bit-repeatable at `ultrafast` only (docs/media.md, Known limits).
+@Suite("Transfer mode: workers without the shared spool", .timeLimit(.minutes(8)))
+struct TransferModeTests {
+    static let flags = EndToEndMedia.flags(preset: "ultrafast")
+
+    /// `splice transcode` of the end-to-end clip at `ultrafast`, once per test process.
+    static let reference = Task { () throws -> Digests in
+        let output = Fixtures.temporaryDirectory("transfer-reference").appendingPathComponent("transcode.mp4").path
+        let result = try await SpliceProcess.run(["transcode", try await EndToEndMedia.source(), output, "--jobs", "2"]
+                                                 + flags, timeout: .seconds(300))
+        guard result.status == 0 else { throw TestFailure("splice transcode failed: \(result.stderr)") }
+        return try await Digests(of: output)
+    }
+
+    @Test("a worker that sees none of the coordinator's files encodes a whole job, exactly; then beside a spool worker",
+          .enabled(if: geteuid() == 0, "needs root: the worker runs in its own mount namespace (unshare -m)"))
+    func isolatedTransferWorker() async throws {
+        // The control: inside such a namespace the source is not there.
+        let source = try await EndToEndMedia.source()
+        let probe = try await ExternalTool.run("unshare", ["-m", "/bin/sh", "-c",
+                                                                   "mount -t tmpfs tmpfs /tmp && test ! -e \"$0\"", source])
+        #expect(probe.status == 0, "the source is visible in a fresh mount namespace with an empty /tmp")
+
+        var cluster = try await LocalCluster.start(workers: 0)
+        let isolated = try await cluster.addTransferWorker(named: "t0", isolated: true)
+        #expect(isolated.process.output.contains("storage=transfer"), "\(isolated.process.output)")
+
+        // Every segment on the isolated worker: it can only have read the excerpts it fetched.
+        let first = cluster.outputPath("transfer.mp4")
+        let job = try await submit(first, on: cluster)
+        let reference = try await Self.reference.value
+        #expect(try await Digests(of: first) == reference, "transfer-mode output differs from splice transcode")
+        let isolatedID = try #require(try await cluster.workerID(named: "t0"))
+        let done = try await cluster.segmentsDone(job: job)
+        #expect(done.count == EndToEndMedia.segments)
+        #expect(done.values.allSatisfy { $0 == isolatedID }, "a segment was done by another worker")
+        #expect(isolated.process.output.components(separatedBy: "file received").count - 1 >= EndToEndMedia.segments,
+                "the worker did not fetch an excerpt per segment\n\(isolated.process.output)")
+
+        // A shared-spool worker beside it: the coordinator serves both kinds at once.
+        try await cluster.addSpoolWorker(named: "s0")
+        let second = cluster.outputPath("mixed.mp4")
+        let mixed = try await submit(second, on: cluster)
+        #expect(try await Digests(of: second) == reference, "mixed-mode output differs from splice transcode")
+        #expect(try await cluster.segmentsDone(job: mixed).count == EndToEndMedia.segments)
+
+        // Nothing of transfer mode left behind: no excerpt in the spool, no scratch file.
+        let leftovers = try FileManager.default.subpathsOfDirectory(atPath: cluster.spool.path)
+            .filter { ($0 as NSString).lastPathComponent.hasPrefix("x-") || $0.contains(".part") }
+        #expect(leftovers.isEmpty, "left in the spool: \(leftovers)")
+        #expect(cluster.coordinatorLogs.contains("file received"), "no result was fetched back")
+        try await cluster.stop()
+    }
+
+    @Test("a transfer worker SIGKILLed mid-job: its leases expire, another transfer worker redoes them, exactly",
+          .enabled(if: geteuid() == 0, "needs root: the workers run in their own mount namespaces (unshare -m)"))
+    func transferWorkerKilled() async throws {
+        var cluster = try await LocalCluster.start(workers: 0, leaseSeconds: 4)
+        let victim = try await cluster.addTransferWorker(named: "t0", isolated: true)
+        let output = cluster.outputPath("killed.mp4")
+        let submit = try SpliceProcess(["submit", try await EndToEndMedia.source(), output, "--wait",
+                                        "--coordinator", cluster.coordinator.api] + Self.flags)
+        #expect(await eventually(within: .seconds(120)) { victim.process.output.contains("segment started") },
+                "the worker started nothing\n\(cluster.logs)")
+        victim.process.signal(SIGKILL)
+        _ = await victim.process.exitStatus()
+        try await cluster.addTransferWorker(named: "t1", isolated: true)
+        let result = await submit.finish(within: .seconds(300))
+        #expect(result.status == 0, "submit: \(result.stderr)\n\(cluster.logs)")
+        #expect(try await Digests(of: output) == (try await Self.reference.value), "output differs from splice transcode")
+        let job = try #require(EndToEndMedia.job(in: result.stderr))
+        #expect(try await cluster.segmentsDone(job: job).count == EndToEndMedia.segments)
+        try await cluster.stop()
+    }
+
+    /// `splice submit --wait` of the clip to `output`; the job id once it has finished.
+    private func submit(_ output: String, on cluster: LocalCluster) async throws -> String {
+        let submit = try SpliceProcess(["submit", try await EndToEndMedia.source(), output, "--wait",
+                                        "--coordinator", cluster.coordinator.api] + Self.flags)
+        let result = await submit.finish(within: .seconds(300))
+        #expect(result.status == 0, "submit: \(result.stderr)\n\(cluster.logs)")
+        return try #require(EndToEndMedia.job(in: result.stderr), "no job id: \(result.stderr)")
+    }
+}
