@@ -84,6 +84,33 @@ struct TransferModeTests {
         try await cluster.stop()
     }
 
+    @Test("a transfer worker whose --scratch-limit cannot hold an excerpt refuses it; no attempt is spent")
+    func scratchLimitRefuses() async throws {
+        var cluster = try await LocalCluster.start(workers: 0)
+        let small = try await cluster.addTransferWorker(named: "t0", isolated: false, extra: ["--scratch-limit", "1000"])
+        let output = cluster.outputPath("refused.mp4")
+        let submit = try SpliceProcess(["submit", try await EndToEndMedia.source(), output, "--wait",
+                                        "--coordinator", cluster.coordinator.api] + Self.flags)
+        #expect(await eventually(within: .seconds(60)) { cluster.coordinatorLogs.contains("code=scratch-full") },
+                "no scratch-full refusal\n\(cluster.logs)")
+        #expect(small.process.output.contains("--scratch-limit"), "\(small.process.output)")
+        // A spool worker takes the job; the refusals cost it nothing.
+        try await cluster.addSpoolWorker(named: "s0")
+        let result = await submit.finish(within: .seconds(300))
+        #expect(result.status == 0, "submit: \(result.stderr)\n\(cluster.logs)")
+        #expect(try await Digests(of: output) == (try await Self.reference.value), "output differs from splice transcode")
+        let job = try #require(EndToEndMedia.job(in: result.stderr))
+        let spoolID = try #require(try await cluster.workerID(named: "s0"))
+        let done = try await cluster.segmentsDone(job: job)
+        #expect(done.count == EndToEndMedia.segments)
+        #expect(done.values.allSatisfy { $0 == spoolID }, "a segment was done despite the scratch limit")
+        let events = try await cluster.events(of: job)
+        #expect(events.contains { $0.kind == "segment_returned" }, "no segment was handed back")
+        let failures = events.filter { $0.kind == "segment_failed" }
+        #expect(failures.isEmpty, "a refusal was counted as a failed attempt: \(failures)")
+        try await cluster.stop()
+    }
+
     /// `splice submit --wait` of the clip to `output`; the job id once it has finished.
     private func submit(_ output: String, on cluster: LocalCluster) async throws -> String {
         let submit = try SpliceProcess(["submit", try await EndToEndMedia.source(), output, "--wait",

@@ -167,13 +167,13 @@ public final class ChildWorker: Sendable {
     /// Starts `splice worker` in transfer mode (no `--spool`) against `coordinator` and its data
     /// endpoint `data`. `isolated`: in a mount namespace of its own with an empty tmpfs on /tmp
     /// (`unshare -m`, root only), so it cannot see any file the tests and the coordinator made.
-    public init(coordinator: String, data: String, name: String, isolated: Bool) throws {
+    public init(coordinator: String, data: String, name: String, isolated: Bool, extra: [String] = []) throws {
         self.name = name
         let wrapper = isolated ? ["/usr/bin/unshare", "-m", "/bin/sh", "-c",
                                   "mount -t tmpfs tmpfs /tmp && exec \"$0\" \"$@\""] : []
         process = try ChildProcess.start(
             ["worker", "--coordinator", coordinator, "--data-endpoint", data, "--slots", "1", "--codec-threads", "1",
-             "--name", name, "--drain-timeout", "30", "--metrics-endpoint", "127.0.0.1:0"], logName: name,
+             "--name", name, "--drain-timeout", "30", "--metrics-endpoint", "127.0.0.1:0"] + extra, logName: name,
             wrapper: wrapper)
     }
 

@@ -99,9 +99,12 @@ public struct LocalCluster: Sendable {
     /// Starts a transfer-mode worker (``ChildWorker/init(coordinator:data:name:isolated:)``) named
     /// `name` and waits until it has registered.
     @discardableResult
-    public mutating func addTransferWorker(named name: String, isolated: Bool) async throws -> ChildWorker {
+    public mutating func addTransferWorker(named name: String, isolated: Bool, extra: [String] = []) async throws
+        -> ChildWorker
+    {
         guard let data = coordinator.data else { throw TestFailure("the coordinator logged no data endpoint") }
-        let worker = try ChildWorker(coordinator: coordinator.workers, data: data, name: name, isolated: isolated)
+        let worker = try ChildWorker(coordinator: coordinator.workers, data: data, name: name, isolated: isolated,
+                                     extra: extra)
         workers.append(worker)
         guard await eventually(within: .seconds(60), { worker.isRegistered }) else {
             throw TestFailure("transfer worker \(name) did not register\n\(worker.process.output)")

@@ -89,6 +89,9 @@ struct SegmentEncode: Sendable {
                 code: .transferFailed, reason: "the ASSIGN for \(assign.attempt) names no source excerpt, and this "
                     + "transfer-mode worker (started without --spool) cannot read the source itself", retryable: true)))
         }
+        if let refusal = transfer.reserve(offer.size, for: assign.attempt.leaseToken) {
+            return .failure(EncodeOutcomeFailure(.failed(code: .scratchFull, reason: refusal, retryable: true)))
+        }
         let destination = transfer.path(of: WorkerTransfer.fileID("x", assign.attempt.leaseToken))
         do {
             _ = try await transfer.port.fetch(offer.file, size: offer.size, checksum: offer.checksum, from: .upstream,

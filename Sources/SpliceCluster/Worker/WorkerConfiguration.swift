@@ -17,6 +17,10 @@ public struct WorkerConfiguration: Sendable {
     /// Transfer mode: where excerpts and results are kept while a segment runs; emptied at start
     /// and exit. Nil: a private directory under the system's temporary directory, removed at exit.
     public var scratch: URL?
+    /// Transfer mode: the bytes of excerpts (and the results that replace them) scratch may hold
+    /// at once; an ASSIGN whose excerpt would not fit is refused (FAIL `scratch-full`, which
+    /// spends no attempt). Nil: no limit but the disk's.
+    public var scratchLimit: Int64?
     /// The worker's own CURVE key pair and the coordinator's public key; nil without CURVE
     /// (loopback or a trusted network only).
     public var curve: (keys: CurveKeyPair, serverKey: CurvePublicKey)?

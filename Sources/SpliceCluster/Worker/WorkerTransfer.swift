@@ -3,6 +3,7 @@ internal import Glibc
 internal import SpliceCore
 internal import SpliceLog
 internal import SpliceWire
+internal import Synchronization
 
 /// A transfer-mode worker's side of the data endpoint: its scratch directory, emptied at start
 /// and at exit, and the ``TransferPort`` on a DEALER to the coordinator's data endpoint through
@@ -15,8 +16,12 @@ final class WorkerTransfer: Sendable {
     /// A scratch directory this process made (removed at exit) rather than one it was given (emptied).
     private let ownsScratch: Bool
     private let pump: Task<Void, Never>
+    /// `--scratch-limit`, and the bytes each running attempt has reserved against it.
+    private let limit: Int64?
+    private let reserved = Mutex<[LeaseToken: Int64]>([:])
 
-    private init(scratch: URL, ownsScratch: Bool, endpoint: DataEndpoint, port: TransferPort) {
+    private init(scratch: URL, ownsScratch: Bool, endpoint: DataEndpoint, port: TransferPort, limit: Int64?) {
+        self.limit = limit
         self.scratch = scratch
         self.ownsScratch = ownsScratch
         self.endpoint = endpoint
@@ -33,7 +38,7 @@ final class WorkerTransfer: Sendable {
             let endpoint = DataEndpoint(try await WireEndpoint.connect(
                 configuration.effectiveDataEndpoint, type: .dealer, context: context, options: configuration.wireOptions))
             return WorkerTransfer(scratch: scratch, ownsScratch: owned, endpoint: endpoint,
-                                  port: TransferPort(endpoint: endpoint, logger: logger))
+                                  port: TransferPort(endpoint: endpoint, logger: logger), limit: configuration.scratchLimit)
         } catch {
             empty(scratch, remove: owned)
             throw error
@@ -49,8 +54,25 @@ final class WorkerTransfer: Sendable {
         scratch.appendingPathComponent(file.rawValue)
     }
 
-    /// Withdraws a result offered for `token` and deletes whatever of the attempt is in scratch.
+    /// Reserves `bytes` of scratch for `token`'s excerpt (and the result that replaces it); nil
+    /// when they fit under the limit, else why not.
+    func reserve(_ bytes: Int64, for token: LeaseToken) -> String? {
+        guard let limit else { return nil }
+        return reserved.withLock { reserved in
+            let held = reserved.values.reduce(0, +) - (reserved[token] ?? 0)
+            guard held + bytes <= limit else {
+                return "the source excerpt is \(bytes) bytes and scratch holds \(held) of its \(limit) "
+                    + "(--scratch-limit); it would not fit"
+            }
+            reserved[token] = bytes
+            return nil
+        }
+    }
+
+    /// Withdraws a result offered for `token`, deletes whatever of the attempt is in scratch and
+    /// releases its reservation.
     func discard(_ token: LeaseToken) async {
+        _ = reserved.withLock { $0.removeValue(forKey: token) }
         for kind in ["x", "r"] as [Character] {
             let file = Self.fileID(kind, token)
             await port.withdraw(file)

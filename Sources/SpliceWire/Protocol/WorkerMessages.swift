@@ -303,6 +303,9 @@ extension Fail {
         /// A transfer-mode worker could not fetch the segment's source excerpt (the data endpoint
         /// is unreachable, the transfer stalled or arrived damaged), or its scratch is full.
         public static let transferFailed = Code(rawValue: "transfer-failed")
+        /// A transfer-mode worker's scratch (its `--scratch-limit`) has no room for the segment's
+        /// source excerpt beside what it already holds.
+        public static let scratchFull = Code(rawValue: "scratch-full")
 
         // MARK: Nobody's (`Blame.nobody`)
 
@@ -343,7 +346,7 @@ extension Fail {
         /// Whose fault a failure with this code is.
         public var blame: Blame {
             switch self {
-            case .outputOutsideSpool, .spoolUnwritable, .encoderMissing, .sourceNotFound, .transferFailed: .worker
+            case .outputOutsideSpool, .spoolUnwritable, .encoderMissing, .sourceNotFound, .transferFailed, .scratchFull: .worker
             case .drained, .notRegistered, .noFreeSlot: .nobody
             default: .segment
             }

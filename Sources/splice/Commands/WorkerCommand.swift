@@ -29,6 +29,10 @@ struct WorkerCommand: Command {
         "scratch", valueName: "dir",
         help: "Transfer mode: where excerpts and results wait, emptied at start and exit (default: a private temp dir).",
         environment: "SPLICE_SCRATCH") { $0 }
+    static let scratchLimit = Option<Int64>(
+        "scratch-limit", valueName: "bytes",
+        help: "Transfer mode: bytes scratch may hold; a segment whose excerpt would not fit is refused (no attempt spent).",
+        environment: "SPLICE_SCRATCH_LIMIT", expected: "a positive number of bytes") { Int64($0).flatMap { $0 > 0 ? $0 : nil } }
     static let secretKey = Option<String>(
         "secret-key", valueName: "file", help: "This worker's CURVE secret key (from `splice keys generate`).",
         environment: "SPLICE_SECRET_KEY") { $0 }
@@ -58,7 +62,7 @@ struct WorkerCommand: Command {
             key=value lines on standard error. Metrics and health checks for operators are served at \
             http://127.0.0.1:9451/metrics (--metrics-endpoint; give each worker on one machine its own port).
             """,
-        arguments: [coordinator, slots, codecThreads, spool, dataEndpoint, scratch, secretKey, serverKey, name, drainTimeout,
+        arguments: [coordinator, slots, codecThreads, spool, dataEndpoint, scratch, scratchLimit, secretKey, serverKey, name, drainTimeout,
                     metricsEndpoint] + DaemonOptions.arguments,
         onShutdown: .notify, environment: [.ffmpegLog])
 
@@ -68,6 +72,7 @@ struct WorkerCommand: Command {
     let spool: String?
     let dataEndpoint: String?
     let scratch: String?
+    let scratchLimit: Int64?
     let secretKey: String?
     let serverKey: String?
     let name: String
@@ -82,6 +87,7 @@ struct WorkerCommand: Command {
         spool = arguments[Self.spool]
         dataEndpoint = arguments[Self.dataEndpoint]
         scratch = arguments[Self.scratch]
+        scratchLimit = arguments[Self.scratchLimit]
         secretKey = arguments[Self.secretKey]
         serverKey = arguments[Self.serverKey]
         name = try arguments.value(Self.name)
@@ -117,6 +123,7 @@ struct WorkerCommand: Command {
         configuration.codecThreads = codecThreads
         configuration.dataEndpoint = dataEndpoint
         configuration.scratch = scratch.map(Self.directory)
+        configuration.scratchLimit = scratchLimit
         if let secretKey, let serverKey {
             configuration.curve = (keys: try CurveKeyPair.load(secretKeyPath: secretKey),
                                    serverKey: try CurvePublicKey.load(path: serverKey))
