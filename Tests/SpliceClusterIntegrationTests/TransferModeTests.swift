@@ -60,6 +60,16 @@ struct TransferModeTests {
             .filter { ($0 as NSString).lastPathComponent.hasPrefix("x-") || $0.contains(".part") }
         #expect(leftovers.isEmpty, "left in the spool: \(leftovers)")
         #expect(cluster.coordinatorLogs.contains("file received"), "no result was fetched back")
+
+        // `splice workers`: each one's mode; the transfer worker's bytes in and out.
+        let listing = try await SpliceProcess.run(["workers", "--coordinator", cluster.coordinator.api],
+                                                  timeout: .seconds(60))
+        let rows = listing.stdout.split(separator: "\n")
+        let transferRow = try #require(rows.first { $0.contains(" t0 ") }, "\(listing.stdout)")
+        let spoolRow = try #require(rows.first { $0.contains(" s0 ") }, "\(listing.stdout)")
+        #expect(transferRow.contains(" transfer "), "\(transferRow)")
+        #expect(!transferRow.contains(" 0.0 MB/"), "no excerpt bytes counted: \(transferRow)")
+        #expect(spoolRow.contains(" spool "), "\(spoolRow)")
         try await cluster.stop()
     }
 

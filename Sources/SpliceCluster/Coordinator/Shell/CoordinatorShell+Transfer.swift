@@ -143,6 +143,14 @@ extension CoordinatorShell {
         transfers.fetchEnded(token, verified: verified)
     }
 
+    /// How `worker`'s session reaches media, and for a transfer worker the bytes it fetched from
+    /// the data endpoint and had fetched from it (for `splice workers`).
+    func storage(of worker: WorkerIdentity) async -> (storage: WorkerStorage, bytesIn: Int64?, bytesOut: Int64?) {
+        guard transfers.isTransferWorker(worker) else { return (.spool, nil, nil) }
+        let bytes = await transferPort?.bytes(of: worker) ?? (received: 0, sent: 0)
+        return (.transfer, bytes.sent, bytes.received)
+    }
+
     /// Drops what transfer mode holds for `token`: the excerpt's offer and file.
     func forgetTransfer(_ token: LeaseToken) {
         guard let path = transfers.forget(token) else { return }
