@@ -112,6 +112,7 @@ extension CoordinatorShell {
         spawn {
             let ok = await self.fetch(complete, path: expected, port: port, from: peer)
             await self.fetchEnded(attempt.leaseToken, verified: ok)
+            if ok { await self.redeliver(.complete(complete), from: peer) }
         }
     }
 

@@ -60,6 +60,17 @@ actor CoordinatorShell {
         execute(machine.dispatch(at: now))
     }
 
+    /// `message` as if `peer` had just sent it again (a transfer worker's COMPLETE once its result
+    /// is verified, rather than waiting up to a progress interval for the worker's resend); nothing
+    /// when that worker has no active session any more (its own resend, after a HELLO, will do).
+    func redeliver(_ message: WorkerMessage, from peer: WirePeer) {
+        let now = ContinuousClock.now
+        guard let worker = WorkerIdentity(peer: peer),
+              machine.sessionSnapshots(now: now).contains(where: { $0.identity == worker && $0.active }) else { return }
+        execute(machine.handle(.received(message, from: peer), at: now))
+        execute(machine.dispatch(at: now))
+    }
+
     /// The timer: heartbeats and liveness.
     func tick() {
         apply(.tick)

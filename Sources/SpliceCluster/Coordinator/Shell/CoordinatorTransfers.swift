@@ -8,7 +8,8 @@ import SpliceWire
 /// their key alone on the data endpoint (`x-<lease token>`), and the results fetched back from
 /// them (`r-<lease token>`) into the attempt's spool path. The shell lets a transfer worker's
 /// COMPLETE reach the state machine only once its result is verified there; until then it drops
-/// it (the worker resends it), so the machine and the store never see an unverified result.
+/// it (the worker resends it), so the machine and the store never see an unverified result. The
+/// COMPLETE that started the fetch is handed on as soon as the result is verified.
 ///
 /// State only; the shell carries out the I/O (the cut in a `splice media-task` child, fetches on
 /// the ``TransferPort``) and reports back here.
@@ -22,8 +23,11 @@ struct CoordinatorTransfers: Sendable {
     /// Sessions in transfer mode.
     private(set) var workers: Set<WorkerIdentity> = []
     private var excerpts: [LeaseToken: Excerpt] = [:]
-    /// Results fetched and verified at their spool path, and fetches under way.
+    /// Results fetched and verified at their spool path (the latest `verifiedCapacity`, so that a
+    /// COMPLETE resent after its commit is a duplicate, not a new fetch), and fetches under way.
     private var verified: Set<LeaseToken> = []
+    private var verifiedOrder: [LeaseToken] = []
+    static let verifiedCapacity = 16_384
     private var fetching: Set<LeaseToken> = []
 
     /// `x-<token>` or `r-<token>`.
@@ -63,12 +67,15 @@ struct CoordinatorTransfers: Sendable {
 
     mutating func fetchEnded(_ token: LeaseToken, verified ok: Bool) {
         fetching.remove(token)
-        if ok { verified.insert(token) }
+        guard ok, verified.insert(token).inserted else { return }
+        verifiedOrder.append(token)
+        if verifiedOrder.count > Self.verifiedCapacity {
+            verified.remove(verifiedOrder.removeFirst())
+        }
     }
 
-    /// Forgets `token` (its result committed, or its lease gone); the excerpt's path to delete.
+    /// Forgets `token`'s excerpt (its result committed, or its lease gone); the path to delete.
     mutating func forget(_ token: LeaseToken) -> String? {
-        verified.remove(token)
         defer { excerpts[token] = nil }
         if case .ready(_, let path)? = excerpts[token] { return path }
         return nil
