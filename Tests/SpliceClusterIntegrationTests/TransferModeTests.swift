@@ -1,4 +1,6 @@
 import Foundation
+import SpliceCluster
+import SpliceWire
 import SpliceTestSupport
 import Testing
 #if canImport(Glibc)
@@ -128,5 +130,48 @@ struct TransferModeTests {
         let result = await submit.finish(within: .seconds(300))
         #expect(result.status == 0, "submit: \(result.stderr)\n\(cluster.logs)")
         return try #require(EndToEndMedia.job(in: result.stderr), "no job id: \(result.stderr)")
+    }
+}
+
+/// Transfer mode with CURVE on, both daemons in this process: the data endpoint admits the
+/// enrolled worker key through the same ZAP domain as the worker endpoint, the excerpts go to that
+/// key and the results come back from it.
+@Suite("Transfer mode under CURVE", .timeLimit(.minutes(5)))
+struct TransferModeCurveTests {
+    @Test("an enrolled transfer worker under CURVE encodes a whole job; the output has every source frame")
+    func curveJob() async throws {
+        let server = try CurveKeyPair.generate()
+        let admin = try CurveKeyPair.generate()
+        let member = try CurveKeyPair.generate()
+        let coordinator = try await CoordinatorUnderTest.start { configuration in
+            configuration.keys = server
+            configuration.adminKeys = [admin.publicKey]
+            configuration.dataEndpoint = loopback
+        }
+        let data = try #require(coordinator.endpoints.data, "no data endpoint bound")
+        let context = try WireContext()
+        let client = try await TestClient.connect(
+            to: coordinator.endpoints.api, curve: .client(keys: admin, serverKey: server.publicKey), context: context)
+        _ = try await client.request(.enroll(EnrollWorker(publicKey: member.publicKey, name: "member")))
+        let worker = try RunningWorker.start(coordinator: coordinator.endpoints.workers, slots: 2) { configuration in
+            configuration.spool = nil
+            configuration.dataEndpoint = data
+            configuration.curve = (keys: member, serverKey: server.publicKey)
+        }
+        let source = try await TestMedia.clip(seconds: 3)
+        let output = Fixtures.temporaryDirectory("out").appendingPathComponent("curve.mp4").path
+        let job = try await client.submit(source, to: output)
+        let status = try await client.wait(for: job, toBe: ["succeeded", "failed"], within: .seconds(120))
+        #expect(status.state == "succeeded", "\(status.error ?? "")")
+        #expect(try await TestMedia.frames(output) == (try await TestMedia.frames(source)))
+        guard case .workers(let listed) = try await client.request(.workers(ListWorkers())) else {
+            Issue.record("WORKERS did not answer WORKER_LIST")
+            return
+        }
+        let row = try #require(listed.workers.first { $0.publicKey == member.publicKey })
+        #expect(row.storage == .transfer)
+        #expect((row.bytesIn ?? 0) > 0 && (row.bytesOut ?? 0) > 0, "bytes in/out: \(row)")
+        await worker.stop()
+        try await coordinator.stop()
     }
 }
