@@ -174,4 +174,23 @@ struct TransferModeCurveTests {
         await worker.stop()
         try await coordinator.stop()
     }
+
+    @Test("a coordinator without a data endpoint never welcomes a transfer worker, so it gets no work to fail")
+    func noDataEndpoint() async throws {
+        let coordinator = try await CoordinatorUnderTest.start()  // dataEndpoint nil
+        let worker = try RunningWorker.start(coordinator: coordinator.endpoints.workers) { configuration in
+            configuration.spool = nil
+            configuration.dataEndpoint = "tcp://127.0.0.1:1"
+        }
+        let spoolWorker = try RunningWorker.start(coordinator: coordinator.endpoints.workers)
+        // The spool worker is welcomed (HELLOs are answered); the transfer worker, saying HELLO every
+        // 100 ms all along, never is.
+        #expect(await eventually(within: .seconds(30)) { await coordinator.coordinator.sessions().contains { $0.active } })
+        try await Task.sleep(for: .seconds(1))
+        let sessions = await coordinator.coordinator.sessions()
+        #expect(sessions.count == 1, "sessions: \(sessions)")
+        await worker.stop()
+        await spoolWorker.stop()
+        try await coordinator.stop()
+    }
 }

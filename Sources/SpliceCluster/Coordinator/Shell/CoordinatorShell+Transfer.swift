@@ -9,12 +9,23 @@ import SpliceWire
 /// workers go out once their excerpt is cut and offered; their COMPLETEs reach the state machine
 /// once the result is fetched and verified at its spool path.
 extension CoordinatorShell {
-    /// The message to hand the state machine, or nil to drop it (a transfer worker's COMPLETE whose
-    /// result is not verified yet: its fetch is started, and the worker resends the COMPLETE).
+    /// The message to hand the state machine, or nil to drop it: a transfer worker's COMPLETE whose
+    /// result is not verified yet (its fetch is started, and the worker resends the COMPLETE), and
+    /// a transfer worker's HELLO when there is no data endpoint to serve it (it is never welcomed,
+    /// so it gets no work it could only fail).
     func screenTransfer(_ message: WorkerMessage, from peer: WirePeer) -> WorkerMessage? {
         guard let worker = WorkerIdentity(peer: peer) else { return message }
         switch message {
         case .hello(var hello):
+            guard hello.storage != .transfer || transferPort != nil else {
+                if let suppressed = dropLog.admit("transfer-without-data-endpoint") {
+                    logger.warning("transfer-mode worker not served: no data endpoint", [
+                        "worker": worker.description, "name": hello.workerName, "suppressed": suppressed,
+                        "hint": "start the worker with --spool, or give the coordinator a --data-endpoint",
+                    ])
+                }
+                return nil
+            }
             transfers.hello(hello, from: worker)
             guard hello.storage == .transfer else { return message }
             hello.finished = hello.finished.filter { complete in
@@ -48,7 +59,47 @@ extension CoordinatorShell {
             spawn { await self.excerptFailed(assign, reason: "this coordinator has no data endpoint (--data-endpoint)") }
             return
         }
+        let (written, startBatch) = transfers.jobExcerpt(assign.attempt.job, segment: assign.attempt.segment)
+        if let written {
+            // Cut with the rest of its job: offered under this attempt's name, kept for the job.
+            let offer = Offer(file: CoordinatorTransfers.fileID("x", token), size: written.bytes, checksum: written.checksum)
+            spawn {
+                await port.offer(offer.file, path: written.path, to: peer.publicKey)
+                await self.excerptReady(assign, offer: offer, path: written.path, owned: false, to: peer, worker: worker)
+            }
+            return
+        }
+        if startBatch { spawn { await self.cutJobExcerpts(assign) } }
         spawn { await self.cutExcerpt(assign, port: port, to: peer, worker: worker) }
+    }
+
+    /// Cuts every segment's excerpt of `assign`'s job in one `splice media-task` child, so that
+    /// the job's next ASSIGNs to transfer workers go out at once instead of after a child each.
+    private nonisolated func cutJobExcerpts(_ assign: Assign) async {
+        let job = assign.attempt.job
+        var written: [Int: SourceExcerpt.Written]?
+        if let order = try? assign.spec.decode(SegmentWorkOrder.self) {
+            let directory = URL(fileURLWithPath: assign.outputPath).deletingLastPathComponent()
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                let clock = ContinuousClock()
+                let started = clock.now
+                written = try await media.excerpts(plan: order.plan, segments: order.plan.segments.map(\.index),
+                                                   directory: directory.path)
+                logger.info("source excerpts cut", ["job": job.description, "segments": written?.count ?? 0,
+                                                    "bytes": written?.values.reduce(0) { $0 + $1.bytes } ?? 0,
+                                                    "ms": (clock.now - started).wholeMilliseconds])
+            } catch {
+                logger.warning("source excerpts not cut for the whole job; cut one by one", [
+                    "job": job.description, "reason": "\(error)",
+                ])
+            }
+        }
+        await jobExcerptsCut(job, written)
+    }
+
+    private func jobExcerptsCut(_ job: JobID, _ written: [Int: SourceExcerpt.Written]?) {
+        transfers.jobExcerptsCut(job, written)
     }
 
     private nonisolated func cutExcerpt(_ assign: Assign, port: TransferPort, to peer: WirePeer,
@@ -73,15 +124,16 @@ extension CoordinatorShell {
                 "job": assign.attempt.job.description, "segment": assign.attempt.segment,
                 "attempt": assign.attempt.attempt, "worker": worker.description, "bytes": written.bytes,
             ])
-            await excerptReady(assign, offer: offer, path: path, to: peer, worker: worker)
+            await excerptReady(assign, offer: offer, path: path, owned: true, to: peer, worker: worker)
         } catch {
             unlink(path)
             await excerptFailed(assign, reason: "cannot cut the source excerpt: \(error)")
         }
     }
 
-    private func excerptReady(_ assign: Assign, offer: Offer, path: String, to peer: WirePeer, worker: WorkerIdentity) {
-        transfers.excerptCut(assign.attempt.leaseToken, offer: offer, path: path)
+    private func excerptReady(_ assign: Assign, offer: Offer, path: String, owned: Bool, to peer: WirePeer,
+                              worker: WorkerIdentity) {
+        transfers.excerptCut(assign.attempt.leaseToken, offer: offer, path: path, owned: owned)
         sendWithExcerpt(assign, to: peer, worker: worker)
     }
 
@@ -154,11 +206,12 @@ extension CoordinatorShell {
 
     /// Drops what transfer mode holds for `token`: the excerpt's offer and file.
     func forgetTransfer(_ token: LeaseToken) {
-        guard let path = transfers.forget(token) else { return }
+        let (offered, path) = transfers.forget(token)
+        guard offered else { return }
         let port = transferPort
         Task {
             await port?.withdraw(CoordinatorTransfers.fileID("x", token))
-            unlink(path)
+            if let path { unlink(path) }
         }
     }
 }

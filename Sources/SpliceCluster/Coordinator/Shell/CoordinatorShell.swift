@@ -16,7 +16,7 @@ actor CoordinatorShell {
     let spool: SpoolCleaner
     private let stitcherWake: WakeSignal
     nonisolated let logger: Logger
-    private nonisolated let dropLog = LogThrottle()
+    nonisolated let dropLog = LogThrottle()
     /// Store tasks started and not yet answered (a graceful shutdown waits for them).
     private let inFlight = InFlightWork()
     /// The operators' figures, counted where the events happen (docs/deploy.md, Operating).
@@ -180,6 +180,7 @@ actor CoordinatorShell {
         case .wakeStitcher:
             stitcherWake.signal()
         case .removeJobFiles(let job):
+            transfers.jobEnded(job)
             spawn { await self.removeFiles(of: job) }
         case .notice(let notice):
             log(notice)

@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCore
+import SpliceMedia
 import SpliceLog
 import SpliceWire
 
@@ -17,8 +18,21 @@ struct CoordinatorTransfers: Sendable {
     enum Excerpt: Sendable {
         /// Being cut: a resent ASSIGN waits for it.
         case cutting
-        case ready(Offer, path: String)
+        /// `owned`: cut for this attempt alone (deleted when it ends), else one of its job's.
+        case ready(Offer, path: String, owned: Bool)
     }
+
+    /// A job's excerpts cut in one go, the first time one of its segments goes to a transfer worker.
+    enum JobExcerpts: Sendable {
+        case cutting
+        case ready([Int: SourceExcerpt.Written])
+        case failed
+    }
+    /// The latest `jobCapacity` jobs' batches (a job that finished is not always announced here:
+    /// the stitcher removes its files itself; one evicted while running is cut again).
+    private var jobs: [JobID: JobExcerpts] = [:]
+    private var jobOrder: [JobID] = []
+    static let jobCapacity = 256
 
     /// Sessions in transfer mode.
     private(set) var workers: Set<WorkerIdentity> = []
@@ -46,7 +60,7 @@ struct CoordinatorTransfers: Sendable {
     /// The excerpt of `token` if ready; otherwise starts the cut (true) or says one is under way.
     mutating func excerpt(for token: LeaseToken) -> (ready: Offer?, startCut: Bool) {
         switch excerpts[token] {
-        case .ready(let offer, _)?: return (offer, false)
+        case .ready(let offer, _, _)?: return (offer, false)
         case .cutting?: return (nil, false)
         case nil:
             excerpts[token] = .cutting
@@ -54,8 +68,31 @@ struct CoordinatorTransfers: Sendable {
         }
     }
 
-    mutating func excerptCut(_ token: LeaseToken, offer: Offer, path: String) {
-        excerpts[token] = .ready(offer, path: path)
+    mutating func excerptCut(_ token: LeaseToken, offer: Offer, path: String, owned: Bool) {
+        excerpts[token] = .ready(offer, path: path, owned: owned)
+    }
+
+    /// `segment`'s excerpt from its job's batch, when cut; whether the batch should start now.
+    mutating func jobExcerpt(_ job: JobID, segment: Int) -> (written: SourceExcerpt.Written?, startBatch: Bool) {
+        switch jobs[job] {
+        case .ready(let written)?: return (written[segment], false)
+        case .cutting?, .failed?: return (nil, false)
+        case nil:
+            jobs[job] = .cutting
+            jobOrder.append(job)
+            if jobOrder.count > Self.jobCapacity { jobs[jobOrder.removeFirst()] = nil }
+            return (nil, true)
+        }
+    }
+
+    mutating func jobExcerptsCut(_ job: JobID, _ written: [Int: SourceExcerpt.Written]?) {
+        guard jobs[job] != nil else { return }  // the job ended meanwhile
+        jobs[job] = written.map { .ready($0) } ?? .failed
+    }
+
+    mutating func jobEnded(_ job: JobID) {
+        jobs[job] = nil
+        jobOrder.removeAll { $0 == job }
     }
 
     /// Whether a fetch of `token`'s result should start now (none is under way, none verified).
@@ -74,10 +111,11 @@ struct CoordinatorTransfers: Sendable {
         }
     }
 
-    /// Forgets `token`'s excerpt (its result committed, or its lease gone); the path to delete.
-    mutating func forget(_ token: LeaseToken) -> String? {
+    /// Forgets `token`'s excerpt (its result committed, or its lease gone): whether it was offered
+    /// (to withdraw), and the file to delete when it was cut for this attempt alone.
+    mutating func forget(_ token: LeaseToken) -> (offered: Bool, delete: String?) {
         defer { excerpts[token] = nil }
-        if case .ready(_, let path)? = excerpts[token] { return path }
-        return nil
+        guard case .ready(_, let path, let owned)? = excerpts[token] else { return (false, nil) }
+        return (true, owned ? path : nil)
     }
 }
