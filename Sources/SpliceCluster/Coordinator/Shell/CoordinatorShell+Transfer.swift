@@ -78,13 +78,13 @@ extension CoordinatorShell {
     private nonisolated func cutJobExcerpts(_ assign: Assign) async {
         let job = assign.attempt.job
         var written: [Int: SourceExcerpt.Written]?
-        if let order = try? assign.spec.decode(SegmentWorkOrder.self) {
+        if let plan = try? await store.workerPlan(job: job) {
             let directory = URL(fileURLWithPath: assign.outputPath).deletingLastPathComponent()
             do {
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
                 let clock = ContinuousClock()
                 let started = clock.now
-                written = try await media.excerpts(plan: order.plan, segments: order.plan.segments.map(\.index),
+                written = try await media.excerpts(plan: plan, segments: plan.segments.map(\.index),
                                                    directory: directory.path)
                 logger.info("source excerpts cut", ["job": job.description, "segments": written?.count ?? 0,
                                                     "bytes": written?.values.reduce(0) { $0 + $1.bytes } ?? 0,

@@ -11,7 +11,7 @@ import SpliceWire
 /// Nothing here decides protocol questions; that is the machine's job.
 actor CoordinatorShell {
     private var machine: CoordinatorStateMachine
-    private let store: CoordinatorStore
+    let store: CoordinatorStore
     let outbox: Outbox
     let spool: SpoolCleaner
     private let stitcherWake: WakeSignal
