@@ -123,6 +123,26 @@ struct TransferModeTests {
         try await cluster.stop()
     }
 
+    @Test("the source deleted mid-job, once its excerpts are cut: transfer workers finish the job, exactly",
+          .enabled(if: geteuid() == 0, "needs root: the worker runs in its own mount namespace (unshare -m)"))
+    func sourceDeletedMidJob() async throws {
+        var cluster = try await LocalCluster.start(workers: 0)
+        try await cluster.addTransferWorker(named: "t0", isolated: true)
+        // A copy of its own: the shared clip stays for the other tests.
+        let source = Fixtures.temporaryDirectory("doomed").appendingPathComponent("source.mp4")
+        try FileManager.default.copyItem(atPath: try await EndToEndMedia.source(), toPath: source.path)
+        let output = cluster.outputPath("orphaned.mp4")
+        let submit = try SpliceProcess(["submit", source.path, output, "--wait",
+                                        "--coordinator", cluster.coordinator.api] + Self.flags)
+        #expect(await eventually(within: .seconds(120)) { cluster.coordinatorLogs.contains("source excerpts cut") },
+                "the job's excerpts were not cut\n\(cluster.logs)")
+        try FileManager.default.removeItem(at: source)
+        let result = await submit.finish(within: .seconds(300))
+        #expect(result.status == 0, "submit: \(result.stderr)\n\(cluster.logs)")
+        #expect(try await Digests(of: output) == (try await Self.reference.value), "output differs from splice transcode")
+        try await cluster.stop()
+    }
+
     /// `splice submit --wait` of the clip to `output`; the job id once it has finished.
     private func submit(_ output: String, on cluster: LocalCluster) async throws -> String {
         let submit = try SpliceProcess(["submit", try await EndToEndMedia.source(), output, "--wait",
