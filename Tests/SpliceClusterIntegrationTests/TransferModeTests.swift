@@ -143,6 +143,28 @@ struct TransferModeTests {
         try await cluster.stop()
     }
 
+    @Test("the coordinator SIGKILLed mid-job and started again: the transfer worker's results are fetched, exactly",
+          .enabled(if: geteuid() == 0, "needs root: the worker runs in its own mount namespace (unshare -m)"))
+    func coordinatorKilled() async throws {
+        var cluster = try await LocalCluster.start(workers: 0)
+        try await cluster.addTransferWorker(named: "t0", isolated: true)
+        let output = cluster.outputPath("coordinator-killed.mp4")
+        let submit = try SpliceProcess(["submit", try await EndToEndMedia.source(), output, "--wait",
+                                        "--coordinator", cluster.coordinator.api] + Self.flags)
+        #expect(await eventually(within: .seconds(120)) { EndToEndMedia.segmentsDone(in: submit.stderrText) >= 1 },
+                "no progress: \(submit.stderrText)\n\(cluster.logs)")
+        cluster.coordinator.signal(SIGKILL)
+        _ = await cluster.coordinator.exitStatus()
+        try await cluster.restartCoordinator()
+        let result = await submit.finish(within: .seconds(300))
+        #expect(result.status == 0, "submit: \(result.stderr)\n\(cluster.logs)")
+        #expect(try await Digests(of: output) == (try await Self.reference.value), "output differs from splice transcode")
+        let job = try #require(EndToEndMedia.job(in: result.stderr))
+        #expect(try await cluster.segmentsDone(job: job).count == EndToEndMedia.segments,
+                "each segment committed exactly once across the restart")
+        try await cluster.stop()
+    }
+
     /// `splice submit --wait` of the clip to `output`; the job id once it has finished.
     private func submit(_ output: String, on cluster: LocalCluster) async throws -> String {
         let submit = try SpliceProcess(["submit", try await EndToEndMedia.source(), output, "--wait",

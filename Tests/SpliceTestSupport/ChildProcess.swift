@@ -106,11 +106,11 @@ public final class ChildCoordinator: Sendable {
     /// Starts `splice coordinator` and waits (up to 30 s) for its `coordinator ready` line.
     public static func start(
         database: ConnectionConfiguration, spool: URL, workers: String = loopback, api: String = loopback,
-        extra: [String] = []
+        data: String = loopback, extra: [String] = []
     ) async throws -> ChildCoordinator {
         let process = try ChildProcess.start(
             ["coordinator", "--database", database.description, "--spool", spool.path,
-             "--workers-endpoint", workers, "--api-endpoint", api, "--data-endpoint", loopback,
+             "--workers-endpoint", workers, "--api-endpoint", api, "--data-endpoint", data,
              "--metrics-endpoint", "127.0.0.1:0"] + extra,
             logName: "coordinator", environment: ["SPLICE_LOG_LEVEL": "info"])
         let deadline = ContinuousClock.now + .seconds(30)

@@ -80,7 +80,7 @@ public struct LocalCluster: Sendable {
     public mutating func restartCoordinator() async throws {
         let next = try await ChildCoordinator.start(
             database: database, spool: spool, workers: coordinator.workers, api: coordinator.api,
-            extra: coordinatorFlags)
+            data: coordinator.data ?? loopback, extra: coordinatorFlags)
         retiredCoordinators.append(coordinator)
         coordinator = next
     }
