@@ -178,7 +178,7 @@ extension CoordinatorShell {
                                                     withIntermediateDirectories: true)
             // Already here and whole (fetched before a restart, say): nothing to move.
             if FileManager.default.fileExists(atPath: path) {
-                return try FileChecksum.sha256(ofFileAt: path) == complete.checksum
+                return try await TransferFiles.checksum(path) == complete.checksum
             }
             _ = try await port.fetch(CoordinatorTransfers.fileID("r", attempt.leaseToken), size: complete.sizeBytes,
                                      checksum: complete.checksum, from: peer, to: destination)
