@@ -34,14 +34,21 @@ public final class ChildProcess: Sendable {
     }()
 
     /// Starts `splice arguments…` with only PATH, a scratch HOME and `environment`.
-    public static func start(_ arguments: [String], logName: String, environment: [String: String] = [:]) throws
-        -> ChildProcess
+    /// With `wrapper` (`["unshare", "-m", "sh", "-c", "…; exec \"$0\" \"$@\""]`), it runs that
+    /// command with the `splice` binary and `arguments` after it instead.
+    public static func start(_ arguments: [String], logName: String, environment: [String: String] = [:],
+                             wrapper: [String] = []) throws -> ChildProcess
     {
         let log = Fixtures.temporaryDirectory("child").appendingPathComponent(logName + ".log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let process = Process()
-        process.executableURL = try SpliceBinary.executable()
-        process.arguments = arguments
+        if let command = wrapper.first {
+            process.executableURL = URL(fileURLWithPath: command)
+            process.arguments = Array(wrapper.dropFirst()) + [try SpliceBinary.executable().path] + arguments
+        } else {
+            process.executableURL = try SpliceBinary.executable()
+            process.arguments = arguments
+        }
         process.environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
                                "HOME": Fixtures.scratch.path].merging(environment) { _, new in new }
         process.standardError = try FileHandle(forWritingTo: log)
@@ -85,22 +92,26 @@ public final class ChildCoordinator: Sendable {
     public let api: String
     /// The operators' endpoint (`127.0.0.1:PORT`: `/metrics`, `/healthz`, `/readyz`, the status page).
     public let metrics: String?
+    /// The resolved data endpoint (transfer-mode workers), when it logged one.
+    public let data: String?
 
-    private init(process: ChildProcess, workers: String, api: String, metrics: String?) {
+    private init(process: ChildProcess, workers: String, api: String, metrics: String?, data: String?) {
         self.process = process
         self.workers = workers
         self.api = api
         self.metrics = metrics
+        self.data = data
     }
 
     /// Starts `splice coordinator` and waits (up to 30 s) for its `coordinator ready` line.
     public static func start(
         database: ConnectionConfiguration, spool: URL, workers: String = loopback, api: String = loopback,
-        extra: [String] = []
+        data: String = loopback, extra: [String] = []
     ) async throws -> ChildCoordinator {
         let process = try ChildProcess.start(
             ["coordinator", "--database", database.description, "--spool", spool.path,
-             "--workers-endpoint", workers, "--api-endpoint", api, "--metrics-endpoint", "127.0.0.1:0"] + extra,
+             "--workers-endpoint", workers, "--api-endpoint", api, "--data-endpoint", data,
+             "--metrics-endpoint", "127.0.0.1:0"] + extra,
             logName: "coordinator", environment: ["SPLICE_LOG_LEVEL": "info"])
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
@@ -108,7 +119,7 @@ public final class ChildCoordinator: Sendable {
             if let line = text.split(separator: "\n").first(where: { $0.contains("coordinator ready") }),
                let workers = field("workers", in: line), let api = field("api", in: line) {
                 return ChildCoordinator(process: process, workers: workers, api: api,
-                                        metrics: operationsAddress(in: text))
+                                        metrics: operationsAddress(in: text), data: field("data", in: line))
             }
             guard process.isRunning else { throw TestFailure("splice coordinator exited early:\n\(text)") }
             try await Task.sleep(for: .milliseconds(50))
@@ -151,6 +162,19 @@ public final class ChildWorker: Sendable {
         process = try ChildProcess.start(
             ["worker", "--coordinator", coordinator, "--spool", spool.path, "--slots", "1", "--codec-threads", "1",
              "--name", name, "--drain-timeout", "30", "--metrics-endpoint", "127.0.0.1:0"], logName: name)
+    }
+
+    /// Starts `splice worker` in transfer mode (no `--spool`) against `coordinator` and its data
+    /// endpoint `data`. `isolated`: in a mount namespace of its own with an empty tmpfs on /tmp
+    /// (`unshare -m`, root only), so it cannot see any file the tests and the coordinator made.
+    public init(coordinator: String, data: String, name: String, isolated: Bool, extra: [String] = []) throws {
+        self.name = name
+        let wrapper = isolated ? ["/usr/bin/unshare", "-m", "/bin/sh", "-c",
+                                  "mount -t tmpfs tmpfs /tmp && exec \"$0\" \"$@\""] : []
+        process = try ChildProcess.start(
+            ["worker", "--coordinator", coordinator, "--data-endpoint", data, "--slots", "1", "--codec-threads", "1",
+             "--name", name, "--drain-timeout", "30", "--metrics-endpoint", "127.0.0.1:0"] + extra, logName: name,
+            wrapper: wrapper)
     }
 
     /// Whether it has said it is registered with a coordinator.

@@ -80,7 +80,7 @@ public struct LocalCluster: Sendable {
     public mutating func restartCoordinator() async throws {
         let next = try await ChildCoordinator.start(
             database: database, spool: spool, workers: coordinator.workers, api: coordinator.api,
-            extra: coordinatorFlags)
+            data: coordinator.data ?? loopback, extra: coordinatorFlags)
         retiredCoordinators.append(coordinator)
         coordinator = next
     }
@@ -94,6 +94,33 @@ public struct LocalCluster: Sendable {
         retiredWorkers.append(workers[index])
         workers[index] = next
         return next
+    }
+
+    /// Starts a transfer-mode worker (``ChildWorker/init(coordinator:data:name:isolated:)``) named
+    /// `name` and waits until it has registered.
+    @discardableResult
+    public mutating func addTransferWorker(named name: String, isolated: Bool, extra: [String] = []) async throws
+        -> ChildWorker
+    {
+        guard let data = coordinator.data else { throw TestFailure("the coordinator logged no data endpoint") }
+        let worker = try ChildWorker(coordinator: coordinator.workers, data: data, name: name, isolated: isolated,
+                                     extra: extra)
+        workers.append(worker)
+        guard await eventually(within: .seconds(60), { worker.isRegistered }) else {
+            throw TestFailure("transfer worker \(name) did not register\n\(worker.process.output)")
+        }
+        return worker
+    }
+
+    /// Starts a shared-spool worker named `name` and waits until it has registered.
+    @discardableResult
+    public mutating func addSpoolWorker(named name: String) async throws -> ChildWorker {
+        let worker = try ChildWorker(coordinator: coordinator.workers, spool: spool, name: name)
+        workers.append(worker)
+        guard await eventually(within: .seconds(60), { worker.isRegistered }) else {
+            throw TestFailure("worker \(name) did not register\n\(worker.process.output)")
+        }
+        return worker
     }
 
     /// The first worker to log that it started a segment (polled every 20 ms).

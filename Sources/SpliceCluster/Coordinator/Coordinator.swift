@@ -186,6 +186,8 @@ public struct CoordinatorEndpoints: Sendable, Hashable {
     public var workers: String
     /// The API endpoint as bound.
     public var api: String
+    /// The data endpoint as bound, when there is one.
+    public var data: String? = nil
     /// The coordinator's CURVE public key (what workers and clients need), when CURVE is on.
     public var serverKey: CurvePublicKey?
     /// The operators' endpoint as bound (`/metrics`, `/healthz`, `/readyz`, the status page), if any.

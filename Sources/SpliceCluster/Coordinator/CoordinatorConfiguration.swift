@@ -22,6 +22,10 @@ public struct CoordinatorConfiguration: Sendable {
     public var workersEndpoint: String
     /// The ROUTER the command-line client connects to (`tcp://*:7451`).
     public var apiEndpoint: String
+    /// The ROUTER transfer-mode workers fetch source excerpts from and hand results back through
+    /// (`splice-data` 1; `splice coordinator` binds `tcp://*:7452`); nil: no data endpoint, so
+    /// only shared-spool workers can be served.
+    public var dataEndpoint: String?
     /// The spool directory shared with the workers (segment files are written under `jobs/<job>/`).
     public var spool: URL
     /// The coordinator's CURVE key pair: when set, both endpoints are CURVE servers with ZAP
@@ -106,7 +110,7 @@ public struct CoordinatorConfiguration: Sendable {
         guard sessions.leaseDuration >= .milliseconds(100) else {
             throw CoordinatorError(.invalidConfiguration, "the lease must last at least 100 ms")
         }
-        for endpoint in [workersEndpoint, apiEndpoint] {
+        for endpoint in [workersEndpoint, apiEndpoint] + (dataEndpoint.map { [$0] } ?? []) {
             try EndpointSecurity.checkBinding(endpoint, curveEnabled: keys != nil, insecure: insecure)
         }
         guard workersEndpoint != apiEndpoint || workersEndpoint.hasSuffix(":*") else {

@@ -45,6 +45,13 @@ struct PlannedJob: Sendable {
         specs = Dictionary(plan.segments.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// The plan for workers with every segment, in index order.
+    var workerPlan: SegmentPlan {
+        var plan = skeleton
+        plan.segments = specs.values.sorted { $0.index < $1.index }
+        return plan
+    }
+
     /// The work order of segment `index`; nil when the plan has no such segment.
     func order(_ index: Int) -> SegmentWorkOrder? {
         specs[index].map { SegmentWorkOrder(skeleton: skeleton, spec: $0) }

@@ -40,6 +40,21 @@ public actor TransferPort {
     /// Payload bytes received into fetches and sent to peers.
     public private(set) var bytesIn: Int64 = 0
     public private(set) var bytesOut: Int64 = 0
+    /// The same per peer (a worker, on the coordinator's side): its key, else its routing id.
+    private var bytesByPeer: [WorkerIdentity: (received: Int64, sent: Int64)] = [:]
+
+    /// Payload bytes received from and sent to the peer `identity` names, since this port started.
+    public func bytes(of identity: WorkerIdentity) -> (received: Int64, sent: Int64) {
+        bytesByPeer[identity] ?? (0, 0)
+    }
+
+    private func count(received: Int64 = 0, sent: Int64 = 0, peer: WirePeer) {
+        bytesIn += received
+        bytesOut += sent
+        guard let identity = WorkerIdentity(peer: peer) else { return }
+        let total = bytesByPeer[identity] ?? (0, 0)
+        bytesByPeer[identity] = (total.received + received, total.sent + sent)
+    }
 
     public init(endpoint: DataEndpoint, options: TransferOptions = TransferOptions(), logger: Logger) {
         self.endpoint = endpoint
@@ -109,7 +124,7 @@ public actor TransferPort {
                               session: fetch.session)
             do {
                 try await endpoint.send(.chunk(chunk), payload: bytes, to: peer)
-                bytesOut += Int64(bytes.count)
+                count(sent: Int64(bytes.count), peer: peer)
             } catch {
                 // The requester is gone or cut off; it asks again once it is back.
                 logger.debug("could not send a chunk", ["file": fetch.file.rawValue, "peer": peer.description,
@@ -177,7 +192,7 @@ public actor TransferPort {
                 case .accept:
                     try await partial.write(bytes, at: chunk.offset)
                     window.received(offset: chunk.offset)
-                    bytesIn += Int64(bytes.count)
+                    count(received: Int64(bytes.count), peer: peer)
                     lastProgress = clock.now
                     stalls = 0
                     if window.isComplete { break receiving }

@@ -9,8 +9,18 @@ public struct WorkerConfiguration: Sendable {
     /// How many segments to encode at once.
     public var slots: Int
     /// The shared spool directory. Every ASSIGN's `outputPath` must lie inside it: coordinator and
-    /// workers mount the spool at the same path.
-    public var spool: URL
+    /// workers mount the spool at the same path. Nil: transfer mode (``WorkerStorage/transfer``),
+    /// each segment's source excerpt and result go over the coordinator's data endpoint.
+    public var spool: URL?
+    /// Transfer mode: the coordinator's data endpoint; nil: the coordinator's host, port 7452.
+    public var dataEndpoint: String?
+    /// Transfer mode: where excerpts and results are kept while a segment runs; emptied at start
+    /// and exit. Nil: a private directory under the system's temporary directory, removed at exit.
+    public var scratch: URL?
+    /// Transfer mode: the bytes of excerpts (and the results that replace them) scratch may hold
+    /// at once; an ASSIGN whose excerpt would not fit is refused (FAIL `scratch-full`, which
+    /// spends no attempt). Nil: no limit but the disk's.
+    public var scratchLimit: Int64?
     /// The worker's own CURVE key pair and the coordinator's public key; nil without CURVE
     /// (loopback or a trusted network only).
     public var curve: (keys: CurveKeyPair, serverKey: CurvePublicKey)?
@@ -47,7 +57,7 @@ public struct WorkerConfiguration: Sendable {
 
     /// A configuration with the defaults of `splice worker`.
     public init(coordinatorEndpoint: String = "tcp://127.0.0.1:7450",
-                slots: Int = ProcessInfo.processInfo.activeProcessorCount, spool: URL,
+                slots: Int = ProcessInfo.processInfo.activeProcessorCount, spool: URL?,
                 curve: (keys: CurveKeyPair, serverKey: CurvePublicKey)? = nil,
                 name: String = ProcessInfo.processInfo.hostName, drainTimeout: Duration = .seconds(300)) {
         self.coordinatorEndpoint = coordinatorEndpoint
@@ -64,6 +74,16 @@ public struct WorkerConfiguration: Sendable {
         self.reconnectIntervalMax = .seconds(5)
         self.codecThreads = nil
         self.software = "splice"
+    }
+
+    /// The data endpoint as used: ``dataEndpoint``, or the coordinator endpoint with port 7452.
+    var effectiveDataEndpoint: String {
+        if let dataEndpoint { return dataEndpoint }
+        guard let colon = coordinatorEndpoint.lastIndex(of: ":"),
+              coordinatorEndpoint[coordinatorEndpoint.index(after: colon)...].allSatisfy(\.isNumber) else {
+            return coordinatorEndpoint + ":7452"
+        }
+        return coordinatorEndpoint[..<colon] + ":7452"
     }
 
     /// Encoder threads per segment as used.

@@ -23,7 +23,10 @@ public actor WorkerDaemon: Service {
     public nonisolated let name = "worker"
     public nonisolated let configuration: WorkerConfiguration
     private let logger: Logger
-    private let spool: Spool
+    /// The shared spool; nil in transfer mode.
+    private let spool: Spool?
+    /// Transfer mode's scratch and data endpoint, while running.
+    private var transfer: WorkerTransfer?
     private var machine: WorkerStateMachine
     private let events: AsyncStream<WorkerEvent>
     private let eventSink: AsyncStream<WorkerEvent>.Continuation
@@ -49,13 +52,17 @@ public actor WorkerDaemon: Service {
         }
         self.configuration = configuration
         self.logger = logger.with(["worker": configuration.name])
-        self.spool = try Spool.open(configuration.spool)
+        if let root = configuration.spool {
+            self.spool = try Spool.open(root)
+        } else {
+            self.spool = nil
+        }
         self.figures = WorkerMetrics(slots: configuration.slots)
         self.machine = WorkerStateMachine(configuration: .init(
             workerName: configuration.name, slots: configuration.slots, encoders: AvailableEncoders.names,
             software: configuration.software, helloInterval: configuration.helloInterval,
             leaseSafetyMargin: configuration.leaseSafetyMargin, drainTimeout: configuration.drainTimeout,
-            flushTimeout: configuration.flushTimeout
+            flushTimeout: configuration.flushTimeout, storage: configuration.spool == nil ? .transfer : nil
         ))
         (events, eventSink) = AsyncStream.makeStream(of: WorkerEvent.self)
     }
@@ -85,9 +92,21 @@ public actor WorkerDaemon: Service {
             throw error
         }
         self.endpoint = endpoint
+        if spool == nil {
+            do {
+                transfer = try await WorkerTransfer.start(configuration, context: context, logger: logger)
+            } catch {
+                await endpoint.close()
+                await context.terminate()
+                await operations?.close()
+                throw error
+            }
+        }
         logger.info("worker ready", [
             "coordinator": configuration.coordinatorEndpoint, "slots": configuration.slots,
-            "spool": spool.root.path, "curve": configuration.curve != nil,
+            "storage": spool == nil ? "transfer" : "spool",
+            "spool": spool?.root.path ?? "-", "scratch": transfer?.scratch.path ?? "-",
+            "data_endpoint": spool == nil ? configuration.effectiveDataEndpoint : "-", "curve": configuration.curve != nil,
             "codec_threads": configuration.effectiveCodecThreads,
         ])
         let helpers = [receive(from: endpoint), tick(), watchConnection(endpoint.wire)]
@@ -102,6 +121,7 @@ public actor WorkerDaemon: Service {
         for task in encodes.values { task.cancel() }
         for task in encodes.values { await task.value }
         await endpoint.close()  // lingers briefly so a last DISCONNECT still leaves
+        await transfer?.close()
         await context.terminate()
         figures.registered.set(0)
         await operations?.close()
@@ -221,8 +241,13 @@ public actor WorkerDaemon: Service {
             log(attempt).warning("segment aborted", ["reason": reason.rawValue])
             encodes[attempt.leaseToken]?.cancel()
         case .deleteOutput(let path, let attempt):
+            if let transfer {
+                // Transfer mode: the result is in scratch, offered under its lease token.
+                await transfer.discard(attempt.leaseToken)
+                return
+            }
             // The coordinator chose the path: never delete anything outside the spool on its word.
-            guard spool.contains(path) else { return }
+            guard let spool, spool.contains(path) else { return }
             if await spool.remove(path) {
                 log(attempt).info("segment output deleted", ["path": path])
             }
@@ -235,7 +260,16 @@ public actor WorkerDaemon: Service {
 
     private func start(_ assign: Assign) {
         let token = assign.attempt.leaseToken
-        let encode = SegmentEncode(assign: assign, spool: spool, codecThreads: configuration.effectiveCodecThreads)
+        let storage: SegmentEncode.Storage
+        if let spool {
+            storage = .spool(spool)
+        } else if let transfer {
+            storage = .transfer(transfer)
+        } else {
+            return
+        }
+        let transfer = self.transfer
+        let encode = SegmentEncode(assign: assign, storage: storage, codecThreads: configuration.effectiveCodecThreads)
         let logger = log(assign.attempt)
         logger.info("segment started", ["output": assign.outputPath])
         figures.started()
@@ -244,6 +278,7 @@ public actor WorkerDaemon: Service {
                 eventSink.yield(.encodeProgress(token, fraction: fraction, frames: 0))
             }
             figures.ended(outcome)
+            if case .completed = outcome {} else { await transfer?.discard(token) }
             switch outcome {
             case .completed(let checksum, let size, let milliseconds, let frames):
                 logger.info("segment encoded", ["checksum": checksum.description, "bytes": size, "encode_ms": milliseconds,

@@ -35,10 +35,13 @@ package struct WorkerStateMachine: Sendable {
         package var drainTimeout: Duration
         /// After the drain timeout, how long to keep trying to get results acknowledged.
         package var flushTimeout: Duration
+        /// HELLO's `storage`: nil (a shared-spool worker, as before the field existed) or `.transfer`.
+        package var storage: WorkerStorage?
 
         package init(workerName: String, slots: Int, encoders: [String] = [], software: String = "",
                      helloInterval: Duration = .seconds(1), leaseSafetyMargin: Duration = .seconds(5),
-                     drainTimeout: Duration = .seconds(300), flushTimeout: Duration = .seconds(10)) {
+                     drainTimeout: Duration = .seconds(300), flushTimeout: Duration = .seconds(10),
+                     storage: WorkerStorage? = nil) {
             self.workerName = workerName
             self.slots = slots
             self.encoders = encoders
@@ -47,6 +50,7 @@ package struct WorkerStateMachine: Sendable {
             self.leaseSafetyMargin = leaseSafetyMargin
             self.drainTimeout = drainTimeout
             self.flushTimeout = flushTimeout
+            self.storage = storage
         }
     }
 
@@ -147,7 +151,7 @@ package struct WorkerStateMachine: Sendable {
             running: running,
             finished: held.compactMap { if case .complete(let body) = $0.message { body } else { nil } },
             failed: held.compactMap { if case .fail(let body) = $0.message { body } else { nil } },
-            software: configuration.software
+            software: configuration.software, storage: configuration.storage
         )
     }
 

@@ -247,10 +247,17 @@ public struct WorkerInfo: Codable, Sendable, Hashable {
     public var quarantineRemainingMilliseconds: Int?
     /// The refusal that put it in quarantine.
     public var quarantineReason: String?
+    /// How its current session reaches media (nil: not connected, or an older coordinator).
+    public var storage: WorkerStorage?
+    /// Transfer mode: source excerpts it fetched from the coordinator and results the coordinator
+    /// fetched from it, in bytes, since the coordinator started.
+    public var bytesIn: Int64?
+    public var bytesOut: Int64?
 
     public init(
         publicKey: CurvePublicKey, name: String?, enrolled: Bool, connected: Bool, slots: Int?, running: Int,
-        lastSeenAtMilliseconds: Int64?, quarantineRemainingMilliseconds: Int? = nil, quarantineReason: String? = nil
+        lastSeenAtMilliseconds: Int64?, quarantineRemainingMilliseconds: Int? = nil, quarantineReason: String? = nil,
+        storage: WorkerStorage? = nil, bytesIn: Int64? = nil, bytesOut: Int64? = nil
     ) {
         self.publicKey = publicKey
         self.name = name
@@ -261,6 +268,9 @@ public struct WorkerInfo: Codable, Sendable, Hashable {
         self.lastSeenAtMilliseconds = lastSeenAtMilliseconds
         self.quarantineRemainingMilliseconds = quarantineRemainingMilliseconds
         self.quarantineReason = quarantineReason
+        self.storage = storage
+        self.bytesIn = bytesIn
+        self.bytesOut = bytesOut
     }
 }
 

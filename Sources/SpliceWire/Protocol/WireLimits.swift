@@ -78,7 +78,8 @@ extension Assign {
         WireLimits.first(
             attempt.rangeViolation(),
             WireLimits.check("leaseMilliseconds", leaseMilliseconds, WireLimits.milliseconds),
-            WireLimits.check("progressIntervalMilliseconds", progressIntervalMilliseconds, WireLimits.milliseconds))
+            WireLimits.check("progressIntervalMilliseconds", progressIntervalMilliseconds, WireLimits.milliseconds),
+            excerpt?.rangeViolation())
     }
 }
 

@@ -27,10 +27,13 @@ public struct Hello: MessageBody, Hashable {
     public var failed: [Fail]
     /// The Splice version of the worker, for logs.
     public var software: String
+    /// Where the worker's inputs and outputs live. Optional: a worker that predates transfer mode
+    /// leaves it out and is a shared-spool worker.
+    public var storage: WorkerStorage?
 
     public init(
         workerName: String, slots: Int, encoders: [String], running: [SegmentAttempt] = [], finished: [Complete] = [],
-        failed: [Fail] = [], software: String = ""
+        failed: [Fail] = [], software: String = "", storage: WorkerStorage? = nil
     ) {
         self.workerName = workerName
         self.slots = slots
@@ -39,7 +42,18 @@ public struct Hello: MessageBody, Hashable {
         self.finished = finished
         self.failed = failed
         self.software = software
+        self.storage = storage
     }
+}
+
+/// How a worker reaches a segment's input and hands back its output (HELLO's `storage`).
+public enum WorkerStorage: String, Sendable, Codable, Hashable {
+    /// It sees the sources and the coordinator's spool at the same paths (NFS, a SAN).
+    case spool
+    /// It sees none of the coordinator's files: each ASSIGN names a source excerpt to fetch from
+    /// the coordinator's data endpoint, and the result is fetched back from the worker's
+    /// (`r-<lease token>`) before its COMPLETE is committed.
+    case transfer
 }
 
 /// WELCOME (coordinator → worker): the session is registered.
@@ -77,16 +91,21 @@ public struct Assign: MessageBody, Hashable {
     /// layer: encoded once by the coordinator, decoded once by the worker
     /// (`spec.decode(SegmentWorkOrder.self)`).
     public var spec: JSONPayload
+    /// For a transfer-mode worker: the segment's source excerpt, offered to this worker's key on
+    /// the coordinator's data endpoint (`x-<lease token>`), with its size and SHA-256. Absent for
+    /// a shared-spool worker.
+    public var excerpt: Offer?
 
     public init(
         attempt: SegmentAttempt, outputPath: String, leaseMilliseconds: Int, progressIntervalMilliseconds: Int,
-        spec: JSONPayload
+        spec: JSONPayload, excerpt: Offer? = nil
     ) {
         self.attempt = attempt
         self.outputPath = outputPath
         self.leaseMilliseconds = leaseMilliseconds
         self.progressIntervalMilliseconds = progressIntervalMilliseconds
         self.spec = spec
+        self.excerpt = excerpt
     }
 }
 
@@ -281,6 +300,12 @@ extension Fail {
         public static let encoderMissing = Code(rawValue: "encoder-missing")
         /// The worker cannot open the source at its path.
         public static let sourceNotFound = Code(rawValue: "source-not-found")
+        /// A transfer-mode worker could not fetch the segment's source excerpt (the data endpoint
+        /// is unreachable, the transfer stalled or arrived damaged), or its scratch is full.
+        public static let transferFailed = Code(rawValue: "transfer-failed")
+        /// A transfer-mode worker's scratch (its `--scratch-limit`) has no room for the segment's
+        /// source excerpt beside what it already holds.
+        public static let scratchFull = Code(rawValue: "scratch-full")
 
         // MARK: Nobody's (`Blame.nobody`)
 
@@ -321,7 +346,7 @@ extension Fail {
         /// Whose fault a failure with this code is.
         public var blame: Blame {
             switch self {
-            case .outputOutsideSpool, .spoolUnwritable, .encoderMissing, .sourceNotFound: .worker
+            case .outputOutsideSpool, .spoolUnwritable, .encoderMissing, .sourceNotFound, .transferFailed, .scratchFull: .worker
             case .drained, .notRegistered, .noFreeSlot: .nobody
             default: .segment
             }

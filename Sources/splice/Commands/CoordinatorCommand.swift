@@ -21,6 +21,10 @@ struct CoordinatorCommand: Command {
     static let apiEndpoint = Option<String>(
         "api-endpoint", valueName: "endpoint", help: "Where `splice submit/status/jobs/cancel/workers` connect.",
         default: "tcp://*:7451", environment: "SPLICE_API_ENDPOINT")
+    static let dataEndpoint = Option<String>(
+        "data-endpoint", valueName: "endpoint",
+        help: "Where transfer-mode workers (started without --spool) fetch source excerpts and hand results back.",
+        default: "tcp://*:7452", environment: "SPLICE_DATA_ENDPOINT")
     static let spool = Option<String>(
         "spool", valueName: "dir",
         help: "Segment files, shared with every worker (NFS for many machines; default: <state-dir>/spool).",
@@ -76,7 +80,7 @@ struct CoordinatorCommand: Command {
             Operators: Prometheus metrics, health checks and a status page at http://127.0.0.1:9450/ \
             (--metrics-endpoint).
             """,
-        arguments: [database, stateDirectory, workersEndpoint, apiEndpoint, spool, secretKey, adminKeys, insecure,
+        arguments: [database, stateDirectory, workersEndpoint, apiEndpoint, dataEndpoint, spool, secretKey, adminKeys, insecure,
                     leaseSeconds, maxAttempts, backupAfter, inputRoot, outputRoot, sourceProtocols, metricsEndpoint]
                     + DaemonOptions.arguments,
         onShutdown: .notify)
@@ -85,6 +89,7 @@ struct CoordinatorCommand: Command {
     let stateDirectory: String?
     let workersEndpoint: String
     let apiEndpoint: String
+    let dataEndpoint: String
     let spool: String?
     let secretKey: String?
     let adminKeys: String?
@@ -103,6 +108,7 @@ struct CoordinatorCommand: Command {
         stateDirectory = arguments[Self.stateDirectory]
         workersEndpoint = try arguments.value(Self.workersEndpoint)
         apiEndpoint = try arguments.value(Self.apiEndpoint)
+        dataEndpoint = try arguments.value(Self.dataEndpoint)
         spool = arguments[Self.spool]
         secretKey = arguments[Self.secretKey].flatMap { $0.isEmpty ? nil : $0 }
         adminKeys = arguments[Self.adminKeys].flatMap { $0.isEmpty ? nil : $0 }
@@ -161,6 +167,7 @@ struct CoordinatorCommand: Command {
             configuration.mediaTasks = .childProcess(executable: executable)
         }
         configuration.metricsEndpoint = metricsEndpoint.address
+        configuration.dataEndpoint = dataEndpoint
         configuration.version = SpliceCommand.version
         configuration.inputRoots = inputRoots.map(SubmitCommand.absolutePath)
         configuration.outputRoots = outputRoots.map(SubmitCommand.absolutePath)

@@ -18,8 +18,21 @@ struct WorkerCommand: Command {
         environment: "SPLICE_CODEC_THREADS")
     static let spool = Option<String>(
         "spool", valueName: "dir",
-        help: "The shared spool directory (NFS for many machines), mounted at the same path as on the coordinator.",
-        environment: "SPLICE_SPOOL", isRequired: true) { $0 }
+        help: "The shared spool directory (NFS for many machines), mounted at the same path as on the coordinator; "
+            + "without it the worker runs in transfer mode.",
+        environment: "SPLICE_SPOOL") { $0 }
+    static let dataEndpoint = Option<String>(
+        "data-endpoint", valueName: "endpoint",
+        help: "Transfer mode: the coordinator's data endpoint (default: the --coordinator host, port 7452).",
+        environment: "SPLICE_DATA_ENDPOINT") { $0 }
+    static let scratch = Option<String>(
+        "scratch", valueName: "dir",
+        help: "Transfer mode: where excerpts and results wait, emptied at start and exit (default: a private temp dir).",
+        environment: "SPLICE_SCRATCH") { $0 }
+    static let scratchLimit = Option<Int64>(
+        "scratch-limit", valueName: "bytes",
+        help: "Transfer mode: bytes scratch may hold; a segment whose excerpt would not fit is refused (no attempt spent).",
+        environment: "SPLICE_SCRATCH_LIMIT", expected: "a positive number of bytes") { Int64($0).flatMap { $0 > 0 ? $0 : nil } }
     static let secretKey = Option<String>(
         "secret-key", valueName: "file", help: "This worker's CURVE secret key (from `splice keys generate`).",
         environment: "SPLICE_SECRET_KEY") { $0 }
@@ -40,21 +53,26 @@ struct WorkerCommand: Command {
     static let configuration = CommandConfiguration(
         name: "worker", abstract: "Run a worker daemon that encodes segments for a coordinator.",
         discussion: """
-            Every ASSIGN's output goes to a path the coordinator chooses inside the shared spool, so \
-            mount the spool at the same path on the coordinator and on every worker. On SIGTERM the \
+            With --spool, every ASSIGN's output goes to a path the coordinator chooses inside the shared \
+            spool, so mount the spool at the same path on the coordinator and on every worker. Without \
+            it (transfer mode) the worker fetches each segment's source excerpt from the coordinator's \
+            data endpoint into --scratch and hands the result back the same way. On SIGTERM the \
             worker takes no new segments, lets running ones finish (or hands them back after \
             --drain-timeout), waits for its results to be acknowledged and exits 0. Logs are \
             key=value lines on standard error. Metrics and health checks for operators are served at \
             http://127.0.0.1:9451/metrics (--metrics-endpoint; give each worker on one machine its own port).
             """,
-        arguments: [coordinator, slots, codecThreads, spool, secretKey, serverKey, name, drainTimeout,
+        arguments: [coordinator, slots, codecThreads, spool, dataEndpoint, scratch, scratchLimit, secretKey, serverKey, name, drainTimeout,
                     metricsEndpoint] + DaemonOptions.arguments,
         onShutdown: .notify, environment: [.ffmpegLog])
 
     let coordinator: String
     let slots: Int
     let codecThreads: Int?
-    let spool: String
+    let spool: String?
+    let dataEndpoint: String?
+    let scratch: String?
+    let scratchLimit: Int64?
     let secretKey: String?
     let serverKey: String?
     let name: String
@@ -66,7 +84,10 @@ struct WorkerCommand: Command {
         coordinator = try arguments.value(Self.coordinator)
         slots = try arguments.value(Self.slots)
         codecThreads = arguments[Self.codecThreads]
-        spool = try arguments.value(Self.spool)
+        spool = arguments[Self.spool]
+        dataEndpoint = arguments[Self.dataEndpoint]
+        scratch = arguments[Self.scratch]
+        scratchLimit = arguments[Self.scratchLimit]
         secretKey = arguments[Self.secretKey]
         serverKey = arguments[Self.serverKey]
         name = try arguments.value(Self.name)
@@ -86,16 +107,23 @@ struct WorkerCommand: Command {
         guard !name.isEmpty else { throw UsageError("--name must not be empty") }
     }
 
+    static func directory(_ path: String) -> URL {
+        URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+    }
+
     func run(_ context: CommandContext) async throws -> ExitCode {
         var configuration = WorkerConfiguration(
             coordinatorEndpoint: coordinator, slots: slots,
-            spool: URL(fileURLWithPath: spool, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)),
+            spool: spool.map(Self.directory),
             name: name, drainTimeout: .milliseconds(drainTimeout.count(of: MediaTime(value: 1, timescale: 1000)))
         )
         configuration.software = "splice " + SpliceCommand.version
         configuration.version = SpliceCommand.version
         configuration.metricsEndpoint = metricsEndpoint.address
         configuration.codecThreads = codecThreads
+        configuration.dataEndpoint = dataEndpoint
+        configuration.scratch = scratch.map(Self.directory)
+        configuration.scratchLimit = scratchLimit
         if let secretKey, let serverKey {
             configuration.curve = (keys: try CurveKeyPair.load(secretKeyPath: secretKey),
                                    serverKey: try CurvePublicKey.load(path: serverKey))

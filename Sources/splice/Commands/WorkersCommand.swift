@@ -35,12 +35,13 @@ struct WorkersCommand: ClientCommand {
     /// One row per worker: key, name, whether enrolled and connected, slots, running segments, last
     /// seen, and a quarantine (how long it lasts, and the refusal behind it) when there is one.
     static func table(_ workers: [WorkerInfo]) -> TextTable {
-        var table = TextTable(headers: ["KEY", "NAME", "ENROLLED", "CONNECTED", "SLOTS", "RUNNING", "LAST SEEN (UTC)",
-                                        "QUARANTINE"])
+        var table = TextTable(headers: ["KEY", "NAME", "ENROLLED", "CONNECTED", "SLOTS", "RUNNING", "MODE", "IN/OUT",
+                                        "LAST SEEN (UTC)", "QUARANTINE"])
         for worker in workers {
             table.rows.append([
                 worker.publicKey.z85, worker.name ?? "-", worker.enrolled ? "yes" : "revoked",
                 worker.connected ? "yes" : "no", worker.slots.map(String.init) ?? "-", String(worker.running),
+                worker.storage?.rawValue ?? "-", transferred(worker),
                 ClusterText.time(millisecondsSinceEpoch: worker.lastSeenAtMilliseconds),
                 quarantine(worker),
             ])
@@ -49,6 +50,16 @@ struct WorkersCommand: ClientCommand {
     }
 
     /// `"42s: spool-unwritable: …"`, or `-`.
+    /// A transfer worker's bytes in and out, `12.4 MB/3.1 MB` (10^6 bytes); `-` for the others.
+    static func transferred(_ worker: WorkerInfo) -> String {
+        guard let bytesIn = worker.bytesIn, let bytesOut = worker.bytesOut else { return "-" }
+        func megabytes(_ bytes: Int64) -> String {
+            let tenths = (bytes + 50_000) / 100_000
+            return "\(tenths / 10).\(tenths % 10) MB"
+        }
+        return megabytes(bytesIn) + "/" + megabytes(bytesOut)
+    }
+
     static func quarantine(_ worker: WorkerInfo) -> String {
         guard let remaining = worker.quarantineRemainingMilliseconds else { return "-" }
         let seconds = (remaining + 999) / 1000

@@ -226,13 +226,17 @@ final class ClientAPIHandler: Sendable {
                 guard session != nil else { continue }
                 key = JobStatusMapping.standInKey(for: worker.publicKey)
             }
-            infos.append(WorkerInfo(
+            var info = WorkerInfo(
                 publicKey: key, name: session?.name ?? worker.name, enrolled: worker.state != .revoked,
                 connected: session.map { !$0.silent } ?? false, slots: session?.slots ?? worker.slots,
                 running: session?.running ?? 0,
                 lastSeenAtMilliseconds: worker.lastSeenAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) },
                 quarantineRemainingMilliseconds: session?.quarantineRemaining?.wholeMilliseconds,
-                quarantineReason: session?.quarantineReason))
+                quarantineReason: session?.quarantineReason)
+            if let session {
+                (info.storage, info.bytesIn, info.bytesOut) = await shell.storage(of: session.identity)
+            }
+            infos.append(info)
         }
         return infos
     }

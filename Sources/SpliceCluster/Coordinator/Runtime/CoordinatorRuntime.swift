@@ -91,6 +91,22 @@ final class CoordinatorRuntime: Sendable {
             [configuration.apiEndpoint], type: .router, context: context,
             options: .router(curve: security.curve(domain: apiDomain))))
         resources.add { ending in await apiEndpoint.close(linger: ending.lingers ? nil : .zero) }
+        // Transfer mode's bulk data, on its own ROUTER so heartbeats and ASSIGNs never queue
+        // behind megabytes; the same ZAP domain as the worker endpoint (enrolled worker keys).
+        var transferPort: TransferPort?
+        var dataBound: String?
+        if let address = configuration.dataEndpoint {
+            let data = DataEndpoint(try await WireEndpoint.bind(
+                [address], type: .router, context: context, options: .router(curve: security.curve(domain: workerDomain))))
+            let port = TransferPort(endpoint: data, logger: logger)
+            let pump = Task.detached { await port.run() }
+            resources.add { _ in
+                pump.cancel()
+                await data.close(linger: .zero)
+            }
+            transferPort = port
+            dataBound = data.wire.endpoints.first ?? address
+        }
 
         let spool = SpoolLayout(root: configuration.spool)
         let store = CoordinatorStore(repository: repository, leaseDuration: configuration.sessions.leaseDuration,
@@ -99,10 +115,10 @@ final class CoordinatorRuntime: Sendable {
         let outbox = Outbox()
         let plannerWake = WakeSignal()
         let stitcherWake = WakeSignal()
+        let media = MediaTaskRunner(isolation: configuration.mediaTasks)
         let shell = CoordinatorShell(
             policy: configuration.sessions, store: store, outbox: outbox, spool: cleaner, stitcherWake: stitcherWake,
-            logger: logger)
-        let media = MediaTaskRunner(isolation: configuration.mediaTasks)
+            logger: logger, transferPort: transferPort, media: media)
         // Planned for the slots the cluster has now (at least two: workers come and go, and a job
         // cut for one lane would keep a second one idle for good).
         let planner = JobPlanner(
@@ -141,7 +157,7 @@ final class CoordinatorRuntime: Sendable {
         ])
         let endpoints = CoordinatorEndpoints(
             workers: workerEndpoint.wire.endpoints.first ?? configuration.workersEndpoint,
-            api: apiEndpoint.wire.endpoints.first ?? configuration.apiEndpoint,
+            api: apiEndpoint.wire.endpoints.first ?? configuration.apiEndpoint, data: dataBound,
             serverKey: configuration.keys?.publicKey)
         return CoordinatorRuntime(
             endpoints: endpoints, workerEndpoint: workerEndpoint, apiEndpoint: apiEndpoint, shell: shell,
@@ -233,7 +249,8 @@ final class CoordinatorRuntime: Sendable {
     /// of a service that failed (the group has then stopped the others gracefully). Everything is
     /// closed before it returns, with linger unless the task was cancelled.
     func run() async throws {
-        logger.info("coordinator ready", ["workers": endpoints.workers, "api": endpoints.api])
+        logger.info("coordinator ready", ["workers": endpoints.workers, "api": endpoints.api,
+                                          "data": endpoints.data ?? "-"])
         var failure: ServiceGroupError?
         do {
             try await group.run()

@@ -26,6 +26,9 @@ public enum MediaTask: Sendable, Codable, Hashable {
     /// Cut segment `segment`'s source excerpt (``SourceExcerpt``) from `plan.source` into `output`,
     /// for a worker that cannot see the source.
     case excerpt(plan: SegmentPlan, segment: Int, output: String)
+    /// Cut the excerpts of `segments`, one after the other, into `directory` as `x-s<index>.splseg`
+    /// (one child for a whole job, rather than one per ASSIGN).
+    case excerpts(plan: SegmentPlan, segments: [Int], directory: String)
 
     /// Runs the step here. Any error comes out as a `MediaError` (settings errors as
     /// `invalidSettings`), so the same failure reads the same in and out of process.
@@ -43,6 +46,13 @@ public enum MediaTask: Sendable, Codable, Hashable {
                     segments: segments, checksums: checksums, to: URL(fileURLWithPath: output), overwrite: overwrite))
             case .excerpt(let plan, let segment, let output):
                 return .excerpt(try await SourceExcerpt.cut(plan: plan, segment: segment, to: URL(fileURLWithPath: output)))
+            case .excerpts(let plan, let segments, let directory):
+                var written: [Int: SourceExcerpt.Written] = [:]
+                for segment in segments {
+                    written[segment] = try await SourceExcerpt.cut(
+                        plan: plan, segment: segment, to: URL(fileURLWithPath: directory).appendingPathComponent("x-s\(segment).splseg"))
+                }
+                return .excerpts(written)
             }
         } catch let error as MediaError {
             throw error
@@ -60,7 +70,7 @@ public enum MediaTask: Sendable, Codable, Hashable {
         switch self {
         case .plan: "planning"
         case .stitch: "stitching"
-        case .excerpt: "excerpt"
+        case .excerpt, .excerpts: "excerpt"
         }
     }
 
@@ -76,6 +86,7 @@ public enum MediaTaskOutput: Sendable, Codable, Hashable {
     case plan(SegmentPlan)
     case stitch(StitchSummary)
     case excerpt(SourceExcerpt.Written)
+    case excerpts([Int: SourceExcerpt.Written])
 }
 
 /// What a child process writes on standard output: the output, or the error as a `MediaError`'s
@@ -129,6 +140,17 @@ public struct MediaTaskRunner: Sendable {
     public func excerpt(plan: SegmentPlan, segment: Int, output: String) async throws(MediaError) -> SourceExcerpt.Written {
         guard case .excerpt(let written) = try await run(.excerpt(plan: plan, segment: segment, output: output)) else {
             throw MediaError(.internalError, "the excerpt step answered with something else than an excerpt")
+        }
+        return written
+    }
+
+    /// Cuts the excerpts of `segments` into `directory` in one step (``MediaTask/excerpts(plan:segments:directory:)``).
+    public func excerpts(plan: SegmentPlan, segments: [Int], directory: String) async throws(MediaError)
+        -> [Int: SourceExcerpt.Written]
+    {
+        guard case .excerpts(let written) = try await run(.excerpts(plan: plan, segments: segments, directory: directory))
+        else {
+            throw MediaError(.internalError, "the excerpt step answered with something else than excerpts")
         }
         return written
     }

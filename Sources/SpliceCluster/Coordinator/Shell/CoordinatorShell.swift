@@ -11,21 +11,29 @@ import SpliceWire
 /// Nothing here decides protocol questions; that is the machine's job.
 actor CoordinatorShell {
     private var machine: CoordinatorStateMachine
-    private let store: CoordinatorStore
-    private let outbox: Outbox
-    private let spool: SpoolCleaner
+    let store: CoordinatorStore
+    let outbox: Outbox
+    let spool: SpoolCleaner
     private let stitcherWake: WakeSignal
     nonisolated let logger: Logger
-    private nonisolated let dropLog = LogThrottle()
+    nonisolated let dropLog = LogThrottle()
     /// Store tasks started and not yet answered (a graceful shutdown waits for them).
     private let inFlight = InFlightWork()
     /// The operators' figures, counted where the events happen (docs/deploy.md, Operating).
     nonisolated let metrics = CoordinatorMetrics()
+    /// Transfer mode: the data endpoint's port (nil without one), the media tasks that cut
+    /// excerpts, and what is offered and fetched (CoordinatorShell+Transfer.swift).
+    let transferPort: TransferPort?
+    let media: MediaTaskRunner
+    var transfers = CoordinatorTransfers()
 
     init(
         policy: CoordinatorPolicy, store: CoordinatorStore, outbox: Outbox, spool: SpoolCleaner,
-        stitcherWake: WakeSignal, logger: Logger
+        stitcherWake: WakeSignal, logger: Logger, transferPort: TransferPort? = nil,
+        media: MediaTaskRunner = MediaTaskRunner(isolation: .inProcess)
     ) {
+        self.transferPort = transferPort
+        self.media = media
         self.machine = CoordinatorStateMachine(policy: policy)
         self.store = store
         self.outbox = outbox
@@ -43,11 +51,23 @@ actor CoordinatorShell {
         for received in batch {
             switch received {
             case .message(let envelope, let peer):
-                execute(machine.handle(.received(envelope.message, from: peer), at: now))
+                guard let message = screenTransfer(envelope.message, from: peer) else { continue }
+                execute(machine.handle(.received(message, from: peer), at: now))
             case .rejected(let rejection, let peer):
                 execute(machine.handle(.rejected(rejection, from: peer), at: now))
             }
         }
+        execute(machine.dispatch(at: now))
+    }
+
+    /// `message` as if `peer` had just sent it again (a transfer worker's COMPLETE once its result
+    /// is verified, rather than waiting up to a progress interval for the worker's resend); nothing
+    /// when that worker has no active session any more (its own resend, after a HELLO, will do).
+    func redeliver(_ message: WorkerMessage, from peer: WirePeer) {
+        let now = ContinuousClock.now
+        guard let worker = WorkerIdentity(peer: peer),
+              machine.sessionSnapshots(now: now).contains(where: { $0.identity == worker && $0.active }) else { return }
+        execute(machine.handle(.received(message, from: peer), at: now))
         execute(machine.dispatch(at: now))
     }
 
@@ -64,6 +84,7 @@ actor CoordinatorShell {
     /// The store took leases back (reaper, or a worker's release).
     func takenBack(_ taken: CoordinatorStore.TakenBack) {
         for lease in taken.leases {
+            forgetTransfer(lease.leaseToken)
             logger.info("lease taken back", ["job": lease.job.description, "lease": lease.leaseToken.description,
                                              "job_failed": lease.jobFailed])
         }
@@ -134,8 +155,10 @@ actor CoordinatorShell {
         for directive in directives { execute(directive) }
     }
 
-    private func execute(_ directive: CoordinatorDirective) {
+    func execute(_ directive: CoordinatorDirective) {
         switch directive {
+        case .send(.assign(let assign), let peer, let worker) where transfers.isTransferWorker(worker):
+            sendWithExcerpt(assign, to: peer, worker: worker)
         case .send(let message, let peer, let worker):
             outbox.enqueue(message, to: peer, worker: worker)
         case .registerWorker(let identity, let name, let slots, let encoders):
@@ -157,6 +180,7 @@ actor CoordinatorShell {
         case .wakeStitcher:
             stitcherWake.signal()
         case .removeJobFiles(let job):
+            transfers.jobEnded(job)
             spawn { await self.removeFiles(of: job) }
         case .notice(let notice):
             log(notice)
@@ -164,7 +188,7 @@ actor CoordinatorShell {
     }
 
     /// Runs store work off the actor; counted so a graceful shutdown can wait for it.
-    private func spawn(_ work: @escaping @Sendable () async -> Void) {
+    func spawn(_ work: @escaping @Sendable () async -> Void) {
         inFlight.start(work)
     }
 
@@ -197,6 +221,7 @@ actor CoordinatorShell {
         let attempt = result.attempt
         do {
             let outcome = try await store.commit(result)
+            await forgetTransfer(attempt.leaseToken)
             metrics.committed(result, outcome: outcome)
             logCommitted(result, outcome: outcome)
             if let retryAt = outcome.retryAt { await wake(at: retryAt) }
@@ -257,6 +282,7 @@ actor CoordinatorShell {
     private nonisolated func abandon(_ attempt: SegmentAttempt, reason: String, spendsAttempt: Bool) async {
         do {
             let outcome = try await store.abandon(attempt, reason: reason, spendsAttempt: spendsAttempt)
+            await forgetTransfer(attempt.leaseToken)
             metrics.abandoned(reason: reason, recorded: outcome.failedJob || outcome.retryAt != nil)
             logger.info("attempt handed back", [
                 "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt, "reason": reason,

@@ -193,8 +193,21 @@ final class CoordinatorStore: Sendable {
     /// The ASSIGN `spec`: the `SegmentWorkOrder` — the job's plan cut down to one segment —
     /// encoded once, here.
     private func workOrder(job: JobID, segment index: Int) async throws -> JSONPayload {
+        guard let order = try await planned(job)?.order(index) else {
+            throw CoordinatorError(.planUnreadable, "job \(job) has no plan for segment \(index)")
+        }
+        return try JSONPayload(encoding: order)
+    }
+
+    /// The job's plan as workers get it (``SegmentPlan/forWorkers()``), with every segment; nil
+    /// when the job has none.
+    func workerPlan(job: JobID) async throws -> SegmentPlan? {
+        try await planned(job)?.workerPlan
+    }
+
+    private func planned(_ job: JobID) async throws -> PlannedJob? {
         let repository = self.repository
-        let planned = try await plans.value(for: job) { () async throws -> PlannedJob? in
+        return try await plans.value(for: job) { () async throws -> PlannedJob? in
             guard let plan = try await repository.job(id: job)?.plan else { return nil }
             do {
                 return PlannedJob(try plan.decode(SegmentPlan.self))
@@ -202,10 +215,6 @@ final class CoordinatorStore: Sendable {
                 throw CoordinatorError(.planUnreadable, "job \(job): its plan is not a segment plan: \(error)")
             }
         }
-        guard let order = planned?.order(index) else {
-            throw CoordinatorError(.planUnreadable, "job \(job) has no plan for segment \(index)")
-        }
-        return try JSONPayload(encoding: order)
     }
 
     /// Drops what is cached about a job that has ended.
