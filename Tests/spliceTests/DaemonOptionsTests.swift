@@ -23,6 +23,19 @@ struct DaemonOptionsTests {
             .metricsEndpoint.address?.description == "[::1]:9999")
     }
 
+    @Test("the data endpoint follows the workers endpoint's host unless given: loopback stays loopback")
+    func dataEndpoint() throws {
+        #expect(try parse([], as: CoordinatorCommand.self).dataEndpoint == "tcp://*:7452")
+        let loopback = try parse(["--workers-endpoint", "tcp://127.0.0.1:17850"], as: CoordinatorCommand.self)
+        #expect(loopback.dataEndpoint == "tcp://127.0.0.1:7452")
+        #expect(try parse(["--workers-endpoint", "tcp://[::1]:7450"], as: CoordinatorCommand.self).dataEndpoint
+            == "tcp://[::1]:7452")
+        #expect(try parse(["--workers-endpoint", "ipc:///run/splice/w"], as: CoordinatorCommand.self).dataEndpoint
+            == "tcp://127.0.0.1:7452")
+        #expect(try parse(["--workers-endpoint", "tcp://127.0.0.1:17850", "--data-endpoint", "tcp://10.0.0.1:9000"],
+                          as: CoordinatorCommand.self).dataEndpoint == "tcp://10.0.0.1:9000")
+    }
+
     @Test("a bad --metrics-endpoint is a usage error that says what is expected", arguments: [
         "9450", "metrics.example:9450", "127.0.0.1:99999", "127.0.0.1",
     ])

@@ -23,8 +23,9 @@ struct CoordinatorCommand: Command {
         default: "tcp://*:7451", environment: "SPLICE_API_ENDPOINT")
     static let dataEndpoint = Option<String>(
         "data-endpoint", valueName: "endpoint",
-        help: "Where transfer-mode workers (started without --spool) fetch source excerpts and hand results back.",
-        default: "tcp://*:7452", environment: "SPLICE_DATA_ENDPOINT")
+        help: "Where transfer-mode workers (started without --spool) fetch source excerpts and hand results back "
+            + "(default: the workers endpoint's host, port 7452).",
+        environment: "SPLICE_DATA_ENDPOINT")
     static let spool = Option<String>(
         "spool", valueName: "dir",
         help: "Segment files, shared with every worker (NFS for many machines; default: <state-dir>/spool).",
@@ -103,12 +104,22 @@ struct CoordinatorCommand: Command {
     let metricsEndpoint: MetricsEndpointSetting
     let daemon: DaemonOptions
 
+    /// The data endpoint on the workers endpoint's host, port 7452: a coordinator bound to
+    /// 127.0.0.1 keeps its bulk data there too (and a wildcard bind needs CURVE, as for workers).
+    static func dataEndpoint(besides workers: String) -> String {
+        let scheme = "tcp://"
+        guard workers.hasPrefix(scheme), let colon = workers.lastIndex(of: ":"),
+              colon > workers.index(workers.startIndex, offsetBy: scheme.count) else { return "tcp://127.0.0.1:7452" }
+        return workers[..<colon] + ":7452"
+    }
+
     init(_ arguments: ParsedArguments) throws {
         database = arguments[Self.database].flatMap { $0.isEmpty ? nil : $0 }
         stateDirectory = arguments[Self.stateDirectory]
         workersEndpoint = try arguments.value(Self.workersEndpoint)
         apiEndpoint = try arguments.value(Self.apiEndpoint)
-        dataEndpoint = try arguments.value(Self.dataEndpoint)
+        dataEndpoint = arguments[Self.dataEndpoint].flatMap { $0.isEmpty ? nil : $0 }
+            ?? Self.dataEndpoint(besides: workersEndpoint)
         spool = arguments[Self.spool]
         secretKey = arguments[Self.secretKey].flatMap { $0.isEmpty ? nil : $0 }
         adminKeys = arguments[Self.adminKeys].flatMap { $0.isEmpty ? nil : $0 }

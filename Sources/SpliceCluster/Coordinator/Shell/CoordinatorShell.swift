@@ -221,11 +221,10 @@ actor CoordinatorShell {
         let attempt = result.attempt
         do {
             let outcome = try await store.commit(result)
-            await forgetTransfer(attempt.leaseToken)
             metrics.committed(result, outcome: outcome)
             logCommitted(result, outcome: outcome)
             if let retryAt = outcome.retryAt { await wake(at: retryAt) }
-            await apply(.resultCommitted(result, outcome))
+            await committed(result, outcome)
         } catch {
             logger.warning("result not committed; the worker will resend it", [
                 "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,
@@ -277,6 +276,13 @@ actor CoordinatorShell {
                                                    "error": "\(error)"])
             await apply(.backupClaimFailed(of: primary, demand: demand))
         }
+    }
+
+    /// A result is in the store: its transfer files go and the machine hears of it, in one hop onto
+    /// the actor (commits are the hot path: one per segment).
+    private func committed(_ result: WorkerResult, _ outcome: ResultOutcome) {
+        forgetTransfer(result.attempt.leaseToken)
+        apply(.resultCommitted(result, outcome))
     }
 
     private nonisolated func abandon(_ attempt: SegmentAttempt, reason: String, spendsAttempt: Bool) async {
