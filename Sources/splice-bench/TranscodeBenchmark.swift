@@ -135,11 +135,13 @@ enum ClusterRun {
             for child in children where child.isRunning { child.interrupt() }
             for child in children { child.waitUntilExit() }
         }
+        // No operators' endpoints: two workers on one host would both want 127.0.0.1:9451, and the
+        // second would not start (the cluster then ran on one worker: 2× the local transcode).
         children.append(try spawn(["coordinator", "--state-dir", state, "--spool", spool, "--workers-endpoint", workers,
-                                   "--api-endpoint", api]))
+                                   "--api-endpoint", api, "--metrics-endpoint", "off"]))
         for n in 0..<2 {
             children.append(try spawn(["worker", "--coordinator", workers, "--spool", spool, "--slots", "1",
-                                       "--codec-threads", "1", "--name", "bench-\(n)"]))
+                                       "--codec-threads", "1", "--name", "bench-\(n)", "--metrics-endpoint", "off"]))
         }
         var walls: [UInt64] = []
         for i in 0...runs {
