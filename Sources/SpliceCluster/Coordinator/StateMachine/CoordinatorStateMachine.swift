@@ -712,15 +712,22 @@ package struct CoordinatorStateMachine: Sendable {
     /// `winner`'s result is committed: any other attempt of its segment still running (the backup,
     /// or the straggler it backed up) is told to stop. It lost a race; nothing failed.
     private mutating func supersede(_ winner: SegmentAttempt, now: Instant) -> [CoordinatorDirective] {
-        var directives: [CoordinatorDirective] = []
-        for (identity, session) in sessions.sorted(by: { $0.key.description < $1.key.description }) {
+        // Runs for every committed result, and almost always finds nothing: scan without copying
+        // or ordering the sessions, and order only what was found (so directives are repeatable).
+        var losers: [(identity: WorkerIdentity, attempt: SegmentAttempt)] = []
+        for (identity, session) in sessions {
             for held in session.held.values
-            where held.attempt.job == winner.job && held.attempt.segment == winner.segment
+            where held.attempt.segment == winner.segment && held.attempt.job == winner.job
                 && held.attempt.leaseToken != winner.leaseToken && !held.reported {
-                sessions[identity]?.held[held.attempt.leaseToken] = nil
-                directives.append(.notice(.attemptSuperseded(identity, held.attempt)))
-                directives += send(.cancel(Cancel(attempt: held.attempt, reason: .leaseLost)), to: identity, now: now)
+                losers.append((identity, held.attempt))
             }
+        }
+        guard !losers.isEmpty else { return [] }
+        var directives: [CoordinatorDirective] = []
+        for (identity, attempt) in losers.sorted(by: { $0.identity.description < $1.identity.description }) {
+            sessions[identity]?.held[attempt.leaseToken] = nil
+            directives.append(.notice(.attemptSuperseded(identity, attempt)))
+            directives += send(.cancel(Cancel(attempt: attempt, reason: .leaseLost)), to: identity, now: now)
         }
         return directives
     }
