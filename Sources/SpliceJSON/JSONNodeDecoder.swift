@@ -168,6 +168,23 @@ private struct KeyedTreeContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
         try JSONNodeDecoder.decode(type, from: field(key), codingPath: codingPath + [key])
     }
 
+    // One search for an optional field, where the protocol's defaults make three (`contains`,
+    // `decodeNil`, `decode`). Synthesized `init(from:)` calls the overload of the field's type.
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? { try present(type, key) }
+
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try present(type, key) }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try present(type, key) }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try present(type, key) }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try present(type, key) }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try present(type, key) }
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try present(type, key) }
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try present(type, key) }
+
+    private func present<T: Decodable>(_ type: T.Type, _ key: Key) throws -> T? {
+        guard let value = lookup(key), !value.isNull else { return nil }
+        return try JSONNodeDecoder.decode(type, from: value, codingPath: codingPath + [key])
+    }
+
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
         -> KeyedDecodingContainer<NestedKey>
     {

@@ -182,6 +182,28 @@ struct JSONDecoderTests {
         #expect(foundation == ours)
     }
 
+    struct Optionals: Codable, Equatable {
+        struct Inner: Codable, Equatable { var count: Int }
+        var flag: Bool?
+        var name: String?
+        var ratio: Double?
+        var large: Int64?
+        var inner: Inner?
+        var list: [Int]?
+    }
+
+    @Test("optionals of every kind: present, null, absent or of the wrong type, as JSONDecoder decodes them", arguments: [
+        #"{"flag": true, "name": "n", "ratio": 0.5, "large": 9007199254740993, "inner": {"count": 2}, "list": [1]}"#,
+        #"{"flag": null, "name": null, "ratio": null, "large": null, "inner": null, "list": null}"#,
+        "{}",
+        #"{"flag": 1}"#, #"{"name": 2}"#, #"{"ratio": "x"}"#, #"{"large": 1.5}"#, #"{"inner": {}}"#, #"{"list": {}}"#,
+        #"{"name": "first", "name": "second"}"#,
+    ])
+    func optionals(text: String) throws {
+        let (foundation, ours) = try both(Optionals.self, text)
+        #expect(foundation == ours)
+    }
+
     @Test("failures are DecodingErrors with the path to the field")
     func paths() throws {
         struct Outer: Decodable { var items: [Inner] }

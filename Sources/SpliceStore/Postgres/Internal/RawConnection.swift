@@ -87,7 +87,8 @@ final class RawConnection: @unchecked Sendable {
             throw StoreError(.invalidValue, "\(binds.count) parameters: PostgreSQL takes at most 65535; "
                                  + "bind an array instead", isRetryable: false)
         }
-        for bind in binds where bind.text?.contains("\0") == true {
+        // Bytes, not `String.contains`: that goes through Foundation's locale-aware search.
+        for bind in binds where bind.text?.utf8.contains(0) == true {
             throw StoreError(.invalidValue, "a text value contains a NUL byte, which PostgreSQL cannot store", isRetryable: false)
         }
         let types = binds.map { Oid($0.type.oid) }
