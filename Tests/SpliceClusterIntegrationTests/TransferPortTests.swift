@@ -258,7 +258,7 @@ struct TransferPortTests {
                                                                    session: 1)))
         let hostile: [[Data]] = [
             [Data("not json".utf8)],
-            [Data(#"{"protocol":"splice-worker","version":1,"type":"HEARTBEAT","body":{}}"#.utf8)],
+            [Data(#"{"protocol":"splice-worker","version":2,"type":"HEARTBEAT","body":{}}"#.utf8)],
             [Data(#"{"protocol":"splice-data","version":1,"type":"FETCH","body":{"file":"../etc/passwd","offset":0,"length":10,"session":1}}"#.utf8)],
             [Data(#"{"protocol":"splice-data","version":1,"type":"FETCH","body":{"file":"x","offset":-5,"length":10,"session":1}}"#.utf8)],
             [Data(#"{"protocol":"splice-data","version":1,"type":"FETCH","body":{"file":"x","offset":0,"length":1073741824,"session":1}}"#.utf8)],

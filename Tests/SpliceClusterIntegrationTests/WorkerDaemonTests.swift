@@ -159,11 +159,11 @@ struct WorkerDaemonTests {
             let json = { (text: String) in [Data(text.utf8)] }
             let garbage: [([Data], WireRejection.Reason)] = [
                 ([Data([0xDE, 0xAD, 0xBE, 0xEF])], .garbled),
-                (json(#"{"protocol": "splice-worker", "version": 1, "type": "ASSI"#), .garbled),
+                (json(#"{"protocol": "splice-worker", "version": 2, "type": "ASSI"#), .garbled),
                 (json(#"{"protocol": "splice-api", "version": 1, "type": "STATUS", "body": {}}"#), .wrongProtocol),
                 (json(#"{"protocol": "splice-worker", "version": 7, "type": "ASSIGN", "body": {}}"#), .unsupportedVersion),
                 (try codec.encode(WorkerMessage.hello(Hello(workerName: "me", slots: 1, encoders: []))), .unknownType),
-                (json(#"{"protocol": "splice-worker", "version": 1, "type": "ASSIGN", "body": {"attempt": 3}}"#), .invalidBody),
+                (json(#"{"protocol": "splice-worker", "version": 2, "type": "ASSIGN", "body": {"attempt": 3}}"#), .invalidBody),
                 ([Data("a".utf8), Data("b".utf8)], .tooManyFrames),
                 // Once stopped the worker with "Overflow in *" (interval × liveness).
                 (try codec.encode(CoordinatorMessage.welcome(Welcome(

@@ -73,7 +73,7 @@ struct Garbage: Sendable {
         let job = job ?? UUID().uuidString.lowercased()
         let token = UUID().uuidString.lowercased()
         let attempt = #"{"job":"\#(job)","segment":0,"attempt":1,"leaseToken":"\#(token)"}"#
-        let forged = #"{"protocol":"splice-worker","version":1,"type":"COMPLETE","body":{"attempt":\#(attempt),"#
+        let forged = #"{"protocol":"splice-worker","version":2,"type":"COMPLETE","body":{"attempt":\#(attempt),"#
             + #""outputPath":"/etc/passwd","checksum":"sha256:\#(String(repeating: "0", count: 64))","#
             + #""sizeBytes":1,"encodeMilliseconds":1}}"#
         return common(protocol: "splice-worker", other: "splice-api", seed: seed) + [
@@ -140,8 +140,9 @@ struct Garbage: Sendable {
         ]
     }
 
-    private static func envelope(_ name: String, version: Int = 1, type: String, body: String, id: String? = nil,
+    private static func envelope(_ name: String, version: Int? = nil, type: String, body: String, id: String? = nil,
                                  rawID: String? = nil) -> Data {
+        let version = version ?? (name == WorkerProtocol.name ? WorkerProtocol.version : ClientAPI.version)
         var text = #"{"protocol":"\#(name)","version":\#(version),"type":"\#(type)","body":\#(body)"#
         if let id { text += #","id":"\#(id)""# }
         if let rawID { text += #","id":\#(rawID)"# }

@@ -36,7 +36,7 @@ struct RejectionTests {
         #expect(reason(json: "{}") == .garbled)
         #expect(reason(json: #"{"protocol": 7, "version": 1, "type": "HEARTBEAT", "body": {}}"#) == .garbled)
         #expect(reason(json: #"{"protocol": "splice-worker", "type": "HEARTBEAT", "body": {}}"#) == .garbled)
-        #expect(reason(json: #"{"protocol": "splice-worker", "version": 1, "body": {}}"#) == .garbled)
+        #expect(reason(json: #"{"protocol": "splice-worker", "version": 2, "body": {}}"#) == .garbled)
     }
 
     @Test("a message cut short anywhere is rejected, never decoded")
@@ -54,7 +54,10 @@ struct RejectionTests {
     @Test("wrong protocol and wrong version")
     func protocolAndVersion() throws {
         #expect(reason(json: #"{"protocol": "MDPW01", "version": 1, "type": "HEARTBEAT", "body": {}}"#) == .wrongProtocol)
-        #expect(reason(json: #"{"protocol": "splice-worker", "version": 2, "type": "HEARTBEAT", "body": {}}"#)
+        #expect(reason(json: #"{"protocol": "splice-worker", "version": 3, "type": "HEARTBEAT", "body": {}}"#)
+            == .unsupportedVersion)
+        // Version 1 (before work orders carried their plan apart from their segment).
+        #expect(reason(json: #"{"protocol": "splice-worker", "version": 1, "type": "HEARTBEAT", "body": {}}"#)
             == .unsupportedVersion)
         #expect(reason(json: #"{"protocol": "splice-worker", "version": 0, "type": "HEARTBEAT", "body": {}}"#)
             == .unsupportedVersion)
@@ -64,9 +67,9 @@ struct RejectionTests {
 
     @Test("unknown types, and types of the other direction")
     func unknownType() throws {
-        #expect(reason(json: #"{"protocol": "splice-worker", "version": 1, "type": "EXPLODE", "body": {}}"#)
+        #expect(reason(json: #"{"protocol": "splice-worker", "version": 2, "type": "EXPLODE", "body": {}}"#)
             == .unknownType)
-        #expect(reason(json: #"{"protocol": "splice-worker", "version": 1, "type": "hello", "body": {}}"#)
+        #expect(reason(json: #"{"protocol": "splice-worker", "version": 2, "type": "hello", "body": {}}"#)
             == .unknownType)
         // ASSIGN is a coordinator→worker message: the coordinator does not accept it.
         let assign = try codec.encode(Samples.coordinator[1])
@@ -76,7 +79,7 @@ struct RejectionTests {
 
     @Test("bodies that do not match their type")
     func invalidBody() throws {
-        let header = #""protocol": "splice-worker", "version": 1"#
+        let header = #""protocol": "splice-worker", "version": 2"#
         #expect(reason(json: "{\(header), \"type\": \"ACCEPT\"}") == .invalidBody)
         #expect(reason(json: "{\(header), \"type\": \"ACCEPT\", \"body\": {}}") == .invalidBody)
         #expect(reason(json: "{\(header), \"type\": \"ACCEPT\", \"body\": []}") == .invalidBody)
@@ -148,14 +151,14 @@ struct RejectionTests {
 
     @Test("unknown extra fields are tolerated (forward compatible within a version)")
     func extraFields() {
-        let json = #"{"protocol": "splice-worker", "version": 1, "type": "HEARTBEAT", "body": {"load": 3}, "x": 1}"#
+        let json = #"{"protocol": "splice-worker", "version": 2, "type": "HEARTBEAT", "body": {"load": 3}, "x": 1}"#
         #expect(reason(json: json) == nil)
     }
 
     @Test("oversized messages are rejected before parsing")
     func oversized() {
         let padding = String(repeating: " ", count: 5000)
-        #expect(reason(json: #"{"protocol": "splice-worker", "version": 1, "type": "HEARTBEAT", "body": {}}"# + padding)
+        #expect(reason(json: #"{"protocol": "splice-worker", "version": 2, "type": "HEARTBEAT", "body": {}}"# + padding)
             == .oversized)
     }
 

@@ -4,7 +4,7 @@ public import SpliceCore
 /// server) and the worker daemons (DEALER, CURVE client). See docs/protocol.md.
 public enum WorkerProtocol {
     public static let name = "splice-worker"
-    public static let version = 1
+    public static let version = 2
 }
 
 /// One attempt at one segment. Every worker→coordinator segment message carries it, so the

@@ -191,7 +191,7 @@ final class CoordinatorStore: Sendable {
     }
 
     /// The ASSIGN `spec`: the `SegmentWorkOrder` — the job's plan cut down to one segment —
-    /// encoded once, here.
+    /// encoded once, here (the plan part of it once per job, by `PlannedJob`).
     private func workOrder(job: JobID, segment index: Int) async throws -> JSONPayload {
         guard let order = try await planned(job)?.order(index) else {
             throw CoordinatorError(.planUnreadable, "job \(job) has no plan for segment \(index)")
@@ -210,7 +210,7 @@ final class CoordinatorStore: Sendable {
         return try await plans.value(for: job) { () async throws -> PlannedJob? in
             guard let plan = try await repository.job(id: job)?.plan else { return nil }
             do {
-                return PlannedJob(try plan.decode(SegmentPlan.self))
+                return try PlannedJob(try plan.decode(SegmentPlan.self))
             } catch {
                 throw CoordinatorError(.planUnreadable, "job \(job): its plan is not a segment plan: \(error)")
             }
