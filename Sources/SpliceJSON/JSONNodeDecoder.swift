@@ -48,19 +48,12 @@ struct JSONNodeDecoder: Decoder {
             }
             return float as! T
         }
-        if T.self == JobID.self || T.self == LeaseToken.self || T.self == SHA256Digest.self {
-            // The vocabulary's strings, without a container (their `init(from:)` reads the same).
-            guard case .string(let text) = value else { throw mismatch(T.self, value, codingPath()) }
-            let parsed: T? = switch T.self {
-            case is JobID.Type: JobID(text) as! T?
-            case is LeaseToken.Type: LeaseToken(text) as! T?
-            default: SHA256Digest(text) as! T?
-            }
-            guard let parsed else {
-                throw DecodingError.dataCorrupted(.init(codingPath: codingPath(), debugDescription: "not a \(T.self)"))
-            }
-            return parsed
-        }
+        // The vocabulary's strings, without a container (their `init(from:)` reads the same).
+        // Each through a helper of its own type: `T?` here would make every call of this
+        // function look up `Optional<T>`'s metadata, on entry.
+        if T.self == JobID.self { return try vocabulary(value, codingPath(), JobID.init) as! T }
+        if T.self == LeaseToken.self { return try vocabulary(value, codingPath(), LeaseToken.init) as! T }
+        if T.self == SHA256Digest.self { return try vocabulary(value, codingPath(), SHA256Digest.init) as! T }
         if T.self == URL.self {
             guard case .string(let text) = value, let url = URL(string: text) else {
                 throw DecodingError.dataCorrupted(.init(codingPath: codingPath(), debugDescription: "not a URL"))
@@ -74,6 +67,16 @@ struct JSONNodeDecoder: Decoder {
             return data as! T
         }
         return try T(from: JSONNodeDecoder(value: value, codingPath: codingPath()))
+    }
+
+    static func vocabulary<V>(
+        _ value: JSONNode, _ codingPath: @autoclosure () -> [any CodingKey], _ make: (String) -> V?
+    ) throws -> V {
+        guard case .string(let text) = value else { throw mismatch(V.self, value, codingPath()) }
+        guard let parsed = make(text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: codingPath(), debugDescription: "not a \(V.self)"))
+        }
+        return parsed
     }
 
     static func integer<I: FixedWidthInteger>(
