@@ -50,6 +50,8 @@ enum StoreBenchmark {
 
     /// What every benchmarked completion records: the store does not look at it.
     static let checksum = SHA256Digest(bytes: [UInt8](repeating: 0, count: 32))!
+    /// The figures a video segment's COMPLETE carries, written with every result as they are in a real job.
+    static let figures = SegmentFigures(videoBytes: 1_250_000, videoBitsPerSecond: 1_000_000, meanQP: 27.43)
 
     static func run(_ arguments: [String]) async throws {
         let options = try Options(arguments)
@@ -130,7 +132,7 @@ enum StoreBenchmark {
             for lease in leases {
                 let completeStart = clock.now
                 let outcome = try await repository.completeSegment(lease.reference, outputURL: "file:///seg",
-                                                                   checksum: Self.checksum)
+                                                                   checksum: Self.checksum, figures: Self.figures)
                 guard case .completed = outcome else { throw BenchmarkError("complete was refused: \(outcome)") }
                 let end = clock.now
                 samples.completes.append((end - completeStart).wholeMicroseconds)

@@ -60,12 +60,16 @@ func ack(_ segment: Int, _ acknowledges: Ack.Acknowledged, _ outcome: Ack.Outcom
     .received(.ack(Ack(attempt: attempt(segment), acknowledges: acknowledges, outcome: outcome)))
 }
 
-let finished = EncodeOutcome.completed(checksum: .filled(0xAB), sizeBytes: 1234,
-                                       encodeMilliseconds: 56, videoFrames: 78)
+let finishedFigures = SegmentFigures(videoBytes: 1100, videoBitsPerSecond: 8800, meanQP: 27.5)
 
+let finished = EncodeOutcome.completed(checksum: .filled(0xAB), sizeBytes: 1234,
+                                       encodeMilliseconds: 56, videoFrames: 78, figures: finishedFigures)
+
+/// The COMPLETE a worker sends for `finished`: the encode's figures travel with it.
 func complete(_ segment: Int) -> Complete {
     Complete(attempt: attempt(segment), outputPath: assign(segment).outputPath,
-             checksum: .filled(0xAB), sizeBytes: 1234, encodeMilliseconds: 56, videoFrames: 78)
+             checksum: .filled(0xAB), sizeBytes: 1234, encodeMilliseconds: 56, videoFrames: 78,
+             figures: finishedFigures)
 }
 
 extension Array where Element == WorkerDirective {

@@ -156,6 +156,37 @@ import Testing
         #expect(try await store.repository.completeSegments([completion(leases[1].reference)]) == [.alreadyCompleted])
     }
 
+    /// Figures ride in the same statement as the results: each segment keeps its own, a result
+    /// without any leaves the columns NULL, and a resend with other figures changes nothing.
+    @Test func aBatchKeepsEachResultsFigures() async throws {
+        let store = try await StoreFixture()
+        let worker = try await store.makeWorker()
+        let job = try await store.makeRunningJob(segments: 4)
+        let leases = try await store.repository.claimSegments(for: worker.id, limit: 3, leaseDuration: .seconds(60))
+        let figures: [SegmentFigures?] = [
+            SegmentFigures(videoBytes: 150_001, videoBitsPerSecond: 1_200_008, meanQP: 27.43),
+            nil,
+            SegmentFigures(videoBytes: 0, meanQP: 51),
+        ]
+        let completions = zip(leases, figures).map { lease, figures in
+            SegmentCompletion(lease: lease.reference, outputURL: "out", checksum: .filled(0xC0), figures: figures)
+        }
+        let outcomes = try await store.repository.completeSegments(completions)
+        #expect(outcomes == Array(repeating: .completed(jobReadyToStitch: false), count: 3))
+        var resend = completions[0]
+        resend.figures = SegmentFigures(videoBytes: 1)
+        #expect(try await store.repository.completeSegments([resend]) == [.alreadyCompleted])
+
+        let reports = try await store.repository.segmentReports(ofJob: job.id)
+        #expect(reports == [
+            SegmentReport(index: 0, state: .done, figures: figures[0]),
+            SegmentReport(index: 1, state: .done),
+            SegmentReport(index: 2, state: .done, figures: figures[2]),
+            SegmentReport(index: 3, state: .pending),
+        ])
+        #expect(try await store.repository.segments(ofJob: job.id).map(\.figures) == figures + [nil])
+    }
+
     @Test func concurrentSingleCompletionsShareCommitsAndStitchOnce() async throws {
         let store = try await StoreFixture(connections: 8)
         let worker = try await store.makeWorker()

@@ -1,4 +1,5 @@
 import Foundation
+import SpliceCore
 import SpliceJSON
 import SpliceWire
 import Testing
@@ -147,6 +148,54 @@ struct RejectionTests {
         let submit = SubmitJob(input: "/a", output: "/b", export: JSONPayload(.object([:])), priority: huge)
         #expect(reason(try codec.encode(APIRequest.submit(submit)), as: APIRequest.self) == .outOfRange)
         #expect(reason(try codec.encode(APIRequest.list(ListJobs(limit: -3))), as: APIRequest.self) == .outOfRange)
+    }
+
+    @Test("COMPLETE's figures: absent decodes as none, present as sent, out of range is dropped")
+    func completeFigures() throws {
+        func decoded(_ json: String) throws -> Complete? {
+            guard case .complete(let complete) = try codec.decode([Data(json.utf8)], as: WorkerMessage.self).get().message
+            else { return nil }
+            return complete
+        }
+        // An older worker's COMPLETE, as it is on the wire: no `figures` key at all.
+        let old = String(decoding: try codec.encode(WorkerMessage.complete(Samples.complete))[0], as: UTF8.self)
+        #expect(!old.contains("figures"))
+        #expect(try decoded(old)?.figures == nil)
+        let new = String(decoding: try codec.encode(WorkerMessage.complete(Samples.completeWithFigures))[0],
+                         as: UTF8.self)
+        #expect(try decoded(new)?.figures == Samples.completeWithFigures.figures)
+        // Only the bytes: the rate and the QP are absent, not zero.
+        let bytesOnly = new.replacingOccurrences(
+            of: #""figures":{"meanQP":27.43,"videoBitsPerSecond":1192452,"videoBytes":298113}"#,
+            with: #""figures":{"videoBytes":298113}"#)
+        #expect(bytesOnly != new)
+        #expect(try decoded(bytesOnly)?.figures == SegmentFigures(videoBytes: 298_113))
+        // Figures without the bytes they describe are not figures.
+        #expect(reason(json: new.replacingOccurrences(of: #","videoBytes":298113"#, with: "")) == .invalidBody)
+
+        var figures = try #require(Samples.completeWithFigures.figures)
+        let outside: [(inout SegmentFigures) -> Void] = [
+            { $0.videoBytes = -1 }, { $0.videoBytes = (1 << 50) + 1 },
+            { $0.videoBitsPerSecond = -8 }, { $0.videoBitsPerSecond = 1_000_000_000_001 },
+            { $0.meanQP = -0.5 }, { $0.meanQP = 1000.5 },
+        ]
+        for change in outside {
+            var complete = Samples.completeWithFigures
+            var changed = figures
+            change(&changed)
+            complete.figures = changed
+            #expect(reason(try codec.encode(WorkerMessage.complete(complete))) == .outOfRange, "\(changed)")
+            // The same figures inside a HELLO's unacknowledged results.
+            let hello = Hello(workerName: "w", slots: 1, encoders: [], finished: [complete])
+            #expect(reason(try codec.encode(WorkerMessage.hello(hello))) == .outOfRange, "\(changed)")
+        }
+        // A QP no double holds never reaches the range check: the parser refuses it.
+        #expect(reason(json: new.replacingOccurrences(of: "27.43", with: "1e999")) == .garbled)
+        figures.meanQP = 1000
+        figures.videoBitsPerSecond = 0
+        var edge = Samples.completeWithFigures
+        edge.figures = figures
+        #expect(reason(try codec.encode(WorkerMessage.complete(edge))) == nil)
     }
 
     @Test("unknown extra fields are tolerated (forward compatible within a version)")

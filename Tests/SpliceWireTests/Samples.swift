@@ -14,6 +14,12 @@ enum Samples {
         attempt: attempt, outputPath: "/spool/job-7f3a/0012-2.mkv",
         checksum: SHA256Digest(bytes: [UInt8](repeating: 0xAB, count: 32))!, sizeBytes: 12_345_678_901, encodeMilliseconds: 8_100
     )
+    /// A COMPLETE with its video figures (the plain one above has none, as an older worker's).
+    static let completeWithFigures = Complete(
+        attempt: attempt, outputPath: "/spool/job-7f3a/0012-2.mkv",
+        checksum: SHA256Digest(bytes: [UInt8](repeating: 0xAB, count: 32))!, sizeBytes: 301_442, encodeMilliseconds: 8_100,
+        videoFrames: 60, figures: SegmentFigures(videoBytes: 298_113, videoBitsPerSecond: 1_192_452, meanQP: 27.43)
+    )
     static let fail = Fail(attempt: attempt, code: .undecodableInput, reason: "no frames decoded", retryable: false)
     static let spec: JSONValue = .object([
         "range": .object([
@@ -32,6 +38,7 @@ enum Samples {
         .progress(Progress(attempt: attempt, fraction: 0.25, frames: 300, totalFrames: 1200)),
         .progress(Progress(attempt: attempt, fraction: 0, frames: 0)),
         .complete(complete),
+        .complete(completeWithFigures),
         .fail(fail),
         .heartbeat(Heartbeat()),
         .disconnect(Disconnect(reason: .shutdown, detail: "SIGTERM")),
@@ -57,6 +64,14 @@ enum Samples {
         segmentsDone: 12, fraction: 0.3, submittedAtMilliseconds: 1_790_000_000_000
     )
 
+    /// A STATUS answer listing segments: one done with figures, an audio one done without, one pending.
+    static let statusWithSegments = JobStatus(
+        job: job, state: "running", input: "/in/a.mov", output: "/out/a.mp4", priority: 0, segmentsTotal: 3,
+        segmentsDone: 2, fraction: 0.66, submittedAtMilliseconds: 1_790_000_000_000,
+        segments: [SegmentStatus(index: 0, state: "done", figures: completeWithFigures.figures),
+                   SegmentStatus(index: 1, state: "done"), SegmentStatus(index: 2, state: "pending")]
+    )
+
     static let requests: [APIRequest] = [
         .submit(SubmitJob(input: "/in/a.mov", output: "/out/a.mp4", export: JSONPayload(spec), priority: 5,
                           submissionKey: "0b7e2c1e-submit")),
@@ -73,6 +88,7 @@ enum Samples {
     static let replies: [APIReply] = [
         .submitted(JobSubmitted(job: job)),
         .status(status),
+        .status(statusWithSegments),
         .jobs(JobList(jobs: [status, status])),
         .cancelled(JobCancelled(job: job, state: "cancelled")),
         .workers(WorkerList(workers: [WorkerInfo(

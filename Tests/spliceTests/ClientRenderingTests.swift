@@ -43,6 +43,26 @@ struct ClientRenderingTests {
         #expect(StatusCommand.lines(for: Self.job(3, "queued"))[2] == "progress   not planned yet")
     }
 
+    @Test("status with segments: after the fields, a blank line and one row per segment; - where there is no figure")
+    func statusSegments() {
+        var status = Self.job(4, "running", done: 2, total: 3, fraction: 0.6)
+        status.segments = [
+            SegmentStatus(index: 0, state: "done",
+                          figures: SegmentFigures(videoBytes: 156_160, videoBitsPerSecond: 624_499, meanQP: 27.4)),
+            SegmentStatus(index: 1, state: "done", figures: SegmentFigures(videoBytes: 1_000)),
+            SegmentStatus(index: 2, state: "leased"),
+        ]
+        let lines = StatusCommand.lines(for: status)
+        #expect(Array(lines.prefix(7)) == StatusCommand.lines(for: Self.job(4, "running", done: 2, total: 3, fraction: 0.6)))
+        #expect(Array(lines.dropFirst(7)) == [
+            "",
+            "SEGMENT  STATE   VIDEO KiB  KBIT/S  MEAN QP",
+            "0        done    152        624     27.40",
+            "1        done    0          -       -",
+            "2        leased  -          -       -",
+        ])
+    }
+
     @Test("jobs: a table with a header, columns as wide as their widest cell")
     func jobs() {
         let lines = JobsCommand.table([

@@ -64,7 +64,8 @@ struct SegmentEncode: Sendable {
                 await transfer.port.offer(WorkerTransfer.fileID("r", assign.attempt.leaseToken), path: output.path)
             }
             return .completed(checksum: result.checksum, sizeBytes: result.bytes,
-                              encodeMilliseconds: (clock.now - started).wholeMilliseconds, videoFrames: result.videoFrames)
+                              encodeMilliseconds: (clock.now - started).wholeMilliseconds, videoFrames: result.videoFrames,
+                              figures: result.figures)
         } catch let error as MediaError {
             if error.code == .cancelled { return .cancelled }
             if case .transfer = storage, error.code == .writeFailed, let raw = error.ffmpegCode,

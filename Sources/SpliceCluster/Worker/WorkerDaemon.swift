@@ -280,7 +280,7 @@ public actor WorkerDaemon: Service {
             figures.ended(outcome)
             if case .completed = outcome {} else { await transfer?.discard(token) }
             switch outcome {
-            case .completed(let checksum, let size, let milliseconds, let frames):
+            case .completed(let checksum, let size, let milliseconds, let frames, _):
                 logger.info("segment encoded", ["checksum": checksum.description, "bytes": size, "encode_ms": milliseconds,
                                                 "frames": frames])
             case .failed(let code, let reason, let retryable):

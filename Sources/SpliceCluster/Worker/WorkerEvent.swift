@@ -26,8 +26,9 @@ package enum WorkerEvent: Sendable, Hashable {
 /// How one encode ended, as the shell reports it.
 package enum EncodeOutcome: Sendable, Hashable {
     /// The output file is complete at the ASSIGN's `outputPath`, with this digest; `videoFrames`
-    /// the frames written.
-    case completed(checksum: SHA256Digest, sizeBytes: Int64, encodeMilliseconds: Int, videoFrames: Int)
+    /// the frames written, `figures` what its video came to (nil without video).
+    case completed(checksum: SHA256Digest, sizeBytes: Int64, encodeMilliseconds: Int, videoFrames: Int,
+                   figures: SegmentFigures?)
     /// The encode failed; `retryable` comes from the error (`MediaError.isRetryable`).
     case failed(code: Fail.Code, reason: String, retryable: Bool)
     /// The encode stopped because the shell cancelled it (after an ``WorkerDirective/abortEncode(_:because:)``).

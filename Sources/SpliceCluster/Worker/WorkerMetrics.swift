@@ -32,7 +32,7 @@ final class WorkerMetrics: Sendable {
     func ended(_ outcome: EncodeOutcome) {
         busySlots.add(-1)
         switch outcome {
-        case .completed(_, _, let milliseconds, let videoFrames):
+        case .completed(_, _, let milliseconds, let videoFrames, _):
             segments.increment(["completed"])
             frames.increment(by: Double(videoFrames))
             encodeSeconds.increment(by: Double(milliseconds) / 1000)

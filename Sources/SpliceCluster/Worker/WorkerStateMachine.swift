@@ -397,9 +397,10 @@ package struct WorkerStateMachine: Sendable {
             return
         }
         let message: WorkerMessage = switch outcome {
-        case .completed(let checksum, let sizeBytes, let milliseconds, let frames):
+        case .completed(let checksum, let sizeBytes, let milliseconds, let frames, let figures):
             .complete(Complete(attempt: assign.attempt, outputPath: assign.outputPath, checksum: checksum,
-                               sizeBytes: sizeBytes, encodeMilliseconds: milliseconds, videoFrames: frames))
+                               sizeBytes: sizeBytes, encodeMilliseconds: milliseconds, videoFrames: frames,
+                               figures: figures))
         case .failed(let code, let reason, let retryable):
             .fail(Fail(attempt: assign.attempt, code: code, reason: reason, retryable: retryable))
         case .cancelled:

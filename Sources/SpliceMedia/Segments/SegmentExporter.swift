@@ -14,10 +14,8 @@ public struct SegmentResult: Sendable, Codable, Hashable {
     /// CPU time the encode took on its thread (decoders and encoders single-threaded), µs.
     public var cpuMicroseconds: Int64
     /// For a video segment: the bytes of its video packets, their bit rate over the segment's
-    /// span, and the encoder's mean frame QP (x264, x265), so a starved segment shows.
-    public var videoBytes: Int64?
-    public var videoBitsPerSecond: Int64?
-    public var meanQP: Double?
+    /// span, and the encoder's mean frame QP, so a starved segment shows.
+    public var figures: SegmentFigures?
 }
 
 /// Encodes one segment of a ``SegmentPlan``: video frames presented in the segment's range (the
@@ -61,13 +59,14 @@ public struct SegmentExporter: Sendable {
                                             videoFrames: result.videoFrames, audioSamples: result.audioSamples,
                                             cpuMicroseconds: threadCPUMicroseconds() - cpuStart)
                 if result.videoFrames > 0 {
-                    segment.videoBytes = result.videoBytes
+                    var figures = SegmentFigures(videoBytes: result.videoBytes,
+                                                 meanQP: result.meanQP.map { ($0 * 100).rounded() / 100 })
                     if let span = plan.approximateDuration(of: spec), span > .zero {
                         let micros = span.converted(to: 1_000_000, rounding: .nearest).value
-                        segment.videoBitsPerSecond = MediaTime.rescale(result.videoBytes * 8, multiplier: 1_000_000,
+                        figures.videoBitsPerSecond = MediaTime.rescale(result.videoBytes * 8, multiplier: 1_000_000,
                                                                        divisor: max(1, micros))
                     }
-                    segment.meanQP = result.meanQP.map { ($0 * 100).rounded() / 100 }
+                    segment.figures = figures
                 }
                 return segment
             }

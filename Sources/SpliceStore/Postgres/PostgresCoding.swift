@@ -21,6 +21,7 @@ public struct PostgresType: Hashable, Sendable {
     public static let int4Array = PostgresType(oid: 1007)
     public static let textArray = PostgresType(oid: 1009)
     public static let int8Array = PostgresType(oid: 1016)
+    public static let float8Array = PostgresType(oid: 1022)
     public static let uuidArray = PostgresType(oid: 2951)
     public static let jsonbArray = PostgresType(oid: 3807)
 }
@@ -107,6 +108,24 @@ extension Bool: PostgresEncodable, PostgresDecodable, PostgresArrayElement {
         case "f", "false": return false
         case let other: throw PostgresDecodingIssue("not a boolean: \(other)")
         }
+    }
+}
+
+/// `double precision`. The text form is Swift's shortest one that reads back to the same value
+/// (PostgreSQL's output since version 12 is too); non-finite values travel as PostgreSQL spells
+/// them.
+extension Double: PostgresEncodable, PostgresDecodable, PostgresArrayElement {
+    public static var postgresType: PostgresType { .float8 }
+    public static var postgresArrayType: PostgresType { .float8Array }
+    public var postgresText: String? {
+        if isNaN { return "NaN" }
+        if isInfinite { return self < 0 ? "-Infinity" : "Infinity" }
+        return String(self)
+    }
+    public static func decode(postgresText text: String?) throws -> Double {
+        let text = try nonNull(text)
+        guard let value = Double(text) else { throw PostgresDecodingIssue("not a double: \(text)") }
+        return value
     }
 }
 
@@ -234,6 +253,11 @@ extension Date: PostgresEncodable, PostgresDecodable {
 extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
     public static var postgresType: PostgresType { Wrapped.postgresType }
     public var postgresText: String? { self?.postgresText }
+}
+
+/// An array of optionals binds with NULL elements (`unnest` of a batch's nullable column).
+extension Optional: PostgresArrayElement where Wrapped: PostgresArrayElement {
+    public static var postgresArrayType: PostgresType { Wrapped.postgresArrayType }
 }
 
 extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {

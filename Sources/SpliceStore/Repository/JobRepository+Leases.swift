@@ -82,10 +82,12 @@ extension JobRepository {
     /// again answers `.alreadyCompleted` and changes nothing.
     ///
     /// Concurrent calls are group-committed: while one batch is being written, new completions
-    /// queue and go together in the next statement, so many completions share one commit.
-    public func completeSegment(_ lease: LeaseReference, outputURL: String, checksum: SHA256Digest) async throws
-        -> ResultOutcome {
-        try await completionBatcher.submit(SegmentCompletion(lease: lease, outputURL: outputURL, checksum: checksum))
+    /// queue and go together in the next statement, so many completions share one commit. The
+    /// result's `figures`, when the worker reported them, are kept with the segment.
+    public func completeSegment(_ lease: LeaseReference, outputURL: String, checksum: SHA256Digest,
+                                figures: SegmentFigures? = nil) async throws -> ResultOutcome {
+        try await completionBatcher.submit(SegmentCompletion(lease: lease, outputURL: outputURL, checksum: checksum,
+                                                             figures: figures))
     }
 
     /// Records several results in one transaction; answers in the same order (the group
@@ -94,15 +96,20 @@ extension JobRepository {
         -> [ResultOutcome] {
         guard !completions.isEmpty else { return [] }
         // Found by their (job, index) key, the state checked by the UPDATE (see `extendLeases`).
+        // The figures are three more columns of the same unnest (NULL where a result has none).
+        let figures = completions.map(\.figures)
         let rows = try await client.query("""
             WITH input AS (
                 SELECT * FROM unnest(\(completions.map(\.lease.job)), \(completions.map(\.lease.index)),
                                      \(completions.map(\.lease.token)), \(completions.map(\.outputURL)),
-                                     \(completions.map(\.checksum)))
-                    WITH ORDINALITY AS input(job_id, index, token, output_url, checksum, n)
+                                     \(completions.map(\.checksum)), \(figures.map { $0?.videoBytes }),
+                                     \(figures.map { $0?.videoBitsPerSecond }), \(figures.map { $0?.meanQP }))
+                    WITH ORDINALITY AS input(job_id, index, token, output_url, checksum, video_bytes,
+                                             video_bits_per_second, mean_qp, n)
             ), reporting AS (
                 -- Which of the segment's attempts reports (the row as locked, before the update).
-                SELECT s.id, input.token, input.output_url, input.checksum, s.backup_token IS NOT NULL AS had_backup,
+                SELECT s.id, input.token, input.output_url, input.checksum, input.video_bytes,
+                       input.video_bits_per_second, input.mean_qp, s.backup_token IS NOT NULL AS had_backup,
                        s.backup_token IS NOT DISTINCT FROM input.token AS by_backup,
                        CASE WHEN s.backup_token = input.token THEN s.backup_leased_by ELSE s.leased_by END AS worker_id
                 FROM segments s
@@ -115,8 +122,9 @@ extension JobRepository {
                 -- is recognised), and the other attempt, if any, is over (docs/store.md, Backup attempts).
                 UPDATE segments s
                 SET state = 'done', output_url = reporting.output_url, checksum = reporting.checksum, finished_at = now(),
-                    updated_at = now(), lease_token = reporting.token, leased_by = NULL, lease_expires_at = NULL,
-                    backup_token = NULL, backup_leased_by = NULL, backup_expires_at = NULL
+                    video_bytes = reporting.video_bytes, video_bits_per_second = reporting.video_bits_per_second,
+                    mean_qp = reporting.mean_qp, updated_at = now(), lease_token = reporting.token, leased_by = NULL,
+                    lease_expires_at = NULL, backup_token = NULL, backup_leased_by = NULL, backup_expires_at = NULL
                 FROM reporting
                 WHERE s.id = reporting.id AND s.state = 'leased'
                     AND (s.lease_token = reporting.token OR s.backup_token = reporting.token)

@@ -127,6 +127,17 @@ extension JobRepository {
         return progress
     }
 
+    /// Every segment of a job by index, with its state and figures: job status's list, without
+    /// the segments' specs (one statement on the `(job_id, index)` key).
+    public func segmentReports(ofJob jobID: JobID) async throws -> [SegmentReport] {
+        try await client.query("""
+            SELECT index, state, \(SegmentFigures.columns) FROM segments WHERE job_id = \(jobID) ORDER BY index
+            """).map { row throws(StoreError) in
+                SegmentReport(index: try row.decode(column: "index"), state: try row.decode(column: "state"),
+                              figures: try SegmentFigures(row: row))
+            }
+    }
+
     /// `SELECT 1`: the database answers.
     public func ping() async throws {
         _ = try await client.query("SELECT 1")

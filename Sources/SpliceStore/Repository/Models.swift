@@ -151,6 +151,9 @@ public struct Segment: Sendable, Equatable, Identifiable {
     public var backupExpiresAt: Date?
     /// Backup attempts started for this segment (at most one).
     public var backups: Int
+    /// What the winning attempt's video came to, as its worker reported it (done segments with
+    /// video, from workers that report it).
+    public var figures: SegmentFigures?
 
     /// The fence a worker must present to extend, complete or fail this attempt.
     public var lease: LeaseReference? {
@@ -160,6 +163,19 @@ public struct Segment: Sendable, Equatable, Identifiable {
     /// The backup attempt's fence, while one runs.
     public var backupLease: LeaseReference? {
         backupToken.map { LeaseReference(job: jobID, segment: plan.index, token: $0) }
+    }
+}
+
+/// A segment as job status lists it: where it is, and what its video came to once done.
+public struct SegmentReport: Sendable, Equatable {
+    public var index: Int
+    public var state: SegmentState
+    public var figures: SegmentFigures?
+
+    public init(index: Int, state: SegmentState, figures: SegmentFigures? = nil) {
+        self.index = index
+        self.state = state
+        self.figures = figures
     }
 }
 
@@ -197,11 +213,14 @@ public struct SegmentCompletion: Sendable, Equatable {
     /// Where the attempt wrote its output (unique per attempt).
     public var outputURL: String
     public var checksum: SHA256Digest
+    /// What its video came to, when the worker reported it.
+    public var figures: SegmentFigures?
 
-    public init(lease: LeaseReference, outputURL: String, checksum: SHA256Digest) {
+    public init(lease: LeaseReference, outputURL: String, checksum: SHA256Digest, figures: SegmentFigures? = nil) {
         self.lease = lease
         self.outputURL = outputURL
         self.checksum = checksum
+        self.figures = figures
     }
 }
 

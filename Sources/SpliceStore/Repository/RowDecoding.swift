@@ -1,3 +1,5 @@
+import SpliceCore
+
 // Column lists and row decoders for the repository's types; every query that returns one of
 // these types selects `\(X.columns)` and decodes with `X(row:)`, so the two cannot drift apart.
 
@@ -24,7 +26,8 @@ extension Segment {
     static let columns: PostgresQuery = """
         id, job_id, index, range_start, range_end, range_timescale, spec, cost, state, attempt, max_attempts, \
         lease_token, leased_by, lease_expires_at, heartbeat_at, next_attempt_at, failed_workers, output_url, \
-        checksum, last_error, finished_at, backup_token, backup_leased_by, backup_expires_at, backups
+        checksum, last_error, finished_at, backup_token, backup_leased_by, backup_expires_at, backups, \
+        \(SegmentFigures.columns)
         """
 
     init(row: PostgresRow) throws(StoreError) {
@@ -42,7 +45,20 @@ extension Segment {
             checksum: try row.decode(column: "checksum"), lastError: try row.decode(column: "last_error"),
             finishedAt: try row.decode(column: "finished_at"), backupToken: try row.decode(column: "backup_token"),
             backupLeasedBy: try row.decode(column: "backup_leased_by"),
-            backupExpiresAt: try row.decode(column: "backup_expires_at"), backups: try row.decode(column: "backups"))
+            backupExpiresAt: try row.decode(column: "backup_expires_at"), backups: try row.decode(column: "backups"),
+            figures: try SegmentFigures(row: row))
+    }
+}
+
+extension SegmentFigures {
+    /// Its columns in `segments` (migration 0004).
+    static let columns: PostgresQuery = "video_bytes, video_bits_per_second, mean_qp"
+
+    /// The figures a row holds; nil when it holds none (`video_bytes` NULL).
+    init?(row: PostgresRow) throws(StoreError) {
+        guard let bytes = try row.decode(Int64?.self, column: "video_bytes") else { return nil }
+        self.init(videoBytes: bytes, videoBitsPerSecond: try row.decode(column: "video_bits_per_second"),
+                  meanQP: try row.decode(column: "mean_qp"))
     }
 }
 

@@ -192,11 +192,15 @@ public struct JobStatus: MessageBody, Hashable {
     /// backed up; absent while there were none.
     public var backupsStarted: Int?
     public var backupsWon: Int?
+    /// Every segment of the plan, by index, with its figures once done (STATUS only; absent in
+    /// JOB_LIST, before planning, and from a coordinator that predates them).
+    public var segments: [SegmentStatus]?
 
     public init(
         job: JobID, state: String, input: String, output: String, priority: Int, segmentsTotal: Int?,
         segmentsDone: Int, fraction: Double, submittedAtMilliseconds: Int64, finishedAtMilliseconds: Int64? = nil,
-        error: String? = nil, waiting: String? = nil, backupsStarted: Int? = nil, backupsWon: Int? = nil
+        error: String? = nil, waiting: String? = nil, backupsStarted: Int? = nil, backupsWon: Int? = nil,
+        segments: [SegmentStatus]? = nil
     ) {
         self.job = job
         self.state = state
@@ -212,6 +216,22 @@ public struct JobStatus: MessageBody, Hashable {
         self.waiting = waiting
         self.backupsStarted = backupsStarted
         self.backupsWon = backupsWon
+        self.segments = segments
+    }
+}
+
+/// One segment in JOB_STATUS: its index in the plan, its state (`pending`, `leased`, `done`,
+/// `failed`, `dead`, `cancelled`) and, once done, what its video came to — so a starved segment
+/// shows. Audio segments have no figures.
+public struct SegmentStatus: Codable, Sendable, Hashable {
+    public var index: Int
+    public var state: String
+    public var figures: SegmentFigures?
+
+    public init(index: Int, state: String, figures: SegmentFigures? = nil) {
+        self.index = index
+        self.state = state
+        self.figures = figures
     }
 }
 

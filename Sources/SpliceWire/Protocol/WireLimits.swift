@@ -1,3 +1,5 @@
+import SpliceCore
+
 /// The ranges the protocols allow for the numbers their messages carry. A decoded body with a
 /// number outside its range is dropped as `out-of-range` (`MessageBody.rangeViolation()`), so the
 /// state machines and the store only ever see values they can compute with: every interval fits
@@ -20,6 +22,11 @@ public enum WireLimits {
     public static let frames: ClosedRange<Int> = 0...Int(Int32.max)
     /// A file size in bytes: up to 1 PiB.
     public static let bytes: ClosedRange<Int64> = 0...(1 << 50)
+    /// A bit rate in bits per second: up to 1 Tbit/s.
+    public static let bitsPerSecond: ClosedRange<Int64> = 0...1_000_000_000_000
+    /// An encoder's quantiser (a mean frame QP): x264 and x265 stay under 70 (81 at 10 bits),
+    /// libvpx and libaom under 256.
+    public static let quantizer: ClosedRange<Double> = 0...1000
     /// An elapsed time in milliseconds (statistics): up to a year.
     public static let elapsedMilliseconds: ClosedRange<Int> = 0...31_536_000_000
     /// A job priority (SUBMIT).
@@ -103,7 +110,18 @@ extension Complete {
             attempt.rangeViolation(),
             WireLimits.check("sizeBytes", sizeBytes, WireLimits.bytes),
             WireLimits.check("encodeMilliseconds", encodeMilliseconds, WireLimits.elapsedMilliseconds),
-            videoFrames.flatMap { WireLimits.check("videoFrames", $0, WireLimits.frames) })
+            videoFrames.flatMap { WireLimits.check("videoFrames", $0, WireLimits.frames) },
+            figures?.rangeViolation())
+    }
+}
+
+extension SegmentFigures {
+    func rangeViolation() -> String? {
+        WireLimits.first(
+            WireLimits.check("figures.videoBytes", videoBytes, WireLimits.bytes),
+            videoBitsPerSecond.flatMap { WireLimits.check("figures.videoBitsPerSecond", $0, WireLimits.bitsPerSecond) },
+            // NaN compares false with every bound, so `contains` rejects it too.
+            meanQP.flatMap { WireLimits.check("figures.meanQP", $0, WireLimits.quantizer) })
     }
 }
 

@@ -154,10 +154,13 @@ public struct Complete: MessageBody, Hashable {
     /// Video frames written, for statistics (the coordinator's frames per second). Optional: a
     /// worker that predates it leaves it out.
     public var videoFrames: Int?
+    /// The segment's video figures (bytes, bit rate, mean QP), kept with the segment for
+    /// `splice status`. Absent for a segment without video and from a worker that predates them.
+    public var figures: SegmentFigures?
 
     public init(
         attempt: SegmentAttempt, outputPath: String, checksum: SHA256Digest, sizeBytes: Int64, encodeMilliseconds: Int,
-        videoFrames: Int? = nil
+        videoFrames: Int? = nil, figures: SegmentFigures? = nil
     ) {
         self.attempt = attempt
         self.outputPath = outputPath
@@ -165,6 +168,7 @@ public struct Complete: MessageBody, Hashable {
         self.sizeBytes = sizeBytes
         self.encodeMilliseconds = encodeMilliseconds
         self.videoFrames = videoFrames
+        self.figures = figures
     }
 }
 

@@ -1,8 +1,10 @@
+import Foundation
 import SpliceCluster
 import SpliceCore
 import SpliceWire
 
-/// `splice status JOB [--json]`: one job's state and progress.
+/// `splice status JOB [--json]`: one job's state and progress, and its segments with what each
+/// one's video came to.
 struct StatusCommand: ClientCommand {
     static let job = Positional<JobID>(
         "job", help: "The job id `splice submit` printed.", expected: "a job id (the UUID `splice submit` printed)"
@@ -10,7 +12,7 @@ struct StatusCommand: ClientCommand {
     static let json = Flag("json", help: "Print the coordinator's JOB_STATUS as JSON.")
 
     static let configuration = CommandConfiguration(
-        name: "status", abstract: "Show a job's state and progress.",
+        name: "status", abstract: "Show a job's state, progress and segments (video bytes, bit rate, mean QP).",
         arguments: [job, json] + ClientOptions.arguments)
 
     let job: JobID
@@ -33,8 +35,25 @@ struct StatusCommand: ClientCommand {
         return .success
     }
 
-    /// The text form: one `label  value` line per field.
+    /// The text form: one `label  value` line per field, then the segments' table.
     static func lines(for status: JobStatus) -> [String] {
+        fieldLines(for: status) + (status.segments.map { [""] + segmentTable($0).lines } ?? [])
+    }
+
+    /// Each segment's state and, once done, its video: KiB, bit rate over its span, the encoder's
+    /// mean frame QP (`-` where there is none: audio segments, segments not done yet).
+    static func segmentTable(_ segments: [SegmentStatus]) -> TextTable {
+        TextTable(headers: ["SEGMENT", "STATE", "VIDEO KiB", "KBIT/S", "MEAN QP"], rows: segments.map { segment in
+            let figures = segment.figures
+            return [
+                String(segment.index), segment.state, figures.map { String($0.videoBytes / 1024) } ?? "-",
+                figures?.videoBitsPerSecond.map { String(($0 + 500) / 1000) } ?? "-",
+                figures?.meanQP.map { String(format: "%.2f", $0) } ?? "-",
+            ]
+        })
+    }
+
+    private static func fieldLines(for status: JobStatus) -> [String] {
         var fields = [
             ("job", status.job.description),
             ("state", status.state),

@@ -161,8 +161,9 @@ final class ClientAPIHandler: Sendable {
         guard let stored = try await repository.job(id: job) else { throw notFound(job) }
         let waiting = stored.state == .running ? try await repository.waitingReason(ofJob: job) : nil
         let progress = try await repository.progress(ofJobs: [job])[job]
+        let segments = try await repository.segmentReports(ofJob: job)
         return JobStatusMapping.status(of: stored, running: await shell.runningProgress(ofJob: job),
-                                       progress: progress, waiting: waiting)
+                                       progress: progress, waiting: waiting, segments: segments)
     }
 
     private func list(_ list: ListJobs) async throws -> APIReply {

@@ -18,9 +18,10 @@ enum JobStatusMapping {
     }
 
     /// The job as JOB_STATUS. `running` is its running attempts' PROGRESS; `progress` its costs
-    /// and backup attempts (nil: not read).
-    static func status(of job: Job, running: RunningProgress, progress: JobProgress?, waiting: String? = nil)
-        -> JobStatus
+    /// and backup attempts (nil: not read); `segments` its segments with their figures (nil: not
+    /// read, as in JOB_LIST).
+    static func status(of job: Job, running: RunningProgress, progress: JobProgress?, waiting: String? = nil,
+                       segments: [SegmentReport]? = nil) -> JobStatus
     {
         let planned = job.segmentsTotal > 0
         let backups = progress.flatMap { $0.backupsStarted > 0 ? $0 : nil }
@@ -32,7 +33,10 @@ enum JobStatusMapping {
             submittedAtMilliseconds: milliseconds(job.createdAt),
             finishedAtMilliseconds: job.finishedAt.map(milliseconds), error: job.error,
             waiting: job.state == .running ? waiting : nil, backupsStarted: backups?.backupsStarted,
-            backupsWon: backups?.backupsWon)
+            backupsWon: backups?.backupsWon,
+            segments: segments.flatMap { $0.isEmpty ? nil : $0.map {
+                SegmentStatus(index: $0.index, state: $0.state.rawValue, figures: $0.figures)
+            } })
     }
 
     /// 0…1 over the whole job: the work done (segments done plus the running ones' PROGRESS),
