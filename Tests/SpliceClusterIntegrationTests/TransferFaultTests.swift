@@ -89,6 +89,40 @@ struct TransferFaultTests {
         try await cluster.stop()
     }
 
+    @Test("the coordinator SIGKILLed mid-upload of a result and started again: the result is fetched anew, exactly; no half file stays")
+    func coordinatorKilledMidUpload() async throws {
+        var cluster = try await LocalCluster.start(workers: 0)
+        let data = try #require(cluster.coordinator.data)
+        let proxy = try FaultProxy(to: data, faults: [.toServer: .hold])
+        defer { proxy.close() }
+        try await cluster.addTransferWorker(named: "t0", isolated: false, data: proxy.endpoint)
+        let output = cluster.outputPath("coordinator-killed-mid-upload.mp4")
+        let submit = try SpliceProcess(["submit", try await EndToEndMedia.source(), output, "--wait",
+                                        "--coordinator", cluster.coordinator.api] + TransferModeTests.flags)
+        #expect(await eventually(within: .seconds(60)) { proxy.landed(.toServer) },
+                "no result chunk went through the proxy\n\(cluster.logs)")
+        #expect(await eventually(within: .seconds(10)) { cluster.spoolFiles().contains { $0.hasSuffix(".partial") } },
+                "no result fetch under way: \(cluster.spoolFiles())")
+        let halfFetched = cluster.spoolFiles().filter { $0.hasSuffix(".partial") }
+        cluster.coordinator.signal(SIGKILL)
+        _ = await cluster.coordinator.exitStatus()
+        // The proxy ends the held connection with the coordinator's; the worker's next one is served.
+        try await cluster.restartCoordinator()
+        let result = await submit.finish(within: .seconds(120))
+        #expect(result.status == 0, "submit: \(result.stderr)\n\(cluster.logs)")
+        #expect(try await Digests(of: output) == (try await TransferModeTests.reference.value),
+                "output differs from splice transcode")
+        let job = try #require(EndToEndMedia.job(in: result.stderr))
+        #expect(try await cluster.segmentsDone(job: job).count == EndToEndMedia.segments,
+                "each segment committed exactly once across the restart")
+        #expect(cluster.coordinator.output.contains("file received"), "the restarted coordinator fetched no result")
+        // The dead coordinator's half file went with the job's spool folder; nothing half-fetched stays.
+        #expect(await eventually(within: .seconds(10)) { !cluster.spoolFiles().contains { $0.hasSuffix(".partial") } },
+                "\(cluster.spoolFiles())")
+        #expect(halfFetched.allSatisfy { !FileManager.default.fileExists(atPath: $0) })
+        try await cluster.stop()
+    }
+
     @Test("a damaged chunk each way: the excerpt is refused by the worker, the result by the coordinator; both fetched again, exactly")
     func damagedChunks() async throws {
         var cluster = try await LocalCluster.start(workers: 0)

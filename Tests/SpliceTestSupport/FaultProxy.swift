@@ -27,8 +27,9 @@ public final class FaultProxy: Sendable {
     public enum Fault: Sendable, Hashable {
         /// Flips one bit of the body's middle byte (the frame's size and framing are untouched).
         case flipByte
-        /// Forwards the body's first half, then nothing more in that direction, on any
-        /// connection, ever: the transfer is exactly mid-frame when the test acts.
+        /// Forwards the body's first half, then nothing more in that direction on that connection
+        /// (it ends when either side closes it; a new one is served normally): the transfer is
+        /// exactly mid-frame when the test acts.
         case hold
     }
 
@@ -41,7 +42,6 @@ public final class FaultProxy: Sendable {
     private struct State {
         var landed: Set<Direction> = []
         var largeFramesSeen: [Direction: Int] = [:]
-        var held: Set<Direction> = []
     }
     private let state = Mutex(State())
 
@@ -138,6 +138,7 @@ public final class FaultProxy: Sendable {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         /// The body (this connection's frame number) the fault is aimed at, once it has begun.
         var aimed: Int?
+        var held = false
         while true {
             let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
@@ -161,13 +162,11 @@ public final class FaultProxy: Sendable {
                     case .hold: forward = min(forward, index)
                     }
                     aimed = nil
-                    state.withLock { state in
-                        state.landed.insert(direction)
-                        if fault == .hold { state.held.insert(direction) }
-                    }
+                    _ = state.withLock { $0.landed.insert(direction) }
                 }
             }
-            if state.withLock({ $0.held.contains(direction) }) && forward == count { continue }  // held before this read
+            if held { continue }  // since an earlier read
+            held = forward < count
             var sent = 0
             while sent < forward {
                 let n = buffer.withUnsafeBytes { send(destination, $0.baseAddress! + sent, forward - sent, Int32(MSG_NOSIGNAL)) }
