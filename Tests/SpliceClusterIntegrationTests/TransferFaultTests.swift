@@ -127,7 +127,7 @@ struct TransferFaultTests {
     func damagedChunks() async throws {
         var cluster = try await LocalCluster.start(workers: 0)
         let data = try #require(cluster.coordinator.data)
-        let proxy = try FaultProxy(to: data, faults: [.toClient: .flipByte, .toServer: .flipByte])
+        let proxy = try FaultProxy(to: data, faults: [.toClient: .flipBit, .toServer: .flipBit])
         defer { proxy.close() }
         let worker = try await cluster.addTransferWorker(named: "t0", isolated: false, data: proxy.endpoint)
         let output = cluster.outputPath("damaged.mp4")

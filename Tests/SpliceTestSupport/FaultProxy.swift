@@ -10,7 +10,7 @@ import Glibc
 /// processes, with nothing in them changed. It reads ZMTP framing (``ZMTPFrameWalker``), so it
 /// needs the NULL mechanism (no CURVE: encrypted frames would be refused, not delivered damaged).
 ///
-///     let proxy = try FaultProxy(to: coordinatorData, faults: [.toClient: .flipByte])
+///     let proxy = try FaultProxy(to: coordinatorData, faults: [.toClient: .flipBit])
 ///     // point the worker's --data-endpoint at proxy.endpoint
 ///     #expect(proxy.landed(.toClient))
 ///
@@ -26,7 +26,7 @@ public final class FaultProxy: Sendable {
 
     public enum Fault: Sendable, Hashable {
         /// Flips one bit of the body's middle byte (the frame's size and framing are untouched).
-        case flipByte
+        case flipBit
         /// Forwards the body's first half, then nothing more in that direction on that connection
         /// (it ends when either side closes it; a new one is served normally): the transfer is
         /// exactly mid-frame when the test acts.
@@ -158,7 +158,7 @@ public final class FaultProxy: Sendable {
                     guard (part.bodyOffset..<(part.bodyOffset + Int64(part.range.count))).contains(middle) else { continue }
                     let index = part.range.lowerBound + Int(middle - part.bodyOffset)
                     switch fault {
-                    case .flipByte: bytes[index] ^= 0x01
+                    case .flipBit: bytes[index] ^= 0x01
                     case .hold: forward = min(forward, index)
                     }
                     aimed = nil
