@@ -156,6 +156,40 @@ struct TransferFaultTests {
         try await cluster.stop()
     }
 
+    @Test("a transfer worker whose scratch disk is full (no --scratch-limit): it hands its segments back and is quarantined; another worker does the job, exactly",
+          .enabled(if: TmpfsMount.isAvailable, "needs the right to mount a tmpfs (root)"))
+    func scratchDiskFull() async throws {
+        let scratch = try TmpfsMount.mount(bytes: 1 << 20)
+        defer { scratch.unmount() }
+        var cluster = try await LocalCluster.start(workers: 0)
+        let full = try await cluster.addTransferWorker(named: "t0", isolated: false, extra: ["--scratch", scratch.path.path])
+        // Filled once the worker has emptied its scratch at start: room for no excerpt.
+        try scratch.fill(leaving: 8192)
+        let output = cluster.outputPath("scratch-disk-full.mp4")
+        let submit = try SpliceProcess(["submit", try await EndToEndMedia.source(), output, "--wait",
+                                        "--coordinator", cluster.coordinator.api] + TransferModeTests.flags)
+        #expect(await eventually(within: .seconds(60)) { cluster.coordinatorLogs.contains("worker quarantined") },
+                "the worker with a full scratch was not quarantined\n\(cluster.logs)")
+        #expect(full.process.output.contains("No space left on device"), "\(full.process.output)")
+        try await cluster.addTransferWorker(named: "t1", isolated: false)
+        let result = await submit.finish(within: .seconds(120))
+        #expect(result.status == 0, "submit: \(result.stderr)\n\(cluster.logs)")
+        #expect(try await Digests(of: output) == (try await TransferModeTests.reference.value),
+                "output differs from splice transcode")
+        let job = try #require(EndToEndMedia.job(in: result.stderr))
+        let done = try await cluster.segmentsDone(job: job)
+        let fullID = try #require(try await cluster.workerID(named: "t0"))
+        #expect(done.count == EndToEndMedia.segments && !done.values.contains(fullID), "\(done)")
+        // Handed back, not failed: the full disk is the worker's trouble, not the segment's.
+        let events = try await cluster.events(of: job)
+        #expect(events.contains { $0.kind == "segment_returned" && $0.detail?.contains("No space left") == true },
+                "\(events.map { "\($0.kind) \($0.detail ?? "")" })")
+        #expect(!events.contains { $0.kind == "segment_failed" })
+        // Nothing half-fetched left in the full scratch: only the test's ballast.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path.path) == ["ballast"])
+        try await cluster.stop()
+    }
+
     @Test("the source gone before its excerpts are cut: the job fails promptly, naming the source; no output")
     func sourceGoneBeforeCut() async throws {
         var cluster = try await LocalCluster.start(workers: 0)
