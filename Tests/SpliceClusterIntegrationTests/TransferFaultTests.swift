@@ -9,6 +9,7 @@ import Glibc
 // --spool, `splice submit --wait`). The network's faults are made by a ``FaultProxy`` between a
 // worker and the coordinator's data endpoint: it holds back the rest of a CHUNK half-way through
 // (so a kill lands exactly mid-download or mid-upload) or flips a bit in one (a damaged chunk).
+// Then a worker's scratch disk really full, and a source deleted before its excerpts are cut.
 // Each job either finishes with the output `splice transcode` writes (frame MD5s, audio samples)
 // or fails with the reason; nothing half-written is left or used.
 @Suite("Transfer mode under faults", .timeLimit(.minutes(6)))
