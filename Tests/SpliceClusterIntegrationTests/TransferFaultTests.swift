@@ -8,7 +8,8 @@ import Glibc
 // Transfer mode's faults with real processes (`splice coordinator`, `splice worker` without
 // --spool, `splice submit --wait`). The network's faults are made by a ``FaultProxy`` between a
 // worker and the coordinator's data endpoint: it holds back the rest of a CHUNK half-way through
-// (so a kill lands exactly mid-download or mid-upload) or flips a bit in one (a damaged chunk).
+// (so a kill lands exactly mid-download or mid-upload), flips a bit in one (a damaged chunk), or
+// cuts the connection in the middle of one.
 // Then a worker's scratch disk really full, and a source deleted before its excerpts are cut.
 // Each job either finishes with the output `splice transcode` writes (frame MD5s, audio samples)
 // or fails with the reason; nothing half-written is left or used.
@@ -153,6 +154,34 @@ struct TransferFaultTests {
         #expect(returned.count == 1 && returned.allSatisfy { $0.detail?.contains("damaged") == true },
                 "\(events.map { "\($0.kind) \($0.detail ?? "")" })")
         #expect(!events.contains { $0.kind == "segment_failed" })
+        #expect(!cluster.spoolFiles().contains { $0.hasSuffix(".partial") }, "\(cluster.spoolFiles())")
+        try await cluster.stop()
+    }
+
+    @Test("the data connection cut mid-chunk each way: each transfer asks again over the next connection and finishes; nothing redone, exactly")
+    func connectionCut() async throws {
+        var cluster = try await LocalCluster.start(workers: 0)
+        let data = try #require(cluster.coordinator.data)
+        let proxy = try FaultProxy(to: data, faults: [.toClient: .cut, .toServer: .cut])
+        defer { proxy.close() }
+        let worker = try await cluster.addTransferWorker(named: "t0", isolated: false, data: proxy.endpoint)
+        let output = cluster.outputPath("connection-cut.mp4")
+        let submit = try SpliceProcess(["submit", try await EndToEndMedia.source(), output, "--wait",
+                                        "--coordinator", cluster.coordinator.api] + TransferModeTests.flags)
+        let result = await submit.finish(within: .seconds(120))
+        #expect(result.status == 0, "submit: \(result.stderr)\n\(cluster.logs)")
+        #expect(proxy.landed(.toClient) && proxy.landed(.toServer), "a cut did not land\n\(cluster.logs)")
+        #expect(try await Digests(of: output) == (try await TransferModeTests.reference.value),
+                "output differs from splice transcode")
+        let job = try #require(EndToEndMedia.job(in: result.stderr))
+        #expect(try await cluster.segmentsDone(job: job).count == EndToEndMedia.segments)
+        // Resumed, not failed: the worker's excerpt fetch and the coordinator's result fetch each
+        // asked again for what was in flight once the connection was back.
+        #expect(worker.process.output.contains("transfer stalled; asking again"), "\(worker.process.output)")
+        #expect(cluster.coordinatorLogs.contains("transfer stalled; asking again"), "\(cluster.coordinatorLogs)")
+        let events = try await cluster.events(of: job)
+        #expect(!events.contains { $0.kind == "segment_returned" || $0.kind == "segment_failed" },
+                "\(events.map { "\($0.kind) \($0.detail ?? "")" })")
         #expect(!cluster.spoolFiles().contains { $0.hasSuffix(".partial") }, "\(cluster.spoolFiles())")
         try await cluster.stop()
     }

@@ -31,6 +31,9 @@ public final class FaultProxy: Sendable {
         /// (it ends when either side closes it; a new one is served normally): the transfer is
         /// exactly mid-frame when the test acts.
         case hold
+        /// Forwards the body's first half, then closes the connection both ways, as a network
+        /// that drops it would; the peer's reconnection is served normally.
+        case cut
     }
 
     /// `tcp://127.0.0.1:PORT`, for the connecting peer.
@@ -138,7 +141,7 @@ public final class FaultProxy: Sendable {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         /// The body (this connection's frame number) the fault is aimed at, once it has begun.
         var aimed: Int?
-        var held = false
+        var held = false, cut = false
         while true {
             let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
@@ -159,8 +162,9 @@ public final class FaultProxy: Sendable {
                     let index = part.range.lowerBound + Int(middle - part.bodyOffset)
                     switch fault {
                     case .flipBit: bytes[index] ^= 0x01
-                    case .hold: forward = min(forward, index)
+                    case .hold, .cut: forward = min(forward, index)
                     }
+                    cut = fault == .cut
                     aimed = nil
                     _ = state.withLock { $0.landed.insert(direction) }
                 }
@@ -174,6 +178,7 @@ public final class FaultProxy: Sendable {
                 guard n > 0 else { return }
                 sent += n
             }
+            if cut { return }
         }
     }
 }
