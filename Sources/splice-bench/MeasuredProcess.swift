@@ -72,14 +72,14 @@ enum Binaries {
     }
 }
 
-/// The benchmarks' source clip: a generated 1920x1080 30 fps test pattern with a 440 Hz tone,
+/// The benchmarks' source clip: a generated 30 fps test pattern (1920x1080 unless told) with a 440 Hz tone,
 /// keyframes every 2 s, high quality so decoding it is realistic.
 enum BenchmarkClip {
     /// `keyframeInterval` frames between keyframes (60: every 2 s; 1: all-intra; a huge one: a
     /// single keyframe, with scene-cut detection off so none is added).
-    static func generate(seconds: Int, at path: String, keyframeInterval: Int = 60) throws {
-        print("generating a \(seconds) s 1920x1080 30 fps clip with audio, a keyframe every \(keyframeInterval) frames …")
-        _ = try MeasuredProcess.run(["ffmpeg", "-y", "-f", "lavfi", "-i", "testsrc2=size=1920x1080:rate=30:duration=\(seconds)",
+    static func generate(seconds: Int, at path: String, keyframeInterval: Int = 60, size: String = "1920x1080") throws {
+        print("generating a \(seconds) s \(size) 30 fps clip with audio, a keyframe every \(keyframeInterval) frames …")
+        _ = try MeasuredProcess.run(["ffmpeg", "-y", "-f", "lavfi", "-i", "testsrc2=size=\(size):rate=30:duration=\(seconds)",
                                      "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)",
                                      "-c:v", "libx264", "-preset", "veryfast", "-crf", "18", "-g", "\(keyframeInterval)",
                                      "-sc_threshold", "0", "-pix_fmt", "yuv420p",

@@ -107,62 +107,29 @@ enum TranscodeBenchmark {
             "    size        segmented \(size / 1024) KiB  single pass \(theirSize / 1024) KiB  ratio \(Stats.ratio(size, theirSize))",
         ]
         if cluster {
-            let clustered = try ClusterRun.measure(source: source, flags: segmentFlags + settings, runs: runs, in: dir)
+            let clustered = try measureCluster(source: source, flags: segmentFlags + settings, runs: runs, in: dir)
             lines.append("    cluster     2 workers × 1 slot \(Stats.milliseconds(clustered))  local transcode "
                          + "\(Stats.milliseconds(w))  ratio \(Stats.ratio(clustered, w))")
         }
         return lines
     }
 
-    static func quote(_ s: String) -> String {
-        "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'"
-    }
-}
-
-/// A local cluster for the benchmark: `splice coordinator` with an embedded PostgreSQL and two
-/// `splice worker --slots 1 --codec-threads 1` on loopback, sharing a spool folder; the wall time
-/// of `splice submit --wait` (planning, dispatch, encodes, stitch).
-enum ClusterRun {
-    static func measure(source: String, flags: [String], runs: Int, in dir: URL) throws -> UInt64 {
-        let state = dir.appendingPathComponent("state").path
-        let spool = dir.appendingPathComponent("spool").path
-        try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
-        // The embedded server runs as `postgres` when this is root: it must reach the state folder.
-        _ = try? MeasuredProcess.run(["chmod", "-R", "a+rwX", dir.path])
-        let api = "tcp://127.0.0.1:17851", workers = "tcp://127.0.0.1:17850"
-        var children: [Process] = []
-        defer {
-            for child in children where child.isRunning { child.interrupt() }
-            for child in children { child.waitUntilExit() }
-        }
-        // No operators' endpoints: two workers on one host would both want 127.0.0.1:9451, and the
-        // second would not start (the cluster then ran on one worker: 2× the local transcode).
-        children.append(try spawn(["coordinator", "--state-dir", state, "--spool", spool, "--workers-endpoint", workers,
-                                   "--api-endpoint", api, "--metrics-endpoint", "off"]))
-        for n in 0..<2 {
-            children.append(try spawn(["worker", "--coordinator", workers, "--spool", spool, "--slots", "1",
-                                       "--codec-threads", "1", "--name", "bench-\(n)", "--metrics-endpoint", "off"]))
-        }
+    /// The median wall time of `splice submit --wait` on a ``BenchCluster`` with two shared-spool
+    /// workers (the first run, which also waits for the cluster to come up, not counted).
+    private static func measureCluster(source: String, flags: [String], runs: Int, in dir: URL) throws -> UInt64 {
+        let cluster = try BenchCluster(in: dir)
+        defer { cluster.stop() }
+        try cluster.startWorkers(2, storage: .spool)
         var walls: [UInt64] = []
         for i in 0...runs {
-            let output = dir.appendingPathComponent("cluster-\(i).mp4").path
-            let submit = [Binaries.splice, "submit", source, output, "--wait", "--coordinator", api, "--timeout", "120"]
-                + flags
-            let measured = try MeasuredProcess.run(submit)
-            // The first run also waits for the cluster to come up: not counted.
-            if i > 0 { walls.append(measured.wallNanoseconds) }
-            print("cluster run \(i)/\(runs): \(Stats.milliseconds(measured.wallNanoseconds))\(i == 0 ? " (warm-up)" : "")")
+            let wall = try cluster.submit(source, to: dir.appendingPathComponent("cluster-\(i).mp4").path, flags: flags)
+            if i > 0 { walls.append(wall) }
+            print("cluster run \(i)/\(runs): \(Stats.milliseconds(wall))\(i == 0 ? " (warm-up)" : "")")
         }
         return Stats.median(walls)
     }
 
-    private static func spawn(_ arguments: [String]) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Binaries.splice)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+    static func quote(_ s: String) -> String {
+        "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 }

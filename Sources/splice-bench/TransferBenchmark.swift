@@ -13,8 +13,15 @@ import SpliceWire
 /// pwrite, so the page cache is not counted).
 ///
 ///     splice-bench transfer [--megabytes 256] [--runs 3] [--chunk-kib 1024] [--window-mib 16]
+///
+/// With `--cluster`, the cluster job in transfer and in shared-spool mode instead
+/// (``TransferClusterBenchmark``).
 enum TransferBenchmark {
     static func run(_ arguments: [String]) async throws {
+        if arguments.contains("--cluster") {
+            try TransferClusterBenchmark.run(arguments.filter { $0 != "--cluster" })
+            return
+        }
         var megabytes = 256, runs = 3
         var options = TransferOptions()
         var iterator = arguments.makeIterator()

@@ -97,12 +97,13 @@ public struct LocalCluster: Sendable {
     }
 
     /// Starts a transfer-mode worker (``ChildWorker/init(coordinator:data:name:isolated:)``) named
-    /// `name` and waits until it has registered.
+    /// `name` and waits until it has registered. `data` replaces the coordinator's data endpoint
+    /// (a ``FaultProxy`` in front of it, say).
     @discardableResult
-    public mutating func addTransferWorker(named name: String, isolated: Bool, extra: [String] = []) async throws
-        -> ChildWorker
+    public mutating func addTransferWorker(named name: String, isolated: Bool, data: String? = nil,
+                                           extra: [String] = []) async throws -> ChildWorker
     {
-        guard let data = coordinator.data else { throw TestFailure("the coordinator logged no data endpoint") }
+        guard let data = data ?? coordinator.data else { throw TestFailure("the coordinator logged no data endpoint") }
         let worker = try ChildWorker(coordinator: coordinator.workers, data: data, name: name, isolated: isolated,
                                      extra: extra)
         workers.append(worker)

@@ -56,7 +56,10 @@ extension CoordinatorShell {
         }
         guard startCut else { return }
         guard let port = transferPort else {
-            spawn { await self.excerptFailed(assign, reason: "this coordinator has no data endpoint (--data-endpoint)") }
+            spawn {
+                await self.excerptFailed(assign, reason: "this coordinator has no data endpoint (--data-endpoint)",
+                                         retryable: true)
+            }
             return
         }
         let (written, startBatch) = transfers.jobExcerpt(assign.attempt.job, segment: assign.attempt.segment)
@@ -109,7 +112,7 @@ extension CoordinatorShell {
         do {
             order = try assign.spec.decode(SegmentWorkOrder.self)
         } catch {
-            await excerptFailed(assign, reason: "the work order cannot be read: \(error)")
+            await excerptFailed(assign, reason: "the work order cannot be read: \(error)", retryable: true)
             return
         }
         let file = CoordinatorTransfers.fileID("x", token)
@@ -127,7 +130,10 @@ extension CoordinatorShell {
             await excerptReady(assign, offer: offer, path: path, owned: true, to: peer, worker: worker)
         } catch {
             unlink(path)
-            await excerptFailed(assign, reason: "cannot cut the source excerpt: \(error)")
+            // A source that is gone or unreadable as media stays so: the job fails now, not after
+            // every attempt's backoff. An I/O error (EIO, a full spool) may pass: retried.
+            let retryable = (error as? MediaError)?.isRetryable ?? true
+            await excerptFailed(assign, reason: "cannot cut the source excerpt: \(error)", retryable: retryable)
         }
     }
 
@@ -137,13 +143,14 @@ extension CoordinatorShell {
         sendWithExcerpt(assign, to: peer, worker: worker)
     }
 
-    /// The attempt is handed back, spending it: the source is what failed (gone, unreadable).
-    private func excerptFailed(_ assign: Assign, reason: String) async {
+    /// The attempt fails, spending it: the source is what failed (gone, unreadable); when that
+    /// cannot pass (not `retryable`), the segment and its job fail at once.
+    private func excerptFailed(_ assign: Assign, reason: String, retryable: Bool) async {
         let attempt = assign.attempt
         logger.warning("source excerpt not cut", ["job": attempt.job.description, "segment": attempt.segment,
-                                                  "attempt": attempt.attempt, "reason": reason])
+                                                  "attempt": attempt.attempt, "reason": reason, "retryable": retryable])
         _ = transfers.forget(attempt.leaseToken)
-        execute(.abandonAttempt(attempt, reason: reason, spendsAttempt: true))
+        spawn { await self.abandon(attempt, reason: reason, spendsAttempt: true, retryable: retryable) }
     }
 
     /// Fetches a transfer worker's result into the attempt's spool path (temporary name, size and

@@ -285,9 +285,10 @@ actor CoordinatorShell {
         apply(.resultCommitted(result, outcome))
     }
 
-    private nonisolated func abandon(_ attempt: SegmentAttempt, reason: String, spendsAttempt: Bool) async {
+    nonisolated func abandon(_ attempt: SegmentAttempt, reason: String, spendsAttempt: Bool, retryable: Bool = true) async {
         do {
-            let outcome = try await store.abandon(attempt, reason: reason, spendsAttempt: spendsAttempt)
+            let outcome = try await store.abandon(attempt, reason: reason, spendsAttempt: spendsAttempt,
+                                                  retryable: retryable)
             await forgetTransfer(attempt.leaseToken)
             metrics.abandoned(reason: reason, recorded: outcome.failedJob || outcome.retryAt != nil)
             logger.info("attempt handed back", [

@@ -99,11 +99,13 @@ final class CoordinatorStore: Sendable {
         }
     }
 
-    /// Ends an attempt that will never run: a retryable failure when it `spendsAttempt`, else a
-    /// hand-back.
-    func abandon(_ attempt: SegmentAttempt, reason: String, spendsAttempt: Bool) async throws -> ResultOutcome {
+    /// Ends an attempt that will never run: a failure when it `spendsAttempt` (one that ends the
+    /// segment and its job at once unless `retryable`), else a hand-back.
+    func abandon(_ attempt: SegmentAttempt, reason: String, spendsAttempt: Bool, retryable: Bool = true) async throws
+        -> ResultOutcome
+    {
         spendsAttempt
-            ? try await repository.failSegment(attempt.lease, failure: SegmentFailure(message: reason, isRetryable: true))
+            ? try await repository.failSegment(attempt.lease, failure: SegmentFailure(message: reason, isRetryable: retryable))
             : try await repository.returnSegment(attempt.lease, reason: reason)
     }
 
