@@ -131,10 +131,17 @@ extension CoordinatorShell {
         } catch {
             unlink(path)
             // A source that is gone or unreadable as media stays so: the job fails now, not after
-            // every attempt's backoff. An I/O error (EIO, a full spool) may pass: retried.
+            // every attempt's backoff. An I/O error (EIO, a full spool) may pass: retried. So may
+            // a source deleted once the job's batch cut (or is cutting) this segment's excerpt:
+            // the next attempt takes the excerpt from the batch.
             let retryable = (error as? MediaError)?.isRetryable ?? true
-            await excerptFailed(assign, reason: "cannot cut the source excerpt: \(error)", retryable: retryable)
+            let fromBatch = await batchMayHold(assign.attempt)
+            await excerptFailed(assign, reason: "cannot cut the source excerpt: \(error)", retryable: retryable || fromBatch)
         }
+    }
+
+    private func batchMayHold(_ attempt: SegmentAttempt) -> Bool {
+        transfers.batchMayHold(attempt.job, segment: attempt.segment)
     }
 
     private func excerptReady(_ assign: Assign, offer: Offer, path: String, owned: Bool, to peer: WirePeer,

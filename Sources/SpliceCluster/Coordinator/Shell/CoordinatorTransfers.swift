@@ -85,6 +85,16 @@ struct CoordinatorTransfers: Sendable {
         }
     }
 
+    /// Whether the job's batch may still give `segment` its excerpt: it is being cut, or was cut
+    /// with that segment (a single cut that failed for good is then not the last word).
+    func batchMayHold(_ job: JobID, segment: Int) -> Bool {
+        switch jobs[job] {
+        case .cutting?: true
+        case .ready(let written)?: written[segment] != nil
+        case .failed?, nil: false
+        }
+    }
+
     mutating func jobExcerptsCut(_ job: JobID, _ written: [Int: SourceExcerpt.Written]?) {
         guard jobs[job] != nil else { return }  // the job ended meanwhile
         jobs[job] = written.map { .ready($0) } ?? .failed
