@@ -224,6 +224,35 @@ struct PackageTests {
         #expect(names == ["show.m3u8", "show.mpd", "show-180p-400k", "show-90p-120k", "show-audio-1"])
     }
 
+    /// Mean luma PSNR (dB) of a rendition against the source scaled to its size by ffmpeg
+    /// (lanczos): the independent reference picture.
+    func meanPSNR(_ playlist: String, source: String, width: Int, height: Int) async throws -> Double {
+        let stats = Fixtures.temporaryDirectory("psnr").appendingPathComponent("psnr.log").path
+        try await ExternalTool.check("ffmpeg", ["-v", "error", "-i", playlist, "-i", source, "-lavfi",
+                                                "[1:v]scale=\(width):\(height):flags=lanczos[r];[0:v][r]psnr=stats_file=\(stats)",
+                                                "-f", "null", "-"])
+        let psnr = try String(contentsOfFile: stats, encoding: .utf8).split(separator: "\n").compactMap { line in
+            line.split(separator: " ").first { $0.hasPrefix("psnr_y:") }.map { Double($0.dropFirst(7)) ?? 99 }
+        }
+        try #require(psnr.count == 13 * 25)
+        return psnr.reduce(0, +) / Double(psnr.count)
+    }
+
+    @Test("a rung scaled from a larger rung's picture (twice its size) looks as good as the same rung scaled from the source")
+    func rungFromRung() async throws {
+        let source = try await Fixtures.clip(Self.clip)
+        let small = LadderRung(width: 128, height: 72, bitrate: 100_000)
+        // 256x144 is not the source's size, so the 128x72 rung scales from a scaled picture.
+        let ladder = try await makePackage(dash: false, ladder: [LadderRung(width: 256, height: 144, bitrate: 300_000), small])
+        let alone = try await makePackage(dash: false, ladder: [small])
+        let fed = try await meanPSNR(ladder.dir.appendingPathComponent("show-72p-100k/index.m3u8").path, source: source,
+                                     width: 128, height: 72)
+        let direct = try await meanPSNR(alone.dir.appendingPathComponent("show-72p-100k/index.m3u8").path, source: source,
+                                        width: 128, height: 72)
+        #expect(direct > 30, "the rung alone: \(direct) dB")
+        #expect(fed > direct - 0.5, "from the larger rung \(fed) dB, from the source \(direct) dB")
+    }
+
     @Test("an existing package is kept without -y and replaced whole with it; nothing half-written on refusal")
     func publishing() async throws {
         let dir = Fixtures.temporaryDirectory("republish")
