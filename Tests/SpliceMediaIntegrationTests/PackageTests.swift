@@ -253,6 +253,44 @@ struct PackageTests {
         #expect(fed > direct - 0.5, "from the larger rung \(fed) dB, from the source \(direct) dB")
     }
 
+    /// Whether Debian's `chromium` is installed (Deploy/setup.sh installs it).
+    static let hasChromium = ["/usr/bin/chromium", "/usr/local/bin/chromium"].contains { FileManager.default.isExecutableFile(atPath: $0) }
+
+    /// What `Deploy/play-package.py`'s page saw.
+    struct Playback: Decodable {
+        struct Variant: Decodable {
+            var codecs: String
+            var supported: Bool
+        }
+        var variants: [Variant]?
+        var audioSupported: Bool?
+        var videoBuffered: [[Double]]?
+        var audioBuffered: [[Double]]?
+        var currentTime: Double?
+        var advanced: Bool
+        var error: String?
+    }
+
+    @Test("the package plays in headless Chromium (Media Source Extensions): CODECS supported, playback advances, audio starts and ends with the video",
+          .enabled(if: hasChromium))
+    func playsInChromium() async throws {
+        let package = try await makePackage(ladder: Self.twoRungs)
+        let script = Fixtures.packageRoot.appendingPathComponent("Deploy/play-package.py").path
+        let run = try await ExternalTool.run("python3", [script, "--package", package.master])
+        let playback = try JSONDecoder().decode(Playback.self, from: run.stdout)
+        #expect(run.status == 0, "\(run.text) \(run.stderr)")
+        #expect(playback.error == nil, "\(playback.error ?? "")")
+        #expect(playback.variants?.count == 2 && playback.variants?.allSatisfy(\.supported) == true, "\(playback.variants ?? [])")
+        #expect(playback.audioSupported == true)
+        #expect(playback.advanced, "currentTime \(playback.currentTime ?? -1)")
+        // One buffered range each, from zero to the clip's end: the audio's priming (hidden by its
+        // init segment's edit list) would otherwise push its end 1024 samples (21 ms) past the video's.
+        let video = try #require(playback.videoBuffered?.first), audio = try #require(playback.audioBuffered?.first)
+        #expect(playback.videoBuffered?.count == 1 && playback.audioBuffered?.count == 1)
+        #expect(abs(video[0]) < 0.001 && abs(video[1] - 13) < 0.001, "video buffered \(video)")
+        #expect(abs(audio[0]) < 0.001 && abs(audio[1] - 13) < 0.005, "audio buffered \(audio)")
+    }
+
     @Test("an existing package is kept without -y and replaced whole with it; nothing half-written on refusal")
     func publishing() async throws {
         let dir = Fixtures.temporaryDirectory("republish")
