@@ -277,8 +277,8 @@ struct PackageTests {
         let package = try await makePackage(ladder: Self.twoRungs)
         let script = Fixtures.packageRoot.appendingPathComponent("Deploy/play-package.py").path
         let run = try await ExternalTool.run("python3", [script, "--package", package.master])
-        let playback = try JSONDecoder().decode(Playback.self, from: run.stdout)
         #expect(run.status == 0, "\(run.text) \(run.stderr)")
+        let playback = try JSONDecoder().decode(Playback.self, from: run.stdout)
         #expect(playback.error == nil, "\(playback.error ?? "")")
         #expect(playback.variants?.count == 2 && playback.variants?.allSatisfy(\.supported) == true, "\(playback.variants ?? [])")
         #expect(playback.audioSupported == true)
