@@ -5,8 +5,9 @@ import Foundation
 /// segment decoded once, encoded into both rungs) against `--ladder A` and `--ladder B` run one
 /// after the other (two jobs, two decodes), and the same for three rungs; runs interleaved, the
 /// median wall of each side, and the ratio (targets: ≤ 0.85 for two rungs, ≤ 0.80 for three);
-/// the CPU time of each side too, which the machine's other load moves less.
-/// Figures for docs and closing notes, not a test; other work on the machine moves them.
+/// the CPU time of each side too, which the machine's other load moves less: its median and its
+/// least (other load only ever adds to it, so the least is the nearest to the work's own cost),
+/// with the load average before and after. Figures for docs and closing notes, not a test.
 enum LadderBenchmark {
     static let rungs = ["1280x720@3M", "960x540@2M", "640x360@1M"]
 
@@ -27,6 +28,7 @@ enum LadderBenchmark {
         let source = dir.appendingPathComponent("source.mp4").path
         try BenchmarkClip.generate(seconds: seconds, at: source, keyframeInterval: 60)
         var report: [String] = []
+        let loadBefore = loadAverage()
         for count in [2, 3] {
             let ladder = Array(rungs.prefix(count))
             var together: [UInt64] = [], apart: [UInt64] = [], cpuTogether: [Int64] = [], cpuApart: [Int64] = []
@@ -52,14 +54,23 @@ enum LadderBenchmark {
             }
             let t = Stats.median(together), a = Stats.median(apart)
             let ct = Stats.median(cpuTogether), ca = Stats.median(cpuApart)
+            let lt = cpuTogether.min() ?? 0, la = cpuApart.min() ?? 0
             report.append("  \(count) rungs (\(ladder.joined(separator: ","))): one job \(Stats.milliseconds(t))  "
                           + "\(count) single-rung jobs \(Stats.milliseconds(a))  wall ratio \(Stats.ratio(t, a))  "
-                          + "(target ≤ \(count == 2 ? "0.85" : "0.80")); CPU \(ct / 1000) ms vs \(ca / 1000) ms, ratio \(Stats.ratio(ct, ca))")
+                          + "(target ≤ \(count == 2 ? "0.85" : "0.80")); CPU \(ct / 1000) ms vs \(ca / 1000) ms, ratio \(Stats.ratio(ct, ca)); "
+                          + "least CPU \(lt / 1000) ms vs \(la / 1000) ms, ratio \(Stats.ratio(lt, la))")
         }
         print("")
         print("ladder benchmark (1080p30 \(seconds) s source, libx264 \(preset), aac, --jobs 2, 6 s HLS segments, "
-              + "\(runs) interleaved runs; the machine is shared, so the figures move with its load)")
+              + "\(runs) interleaved runs; the machine is shared, so the figures move with its load: "
+              + "load average \(loadBefore) before, \(loadAverage()) after)")
         for line in report { print(line) }
+    }
+
+    /// The 1-minute load average (`/proc/loadavg`), as printed.
+    private static func loadAverage() -> String {
+        let text = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? ""
+        return text.split(separator: " ").first.map(String.init) ?? "?"
     }
 
     private static func transcode(_ source: String, ladder: [String], preset: String, in dir: URL) throws

@@ -224,6 +224,73 @@ struct PackageTests {
         #expect(names == ["show.m3u8", "show.mpd", "show-180p-400k", "show-90p-120k", "show-audio-1"])
     }
 
+    /// Mean luma PSNR (dB) of a rendition against the source scaled to its size by ffmpeg
+    /// (lanczos): the independent reference picture.
+    func meanPSNR(_ playlist: String, source: String, width: Int, height: Int) async throws -> Double {
+        let stats = Fixtures.temporaryDirectory("psnr").appendingPathComponent("psnr.log").path
+        try await ExternalTool.check("ffmpeg", ["-v", "error", "-i", playlist, "-i", source, "-lavfi",
+                                                "[1:v]scale=\(width):\(height):flags=lanczos[r];[0:v][r]psnr=stats_file=\(stats)",
+                                                "-f", "null", "-"])
+        let psnr = try String(contentsOfFile: stats, encoding: .utf8).split(separator: "\n").compactMap { line in
+            line.split(separator: " ").first { $0.hasPrefix("psnr_y:") }.map { Double($0.dropFirst(7)) ?? 99 }
+        }
+        try #require(psnr.count == 13 * 25)
+        return psnr.reduce(0, +) / Double(psnr.count)
+    }
+
+    @Test("a rung scaled from a larger rung's picture (twice its size) looks as good as the same rung scaled from the source")
+    func rungFromRung() async throws {
+        let source = try await Fixtures.clip(Self.clip)
+        let small = LadderRung(width: 128, height: 72, bitrate: 100_000)
+        // 256x144 is not the source's size, so the 128x72 rung scales from a scaled picture.
+        let ladder = try await makePackage(dash: false, ladder: [LadderRung(width: 256, height: 144, bitrate: 300_000), small])
+        let alone = try await makePackage(dash: false, ladder: [small])
+        let fed = try await meanPSNR(ladder.dir.appendingPathComponent("show-72p-100k/index.m3u8").path, source: source,
+                                     width: 128, height: 72)
+        let direct = try await meanPSNR(alone.dir.appendingPathComponent("show-72p-100k/index.m3u8").path, source: source,
+                                        width: 128, height: 72)
+        #expect(direct > 30, "the rung alone: \(direct) dB")
+        #expect(fed > direct - 0.5, "from the larger rung \(fed) dB, from the source \(direct) dB")
+    }
+
+    /// Whether Debian's `chromium` is installed (Deploy/setup.sh installs it).
+    static let hasChromium = ["/usr/bin/chromium", "/usr/local/bin/chromium"].contains { FileManager.default.isExecutableFile(atPath: $0) }
+
+    /// What `Deploy/play-package.py`'s page saw.
+    struct Playback: Decodable {
+        struct Variant: Decodable {
+            var codecs: String
+            var supported: Bool
+        }
+        var variants: [Variant]?
+        var audioSupported: Bool?
+        var videoBuffered: [[Double]]?
+        var audioBuffered: [[Double]]?
+        var currentTime: Double?
+        var advanced: Bool
+        var error: String?
+    }
+
+    @Test("the package plays in headless Chromium (Media Source Extensions): CODECS supported, playback advances, audio starts and ends with the video",
+          .enabled(if: hasChromium))
+    func playsInChromium() async throws {
+        let package = try await makePackage(ladder: Self.twoRungs)
+        let script = Fixtures.packageRoot.appendingPathComponent("Deploy/play-package.py").path
+        let run = try await ExternalTool.run("python3", [script, "--package", package.master])
+        #expect(run.status == 0, "\(run.text) \(run.stderr)")
+        let playback = try JSONDecoder().decode(Playback.self, from: run.stdout)
+        #expect(playback.error == nil, "\(playback.error ?? "")")
+        #expect(playback.variants?.count == 2 && playback.variants?.allSatisfy(\.supported) == true, "\(playback.variants ?? [])")
+        #expect(playback.audioSupported == true)
+        #expect(playback.advanced, "currentTime \(playback.currentTime ?? -1)")
+        // One buffered range each, from zero to the clip's end: the audio's priming (hidden by its
+        // init segment's edit list) would otherwise push its end 1024 samples (21 ms) past the video's.
+        let video = try #require(playback.videoBuffered?.first), audio = try #require(playback.audioBuffered?.first)
+        #expect(playback.videoBuffered?.count == 1 && playback.audioBuffered?.count == 1)
+        #expect(abs(video[0]) < 0.001 && abs(video[1] - 13) < 0.001, "video buffered \(video)")
+        #expect(abs(audio[0]) < 0.001 && abs(audio[1] - 13) < 0.005, "audio buffered \(audio)")
+    }
+
     @Test("an existing package is kept without -y and replaced whole with it; nothing half-written on refusal")
     func publishing() async throws {
         let dir = Fixtures.temporaryDirectory("republish")

@@ -88,4 +88,36 @@ struct PackageModelTests {
          "channels":0,"sampleRate":0,"blockAlign":0,"frameSize":0,"initialPadding":0,"trailingPadding":0,"seekPreroll":0,
          "timeBase":{"numerator":1,"denominator":12800}}
         """
+
+    /// A rung as the pipeline resolves it: `width`×`height` upright, the picture filling
+    /// `content` of the pre-rotation canvas (nil: all of it).
+    func rung(_ width: Int, _ height: Int, rotation: Int = 0, content: (Int, Int)? = nil,
+              pixelFormat: String = "yuv420p") -> VideoEncoding {
+        let canvas = rotation % 180 == 0 ? (width, height) : (height, width)
+        let c = content ?? canvas
+        return VideoEncoding(codec: .h264, encoderName: "libx264", width: width, height: height, rotation: rotation,
+                             contentX: (canvas.0 - c.0) / 2, contentY: (canvas.1 - c.1) / 2, contentWidth: c.0,
+                             contentHeight: c.1, pixelFormat: pixelFormat, timeBase: Rational(1, 30), constantFrameRate: nil,
+                             nominalFrameRate: nil, bitrate: 1_000_000, maxBitrate: nil, bufferSize: nil, keyframeInterval: 300,
+                             level: nil, profileNumber: nil, options: [:])
+    }
+
+    @Test("a rung scales from an earlier rung's picture only when that one is twice its size, unpadded, alike, and one scaling from the source")
+    func pictureSources() {
+        // 2160p's auto ladder: 540p and 432p from 1080p, 360p and 234p from 720p (the smallest
+        // picture twice as large that was scaled from the decoded one); 1080p and 720p from the source.
+        let auto = [rung(1920, 1080), rung(1280, 720), rung(960, 540), rung(768, 432), rung(640, 360), rung(416, 234)]
+        #expect(VideoEncodePath.pictureSources(auto) == [nil, nil, 0, 0, 1, 1])
+        // 720p → 540p is too close a step; 360p is exactly half of 720p.
+        #expect(VideoEncodePath.pictureSources([rung(1280, 720), rung(960, 540), rung(640, 360)]) == [nil, nil, 0])
+        // Never from a rung that comes later, nor from one that was itself scaled from a rung.
+        #expect(VideoEncodePath.pictureSources([rung(640, 360), rung(1280, 720)]) == [nil, nil])
+        #expect(VideoEncodePath.pictureSources([rung(1280, 720), rung(640, 360), rung(320, 180)]) == [nil, 0, 0])
+        // Padded pictures, another rotation or pixel format: from the decoded picture.
+        #expect(VideoEncodePath.pictureSources([rung(1280, 720, content: (960, 720)), rung(640, 360)]) == [nil, nil])
+        #expect(VideoEncodePath.pictureSources([rung(1280, 720), rung(640, 480, content: (640, 360))]) == [nil, nil])
+        #expect(VideoEncodePath.pictureSources([rung(720, 1280, rotation: 90), rung(360, 640, rotation: 90)]) == [nil, 0])
+        #expect(VideoEncodePath.pictureSources([rung(1280, 720, rotation: 180), rung(640, 360)]) == [nil, nil])
+        #expect(VideoEncodePath.pictureSources([rung(1280, 720, pixelFormat: "yuv420p10le"), rung(640, 360)]) == [nil, nil])
+    }
 }

@@ -39,10 +39,10 @@ struct SegmentPlannerTests {
 
     private func plan(_ asset: Asset, keyframes: [MediaTime], target: Int64 = 10, framing: AudioFraming? = aac,
                       range: MediaTimeRange? = nil, audioTarget: Int64? = nil, lanes: Int = 1,
-                      video: VideoSettings = VideoSettings(codec: .h264)) throws -> SegmentPlan {
+                      video: VideoSettings = VideoSettings(codec: .h264), package: PackageRequest? = nil) throws -> SegmentPlan {
         let request = TranscodeRequest(video: asset.videoTrack == nil ? nil : video,
                                        audio: framing == nil ? nil : AudioSettings(codec: .aac), fileType: .mp4, range: range,
-                                       segmentDuration: MediaTime(seconds: target))
+                                       segmentDuration: MediaTime(seconds: target), package: package)
         let tracks = try OutputTracks.resolve(
             OutputTracks.Request(video: request.video.map { .encode($0) } ?? .drop,
                                  audio: request.audio.map { .encode($0) } ?? .drop),
@@ -133,6 +133,13 @@ struct SegmentPlannerTests {
         let peak = try plan(Self.asset(seconds: 30), keyframes: keys, framing: nil,
                             video: VideoSettings(codec: .h264, bitrate: 2_000_000, maxBitrate: 3_000_000, bufferSize: 6_000_000))
         #expect(peak.videoSegments.map(\.videoWarmUp) == [nil, RateControl.warmUp, RateControl.warmUp])
+        // A streaming ladder's rungs all have bit rates (the base settings have none): its work
+        // segments after the first warm up too, once each however many streaming segments they hold.
+        let ladder = try plan(Self.asset(seconds: 30), keyframes: keys, framing: nil, lanes: 2,
+                              package: PackageRequest(ladder: [LadderRung(width: 640, height: 360, bitrate: 1_000_000)],
+                                                      segmentDuration: MediaTime(seconds: 6)))
+        #expect(ladder.videoSegments.count == 3)
+        #expect(ladder.videoSegments.map(\.videoWarmUp) == [nil, RateControl.warmUp, RateControl.warmUp])
     }
 
     @Test func noSegmentIsShorterThanOneSecond() throws {

@@ -119,7 +119,9 @@ public struct SegmentPlanner: Sendable {
         if let video = tracks.video, case .encode = video.route {
             // A bit-rate segment after the first warms its rate control up on the video before it
             // (``RateControl``), never before the video's first frame; that encoding is part of its cost.
-            let warmUp = request.video.map(RateControl.warmsUp) == true ? RateControl.warmUp : nil
+            // A package's rungs are what is encoded (every rung has a bit rate): they decide, not the base.
+            let encoded = package?.renditions ?? request.video.map { [$0] } ?? []
+            let warmUp = encoded.contains(where: RateControl.warmsUp) ? RateControl.warmUp : nil
             let videoStart = video.track.startTime ?? .zero
             let cuts = package.map { gridCuts(asset: asset, zero: zero, end: end, hasRange: request.range != nil, grid: $0.segmentDuration) }
                 ?? videoCuts(asset: asset, keyframes: keyframes, zero: zero, end: end, hasRange: request.range != nil)

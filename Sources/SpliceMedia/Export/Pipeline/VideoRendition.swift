@@ -37,10 +37,12 @@ final class VideoRendition {
     /// The output stream this rendition writes.
     var outputIndex: Int { sink.index }
 
+    /// `fromLargerRung`: the pictures it is given are another rung's converted pictures (an encoding
+    /// that ``VideoEncoding/canFeed(_:)`` this one), not decoded ones, so it only scales them.
     init(encoding: VideoEncoding, writer: any PacketWriter, codecThreads: Int, extraOptions: [String: String],
-         keyframeGrid: MediaTime?, warmsUp: Bool) throws(MediaError) {
+         keyframeGrid: MediaTime?, warmsUp: Bool, fromLargerRung: Bool = false) throws(MediaError) {
         encoder = try CodecContext.encoder(named: encoding.encoderName)
-        converter = VideoConverter(encoding: encoding)
+        converter = VideoConverter(encoding: fromLargerRung ? encoding.fromLargerPicture : encoding)
         encoderTimeBase = encoding.timeBase.av
         constantRate = encoding.constantFrameRate
         self.keyframeGrid = keyframeGrid
@@ -70,8 +72,10 @@ final class VideoRendition {
     }
 
     /// Takes one decoded picture presented at `relative` (output time); `warmingUp` when it lies
-    /// before the window and only warms the rate control.
-    func accept(_ frame: Frame, at relative: MediaTime, warmingUp: Bool) throws(MediaError) {
+    /// before the window and only warms the rate control. Returns the converted picture it encoded
+    /// (valid until the next call), which smaller rungs may scale from.
+    @discardableResult
+    func accept(_ frame: Frame, at relative: MediaTime, warmingUp: Bool) throws(MediaError) -> Frame {
         let picture = try converter.convert(frame)
         if constantRate != nil {
             let slot = relative.value(in: Rational(encoderTimeBase), rounding: .nearest)
@@ -82,13 +86,14 @@ final class VideoRendition {
             guard let clone = av_frame_clone(picture.pointer) else { throw MediaError(.internalError, "out of memory") }
             held = Frame(owning: clone)
             nextSlot = max(nextSlot, slot)
-            return
+            return picture
         }
         var pts = relative.value(in: Rational(encoderTimeBase), rounding: .nearest)
         if pts <= lastPts { pts = lastPts + 1 }
         lastPts = pts
         if !warmingUp && keepFrom == nil { keepFrom = pts }
         try encode(picture, pts: pts)
+        return picture
     }
 
     private func emitHeld(_ frame: Frame, upTo slot: Int64) throws(MediaError) {
