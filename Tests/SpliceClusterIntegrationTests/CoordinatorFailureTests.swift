@@ -134,29 +134,29 @@ struct CoordinatorFailureTests {
         let coordinator = try await CoordinatorUnderTest.start()
         let context = try WireContext()
         // The same kinds of junk for each endpoint, in its own protocol's terms.
-        func junk(_ name: String, replyType: String, invalidBody: String, outOfRange: String)
+        func junk(_ name: String, version: Int, replyType: String, invalidBody: String, outOfRange: String)
             -> [(frames: [Data], reason: WireRejection.Reason)]
         {
             let text = { (text: String) in [Data(text.utf8)] }
             return [
                 (text("not json at all"), .garbled),
-                (text("{\"protocol\":\"\(name)\",\"version\":1,\"ty"), .garbled),
+                (text("{\"protocol\":\"\(name)\",\"version\":\(version),\"ty"), .garbled),
                 ([Data()], .garbled),
                 (text(#"{"protocol":"http","version":1,"type":"GET","body":{}}"#), .wrongProtocol),
                 (text("{\"protocol\":\"\(name)\",\"version\":99,\"type\":\"HELLO\",\"body\":{}}"), .unsupportedVersion),
-                (text("{\"protocol\":\"\(name)\",\"version\":1,\"type\":\"\(replyType)\",\"body\":{}}"), .unknownType),
-                (text("{\"protocol\":\"\(name)\",\"version\":1,\(invalidBody)}"), .invalidBody),
-                (text("{\"protocol\":\"\(name)\",\"version\":1,\(outOfRange)}"), .outOfRange),
+                (text("{\"protocol\":\"\(name)\",\"version\":\(version),\"type\":\"\(replyType)\",\"body\":{}}"), .unknownType),
+                (text("{\"protocol\":\"\(name)\",\"version\":\(version),\(invalidBody)}"), .invalidBody),
+                (text("{\"protocol\":\"\(name)\",\"version\":\(version),\(outOfRange)}"), .outOfRange),
                 ([Data("{}".utf8), Data("{}".utf8)], .tooManyFrames),
             ]
         }
         // A HELLO offering 2^63−1 slots used to reach Postgres ("integer out of range").
         let workerJunk = junk(
-            "splice-worker", replyType: "ASSIGN", invalidBody: #""type":"HELLO","body":{"slots":"many"}"#,
+            "splice-worker", version: WorkerProtocol.version, replyType: "ASSIGN", invalidBody: #""type":"HELLO","body":{"slots":"many"}"#,
             outOfRange: #""type":"HELLO","body":{"workerName":"w","slots":9223372036854775807,"encoders":[],"#
                 + #""running":[],"finished":[],"failed":[],"software":""}"#)
         let apiJunk = junk(
-            "splice-api", replyType: "SUBMITTED", invalidBody: #""type":"STATUS","body":{"job":5}"#,
+            "splice-api", version: ClientAPI.version, replyType: "SUBMITTED", invalidBody: #""type":"STATUS","body":{"job":5}"#,
             outOfRange: #""type":"SUBMIT","body":{"input":"/a","output":"/b","export":{},"priority":4611686018427387904}"#)
         let raw = try await WireEndpoint.connect(
             coordinator.endpoints.workers, type: .dealer, context: context, options: .dealer(immediate: false))

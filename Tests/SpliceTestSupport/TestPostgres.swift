@@ -64,6 +64,9 @@ public enum TestPostgres {
     private static func configuration(directory: String) -> EmbeddedPostgres.Configuration {
         var configuration = EmbeddedPostgres.Configuration(directory: directory)
         configuration.durability = .fastForTests
+        // One server for every suite of a test process, run in parallel: each local cluster's
+        // coordinator holds a pool of its own, and 200 ran out ("too many clients already").
+        configuration.settings["max_connections"] = "500"
         configuration.log = { _ in }
         return configuration
     }
