@@ -81,7 +81,7 @@ let package = Package(
             name: "SpliceCluster",
             dependencies: [
                 "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog", "SpliceConcurrency",
-                "SpliceMetrics", "SpliceHTTP",
+                "SpliceMetrics", "SpliceHTTP", "CSpliceSystem",
             ],
             swiftSettings: strict
         ),

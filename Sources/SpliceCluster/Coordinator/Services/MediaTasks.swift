@@ -1,4 +1,6 @@
+import CSpliceSystem
 import Foundation
+import Synchronization
 public import SpliceCore
 public import SpliceMedia
 
@@ -171,20 +173,13 @@ private struct MediaTaskChild {
         } catch {
             throw MediaError(.internalError, "cannot encode the \(task.name) task: \(error)")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["media-task"]
-        process.environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
-        let stdin = Pipe(), stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = FileHandle.standardError
+        let child = SpawnedChild()
         let outcome: (status: Int32, signalled: Bool, output: Data)
         do {
             outcome = try await withTaskCancellationHandler {
-                try await Self.launch(process, input: input, stdin: stdin, stdout: stdout)
+                try await Self.launch(executable, input: input, child: child)
             } onCancel: {
-                if process.isRunning { process.terminate() }
+                child.terminate()
             }
         } catch {
             throw MediaError(.internalError, "cannot start the \(task.name) process \(executable): \(error)",
@@ -211,26 +206,111 @@ private struct MediaTaskChild {
 
     /// Starts the child, writes the task, reads the whole result, waits for the exit — on a thread
     /// of its own, never on Swift's cooperative pool.
-    private static func launch(_ process: Process, input: Data, stdin: Pipe, stdout: Pipe) async throws
+    ///
+    /// `posix_spawn` and `waitpid`, not Foundation's `Process`: with over a thousand descriptors
+    /// open — a coordinator with that many workers connected, or the test suite's process running
+    /// its clusters — `Process.run()` crashed the calling process (a bad pointer in a memcpy of its
+    /// own, seen twice at 1,100–1,400 descriptors). The child gets the pipes as stdin and stdout,
+    /// the coordinator's stderr, `PATH` alone for an environment, and no other descriptor.
+    private static func launch(_ executable: String, input: Data, child: SpawnedChild) async throws
         -> (status: Int32, signalled: Bool, output: Data)
     {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
                 do {
-                    try process.run()
-                    try stdin.fileHandleForWriting.write(contentsOf: input)
-                    try stdin.fileHandleForWriting.close()
-                    let output = stdout.fileHandleForReading.readDataToEndOfFile()
-                    process.waitUntilExit()
-                    continuation.resume(returning: (
-                        process.terminationStatus, process.terminationReason == .uncaughtSignal, output))
+                    continuation.resume(returning: try run(executable, input: input, child: child))
                 } catch {
-                    if process.isRunning { process.terminate() }
                     continuation.resume(throwing: error)
                 }
             }
             thread.name = "splice.media-task"
             thread.start()
         }
+    }
+
+    private static func run(_ executable: String, input: Data, child: SpawnedChild) throws
+        -> (status: Int32, signalled: Bool, output: Data)
+    {
+        var toChild: [Int32] = [-1, -1], fromChild: [Int32] = [-1, -1]
+        guard pipe(&toChild) == 0 else { throw POSIXError.fromErrno() }
+        guard pipe(&fromChild) == 0 else {
+            close(toChild[0]); close(toChild[1])
+            throw POSIXError.fromErrno()
+        }
+        // Close-on-exec, so that no other child spawned meanwhile holds them (and keeps our read
+        // end from its end of file); our own child gets them as 0 and 1 only.
+        for fd in toChild + fromChild { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+        splice_spawn_actions_closefrom(&actions, 3)
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup("media-task"), nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=" + path), nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        close(toChild[0])
+        close(fromChild[1])
+        guard spawned == 0 else {
+            close(toChild[1]); close(fromChild[0])
+            throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO)
+        }
+        child.started(pid)
+        // Write the task, then read to the end; a child that dies early ends both (EPIPE, EOF).
+        input.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let n = write(toChild[1], bytes.baseAddress! + offset, bytes.count - offset)
+                if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { break }
+            }
+        }
+        close(toChild[1])
+        var output = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fromChild[0], $0.baseAddress!, $0.count) }
+            if n > 0 { output.append(contentsOf: buffer[..<n]) } else if n < 0 && errno == EINTR { continue } else { break }
+        }
+        close(fromChild[0])
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        child.ended()
+        // WIFSIGNALED / WTERMSIG / WEXITSTATUS are macros: the signal in the low 7 bits, else the
+        // exit code in bits 8-15.
+        let signal = status & 0x7f
+        return signal != 0 ? (signal, true, output) : ((status >> 8) & 0xff, false, output)
+    }
+}
+
+/// The pid of a running media-task child, for cancellation: SIGTERM while it runs, nothing once
+/// it has been waited for (its pid may be someone else's by then).
+private final class SpawnedChild: Sendable {
+    private let pid = Mutex<pid_t?>(nil)
+    private let cancelled = Atomic<Bool>(false)
+
+    func started(_ child: pid_t) {
+        pid.withLock { $0 = child }
+        if cancelled.load(ordering: .acquiring) { terminate() }
+    }
+
+    func ended() {
+        pid.withLock { $0 = nil }
+    }
+
+    func terminate() {
+        cancelled.store(true, ordering: .releasing)
+        pid.withLock { current in
+            if let current { kill(current, SIGTERM) }
+        }
+    }
+}
+
+extension POSIXError {
+    /// The error `errno` names now.
+    fileprivate static func fromErrno() -> POSIXError {
+        POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
     }
 }
