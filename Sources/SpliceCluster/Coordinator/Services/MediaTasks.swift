@@ -207,11 +207,13 @@ private struct MediaTaskChild {
     /// Starts the child, writes the task, reads the whole result, waits for the exit — on a thread
     /// of its own, never on Swift's cooperative pool.
     ///
-    /// `posix_spawn` and `waitpid`, not Foundation's `Process`: with over a thousand descriptors
-    /// open — a coordinator with that many workers connected, or the test suite's process running
-    /// its clusters — `Process.run()` crashed the calling process (a bad pointer in a memcpy of its
-    /// own, seen twice at 1,100–1,400 descriptors). The child gets the pipes as stdin and stdout,
-    /// the coordinator's stderr, `PATH` alone for an environment, and no other descriptor.
+    /// `posix_spawn` and `waitpid`, not Foundation's `Process`: to find the highest descriptor to
+    /// close, `Process.run()` reads /proc/self/fd and copies each entry's whole 256-byte `d_name`,
+    /// past the end of the directory buffer when the last entry sits at its end — a crash (a bad
+    /// pointer in that memcpy) once the process holds 1,100–1,400 descriptors: a coordinator with
+    /// that many workers connected, or the test suite's process running its clusters (seen twice).
+    /// The child gets the pipes as stdin and stdout, the coordinator's stderr, `PATH` alone for an
+    /// environment, and no other descriptor.
     private static func launch(_ executable: String, input: Data, child: SpawnedChild) async throws
         -> (status: Int32, signalled: Bool, output: Data)
     {
