@@ -39,15 +39,17 @@ struct CoordinatorUnderTest: Sendable {
     var spool: URL { configuration.spool }
 
     /// Timings for tests: 250 ms heartbeats and 200 ms polls keep them quick; retries after
-    /// 100 ms. Leases (30 s) and liveness (5 s) are long, because the whole suite runs at once on
-    /// two cores and a test may stall for seconds; tests about expiry set their own.
+    /// 100 ms. Leases (30 s), liveness (5 s) and the time a worker has to accept an assignment
+    /// (30 s; the default follows liveness) are long, because the whole suite runs at once on two
+    /// cores and a test may stall for seconds (a clean-clone run took assignments back after 5 s
+    /// from scripted workers that had them); tests about expiry set their own.
     static func configuration(database: ConnectionConfiguration, spool: URL) -> CoordinatorConfiguration {
         CoordinatorConfiguration(
             database: .server(database), spool: spool, workersEndpoint: loopback, apiEndpoint: loopback,
             maxAttempts: 5,
             sessions: CoordinatorPolicy(
                 heartbeatInterval: .milliseconds(250), heartbeatLiveness: 20, leaseDuration: .seconds(30),
-                forgetAfter: .seconds(60)),
+                forgetAfter: .seconds(60), acceptDeadline: .seconds(30)),
             segmentRetryBackoff: Backoff(base: .milliseconds(100), cap: .seconds(1)), pollInterval: .milliseconds(200),
             reapInterval: .milliseconds(200), janitorInterval: .milliseconds(500), databaseConnections: 4,
             logger: testLogger)
