@@ -210,8 +210,9 @@ private struct MediaTaskChild {
     /// `posix_spawn` and `waitpid`, not Foundation's `Process`: to find the highest descriptor to
     /// close, `Process.run()` reads /proc/self/fd and copies each entry's whole 256-byte `d_name`,
     /// past the end of the directory buffer when the last entry sits at its end — a crash (a bad
-    /// pointer in that memcpy) once the process holds 1,100–1,400 descriptors: a coordinator with
-    /// that many workers connected, or the test suite's process running its clusters (seen twice).
+    /// pointer in that memcpy) once the process holds about 1,365 descriptors (24-byte entries fill
+    /// glibc's 32 KiB buffer): a coordinator with that many workers connected, or the test suite's
+    /// process with clusters left running (seen at 1,375).
     /// The child gets the pipes as stdin and stdout, the coordinator's stderr, `PATH` alone for an
     /// environment, and no other descriptor.
     private static func launch(_ executable: String, input: Data, child: SpawnedChild) async throws
