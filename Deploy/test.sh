@@ -2,10 +2,11 @@
 # Sets up the machine (Deploy/setup.sh) and runs every test: unit tests and the integration tests,
 # which start their own private PostgreSQL, loopback ZeroMQ endpoints and real FFmpeg encodes.
 #
-# With no arguments the suite runs in two passes: the media integration tests (real encodes that
-# keep both cores busy) on their own, then everything else — the wire, worker and cluster tests
-# hold their peers to deadlines of seconds, which a dozen parallel encodes on two cores stretch
-# past. Arguments go to `swift test` as they are (e.g. `--filter TranscodeTests`), in one pass.
+# With no arguments the suite runs in three passes: the media integration tests (real encodes that
+# keep both cores busy) on their own, then everything but the fault suites — the wire, worker and
+# cluster tests hold their peers to deadlines of seconds, which a dozen parallel encodes on two
+# cores stretch past — then the fault suites (real daemons killed, proxied, starved). Arguments go
+# to `swift test` as they are (e.g. `--filter TranscodeTests`), in one pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source Deploy/setup.sh
@@ -13,8 +14,13 @@ swift build --build-tests
 if [ $# -gt 0 ]; then
     exec swift test --skip-build "$@"
 fi
-heavy='SpliceMediaIntegrationTests\.'
+media='SpliceMediaIntegrationTests\.'
+# The suites that run whole clusters of real processes under faults (long, and many processes at
+# once) get a pass of their own too: started beside everything else they stalled in-process
+# coordinators' scripted workers past their deadlines in clean-clone runs.
+faults='SpliceFaultTests\.|TransferFaultTests|TransferModeTests'
 status=0
-swift test --skip-build --filter "$heavy" || status=$?
-swift test --skip-build --skip "$heavy" || status=$?
+swift test --skip-build --filter "$media" || status=$?
+swift test --skip-build --skip "$media" --skip "$faults" || status=$?
+swift test --skip-build --filter "$faults" || status=$?
 exit $status
