@@ -122,7 +122,7 @@ struct CoordinatorSubmitTests {
     @Test("planning and stitching in real `splice media-task` children: the job plays like the source")
     func realChild() async throws {
         let source = try await TestMedia.clip(seconds: 2)
-        let splice = try Fixtures.spliceExecutable()
+        let splice = try SpliceBinary.executable()
         let coordinator = try await CoordinatorUnderTest.start { configuration in
             configuration.mediaTasks = .childProcess(executable: splice.path)
         }

@@ -28,14 +28,15 @@ struct TransferModeTests {
     @Test("a worker that sees none of the coordinator's files encodes a whole job, exactly; then beside a spool worker",
           .enabled(if: geteuid() == 0, "needs root: the worker runs in its own mount namespace (unshare -m)"))
     func isolatedTransferWorker() async throws {
-        // The control: inside such a namespace the source is not there.
+        // The control: inside such a namespace the source is not there, while the binary is.
         let source = try await EndToEndMedia.source()
-        let probe = try await ExternalTool.run("unshare", ["-m", "/bin/sh", "-c",
-                                                                   "mount -t tmpfs tmpfs /tmp && test ! -e \"$0\"", source])
-        #expect(probe.status == 0, "the source is visible in a fresh mount namespace with an empty /tmp")
+        let splice = try SpliceBinary.executable().path
+        let probe = MountIsolation.testFiles(mustNotSee: [source]).wrapper
+        let seen = try await ExternalTool.run(probe[0], Array(probe.dropFirst()) + ["/bin/sh", "-c", "test -x \"$0\"", splice])
+        #expect(seen.status == 0, "in the namespace the source is visible or the binary is not: \(seen.stderr)")
 
         var cluster = try await LocalCluster.start(workers: 0)
-        let isolated = try await cluster.addTransferWorker(named: "t0", isolated: true)
+        let isolated = try await cluster.addTransferWorker(named: "t0", isolated: true, mustNotSee: [source])
         #expect(isolated.process.output.contains("storage=transfer"), "\(isolated.process.output)")
 
         // Every segment on the isolated worker: it can only have read the excerpts it fetched.

@@ -296,7 +296,7 @@ struct ExcerptTaskTests {
         let plan = try await SegmentPlanner(targetDuration: MediaTime(seconds: 1))
             .plan(asset: try await Asset.open(clip), video: VideoSettings(codec: .h264, preset: "ultrafast"),
                   audio: AudioSettings(codec: .aac), fileType: .mp4)
-        let media = MediaTaskRunner(isolation: .childProcess(executable: try Fixtures.spliceExecutable().path))
+        let media = MediaTaskRunner(isolation: .childProcess(executable: try SpliceBinary.executable().path))
         let dir = Fixtures.temporaryDirectory("excerpt-task")
         let segment = plan.segments[plan.segments.count / 2].index
         let excerpt = dir.appendingPathComponent("excerpt.splseg")
@@ -318,7 +318,7 @@ struct ExcerptTaskTests {
             .plan(asset: try await Asset.open(source.path), video: VideoSettings(codec: .h264, preset: "ultrafast"),
                   audio: nil, fileType: .mp4)
         try FileManager.default.removeItem(at: source)
-        let media = MediaTaskRunner(isolation: .childProcess(executable: try Fixtures.spliceExecutable().path))
+        let media = MediaTaskRunner(isolation: .childProcess(executable: try SpliceBinary.executable().path))
         let output = dir.appendingPathComponent("excerpt.splseg")
         let error = await #expect(throws: MediaError.self) {
             _ = try await media.excerpt(plan: plan, segment: 0, output: output.path)

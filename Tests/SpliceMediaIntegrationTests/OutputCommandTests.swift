@@ -40,7 +40,7 @@ struct OutputCommandTests {
         case .transcode: arguments += ["--preset", "ultrafast", "--segment-seconds", "1", "--jobs", "1"]
         case .stitch: break
         }
-        let executable = try Fixtures.spliceExecutable()
+        let executable = try SpliceBinary.executable()
         let started = ContinuousClock.now
         let result = try await ExternalTool.run(executable: executable, arguments, in: dir)
         return (result, ContinuousClock.now - started)

@@ -15,8 +15,11 @@ enum Browser {
         var console: String
     }
 
-    /// Where screenshots are kept after the test process ends (`.build/test-artifacts`).
-    static let artifacts = Fixtures.packageRoot.appendingPathComponent(".build/test-artifacts")
+    /// Where screenshots are kept after the test process ends: `test-artifacts` beside the test
+    /// bundle (`.build/debug/test-artifacts`, or under `--scratch-path`), never in the checkout,
+    /// which may be read-only.
+    static let artifacts = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        .appendingPathComponent("test-artifacts")
 
     /// A 1280×900 PNG of `url` after its scripts had 4 s (virtual time) to run.
     static func screenshot(_ url: String, name: String) async throws -> Screenshot {

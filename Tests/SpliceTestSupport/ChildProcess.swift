@@ -34,8 +34,8 @@ public final class ChildProcess: Sendable {
     }()
 
     /// Starts `splice arguments…` with only PATH, a scratch HOME and `environment`.
-    /// With `wrapper` (`["unshare", "-m", "sh", "-c", "…; exec \"$0\" \"$@\""]`), it runs that
-    /// command with the `splice` binary and `arguments` after it instead.
+    /// With `wrapper` (``MountIsolation/wrapper``, say), it runs that command with the `splice`
+    /// binary and `arguments` after it instead.
     public static func start(_ arguments: [String], logName: String, environment: [String: String] = [:],
                              wrapper: [String] = []) throws -> ChildProcess
     {
@@ -165,16 +165,14 @@ public final class ChildWorker: Sendable {
     }
 
     /// Starts `splice worker` in transfer mode (no `--spool`) against `coordinator` and its data
-    /// endpoint `data`. `isolated`: in a mount namespace of its own with an empty tmpfs on /tmp
-    /// (`unshare -m`, root only), so it cannot see any file the tests and the coordinator made.
-    public init(coordinator: String, data: String, name: String, isolated: Bool, extra: [String] = []) throws {
+    /// endpoint `data`. With `isolation`, in a mount namespace of its own where the tests' files are
+    /// hidden (root only): it starts only if it cannot see any of `isolation.mustNotSee`.
+    public init(coordinator: String, data: String, name: String, isolation: MountIsolation?, extra: [String] = []) throws {
         self.name = name
-        let wrapper = isolated ? ["/usr/bin/unshare", "-m", "/bin/sh", "-c",
-                                  "mount -t tmpfs tmpfs /tmp && exec \"$0\" \"$@\""] : []
         process = try ChildProcess.start(
             ["worker", "--coordinator", coordinator, "--data-endpoint", data, "--slots", "1", "--codec-threads", "1",
              "--name", name, "--drain-timeout", "30", "--metrics-endpoint", "127.0.0.1:0"] + extra, logName: name,
-            wrapper: wrapper)
+            wrapper: isolation?.wrapper ?? [])
     }
 
     /// Whether it has said it is registered with a coordinator.

@@ -6,8 +6,14 @@ public enum Fixtures {
     public static let packageRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// `../shared/media` beside the package.
-    public static let sharedMedia: URL = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/media")
+    /// The shared real-world clips: `SPLICE_TEST_MEDIA` when set (a checkout that is not beside
+    /// `shared/`, under /tmp say), else `../shared/media` beside the package.
+    public static let sharedMedia: URL = {
+        if let folder = ProcessInfo.processInfo.environment["SPLICE_TEST_MEDIA"], !folder.isEmpty {
+            return URL(fileURLWithPath: folder, isDirectory: true)
+        }
+        return packageRoot.deletingLastPathComponent().appendingPathComponent("shared/media")
+    }()
 
     /// The path of a shared clip by name.
     public static func shared(_ name: String) -> String {
@@ -18,19 +24,6 @@ public enum Fixtures {
     public static var allShared: [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: sharedMedia.path)) ?? []
         return names.filter { !$0.hasSuffix(".md") }.sorted().map(shared)
-    }
-
-    /// The `splice` executable that `swift build --build-tests` puts beside the test bundle.
-    public static func spliceExecutable() throws -> URL {
-        let candidates = [
-            URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent(),
-            packageRoot.appendingPathComponent(".build/debug"),
-        ].map { $0.appendingPathComponent("splice") }
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw ToolFailure(command: "splice", status: -1,
-                              stderr: "no splice executable in \(candidates.map(\.path)); run `swift build --build-tests`")
-        }
-        return found
     }
 
     /// A directory for this test process's generated files, removed when the process ends.

@@ -96,18 +96,23 @@ public struct LocalCluster: Sendable {
         return next
     }
 
-    /// Starts a transfer-mode worker (``ChildWorker/init(coordinator:data:name:isolated:)``) named
-    /// `name` and waits until it has registered. `data` replaces the coordinator's data endpoint
-    /// (a ``FaultProxy`` in front of it, say).
+    /// Starts a transfer-mode worker (``ChildWorker/init(coordinator:data:name:isolation:extra:)``)
+    /// named `name` and waits until it has registered. `isolated`: in a mount namespace where the
+    /// tests' files are hidden, and it starts only if it can see neither the spool, nor the outputs'
+    /// folder, nor any of `mustNotSee` (a job's source, say). `data` replaces the coordinator's data
+    /// endpoint (a ``FaultProxy`` in front of it, say).
     @discardableResult
-    public mutating func addTransferWorker(named name: String, isolated: Bool, data: String? = nil,
-                                           extra: [String] = []) async throws -> ChildWorker
+    public mutating func addTransferWorker(named name: String, isolated: Bool, mustNotSee: [String] = [],
+                                           data: String? = nil, extra: [String] = []) async throws -> ChildWorker
     {
         guard let data = data ?? coordinator.data else { throw TestFailure("the coordinator logged no data endpoint") }
-        let worker = try ChildWorker(coordinator: coordinator.workers, data: data, name: name, isolated: isolated,
+        let isolation = isolated ? MountIsolation.testFiles(mustNotSee: [spool.path, outputs.path] + mustNotSee) : nil
+        let worker = try ChildWorker(coordinator: coordinator.workers, data: data, name: name, isolation: isolation,
                                      extra: extra)
         workers.append(worker)
-        guard await eventually(within: .seconds(60), { worker.isRegistered }) else {
+        guard await eventually(within: .seconds(60), { worker.isRegistered || !worker.process.isRunning }),
+              worker.isRegistered
+        else {
             throw TestFailure("transfer worker \(name) did not register\n\(worker.process.output)")
         }
         return worker

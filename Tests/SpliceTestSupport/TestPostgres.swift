@@ -38,6 +38,10 @@ public enum TestPostgres {
         return server
     }
 
+    /// The folders of the servers this process started (data, socket, log): tests that must not
+    /// see them hide them (``MountIsolation``).
+    public static var serverDirectories: [String] { ownedDirectories.withLock { $0 } }
+
     // MARK: - Implementation
 
     private static let directoryPrefix = "/tmp/splice-test-pg-"
