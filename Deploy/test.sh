@@ -14,6 +14,14 @@ swift build --build-tests
 if [ $# -gt 0 ]; then
     exec swift test --skip-build "$@"
 fi
+# The real-world clips the media tests read (../shared/media beside the checkout, or SPLICE_TEST_MEDIA):
+# say where they were looked for before a pass fails on each of them.
+clips="${SPLICE_TEST_MEDIA:-$(cd .. && pwd)/shared/media}"
+if [ ! -f "$clips/README.md" ]; then
+    echo "test: the real-world test clips are not in $clips;" \
+        "set SPLICE_TEST_MEDIA to the folder that holds them (shared/media)" >&2
+    exit 2
+fi
 media='SpliceMediaIntegrationTests\.'
 # The suites that run whole clusters of real processes under faults (long, and many processes at
 # once) get a pass of their own too: started beside everything else they stalled in-process
