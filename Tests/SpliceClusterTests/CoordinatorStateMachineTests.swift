@@ -946,6 +946,20 @@ struct CoordinatorBackupTests {
         #expect(claims.map(\.demand.worker) == [.key(workerKey)])
     }
 
+    @Test("with nothing to claim, stragglers are looked for once per check interval while nothing but time changes")
+    func lookedForOncePerInterval() {
+        var slow = Self.policy
+        slow.backupCheckInterval = .milliseconds(1500)
+        var harness = straggling(policy: slow)
+        // t = 2 s: nothing is overdue yet (segment 0 becomes a straggler at 3 s); the next look is at 3.5 s.
+        #expect(harness.machine.dispatch(at: harness.now).isEmpty)
+        harness.advance(.milliseconds(1200))
+        #expect(harness.machine.dispatch(at: harness.now).compactMap(\.backupClaim).isEmpty,
+                "looked again before the interval although nothing changed")
+        harness.advance(.milliseconds(300))
+        #expect(harness.machine.dispatch(at: harness.now).compactMap(\.backupClaim).map(\.primary) == [attempt(0)])
+    }
+
     @Test("a failed backup claim frees the slot and may be tried again")
     func failedClaim() {
         var harness = straggling()

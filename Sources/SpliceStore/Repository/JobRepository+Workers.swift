@@ -1,3 +1,4 @@
+public import SpliceCore
 public import Foundation
 
 extension JobRepository {

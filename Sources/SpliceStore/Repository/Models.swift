@@ -3,28 +3,9 @@ public import SpliceCore
 
 // MARK: - States
 
-/// Where a job is: `queued → planning → running → stitching → completed`, or `failed` /
-/// `cancelled` from any unfinished state.
-public enum JobState: String, Sendable, CaseIterable, PostgresEncodable, PostgresDecodable, PostgresArrayElement {
-    case queued, planning, running, stitching, completed, failed, cancelled
-
-    /// Whether the job has finished for good (it then has `finishedAt`).
-    public var isTerminal: Bool { self == .completed || self == .failed || self == .cancelled }
-    /// The states a coordinator resumes after a restart.
-    public static let unfinished: [JobState] = [.queued, .planning, .running, .stitching]
-}
-
-/// Where a segment is: `pending → leased → done`, back to `pending` after a retryable failure or
-/// an expired lease, or `failed` (permanent error), `dead` (out of attempts, or failed on several
-/// workers) or `cancelled` (its job failed or was cancelled).
-public enum SegmentState: String, Sendable, CaseIterable, PostgresEncodable, PostgresDecodable, PostgresArrayElement {
-    case pending, leased, done, failed, dead, cancelled
-}
-
-/// A worker's connection state as the coordinator last recorded it.
-public enum WorkerState: String, Sendable, CaseIterable, PostgresEncodable, PostgresDecodable {
-    case online, draining, offline, revoked
-}
+extension JobState: PostgresEncodable, PostgresDecodable, PostgresArrayElement {}
+extension SegmentState: PostgresEncodable, PostgresDecodable, PostgresArrayElement {}
+extension WorkerState: PostgresEncodable, PostgresDecodable {}
 
 /// String-backed enums travel as their raw value.
 extension PostgresEncodable where Self: RawRepresentable, RawValue == String {
@@ -224,24 +205,6 @@ public struct SegmentCompletion: Sendable, Equatable {
     }
 }
 
-/// What recording a worker's report of an attempt did — `completeSegment` (a result),
-/// `failSegment` (a failure), `returnSegment` (a hand-back). The coordinator acts on it as it is:
-/// it decides the ACK, whether the job is ready to stitch or has failed, and when the segment may
-/// be claimed again.
-public enum ResultOutcome: Sendable, Hashable {
-    /// The result is recorded. `jobReadyToStitch` is true when this was the job's last segment
-    /// (the job is now `stitching`).
-    case completed(jobReadyToStitch: Bool)
-    /// This very attempt had already completed: a duplicate report, acknowledged again, changing nothing.
-    case alreadyCompleted
-    /// The attempt ended without a result (a failure, a hand-back) and that is recorded: what
-    /// became of the segment.
-    case recorded(AttemptOutcome)
-    /// The token is not the segment's current lease (taken back, re-leased, cancelled, or the
-    /// failure was already recorded): no effect.
-    case staleLease
-}
-
 /// Why an attempt failed, as the worker reports it.
 public struct SegmentFailure: Sendable, Equatable {
     public var message: String
@@ -252,20 +215,6 @@ public struct SegmentFailure: Sendable, Equatable {
         self.message = message
         self.isRetryable = isRetryable
     }
-}
-
-/// What happened to a segment whose attempt ended without a result (failure, expired or released
-/// lease, hand-back).
-public enum AttemptOutcome: Sendable, Hashable {
-    /// Back to `pending`, claimable again from `at`.
-    case willRetry(at: Date)
-    /// The segment is `failed` or `dead`, and its job has failed.
-    case jobFailed(segmentState: SegmentState)
-    /// The segment's backup attempt carries on in the ended attempt's place: still `leased`, now
-    /// under the backup's token.
-    case carriedOnByBackup
-    /// The attempt was a segment's backup: it is over, and the segment's leased attempt carries on.
-    case backupEnded
 }
 
 /// A lease the reaper (or a worker's revocation) took back.

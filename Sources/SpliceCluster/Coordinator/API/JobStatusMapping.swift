@@ -1,3 +1,4 @@
+import SpliceCore
 import Foundation
 import SpliceStore
 import SpliceWire

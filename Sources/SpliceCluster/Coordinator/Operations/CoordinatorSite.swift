@@ -1,3 +1,4 @@
+import SpliceCore
 import Foundation
 import SpliceConcurrency
 import SpliceHTTP

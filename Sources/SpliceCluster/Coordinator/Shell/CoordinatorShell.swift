@@ -65,8 +65,7 @@ actor CoordinatorShell {
     /// when that worker has no active session any more (its own resend, after a HELLO, will do).
     func redeliver(_ message: WorkerMessage, from peer: WirePeer) {
         let now = ContinuousClock.now
-        guard let worker = WorkerIdentity(peer: peer),
-              machine.sessionSnapshots(now: now).contains(where: { $0.identity == worker && $0.active }) else { return }
+        guard let worker = WorkerIdentity(peer: peer), machine.isActive(worker) else { return }
         execute(machine.handle(.received(message, from: peer), at: now))
         execute(machine.dispatch(at: now))
     }

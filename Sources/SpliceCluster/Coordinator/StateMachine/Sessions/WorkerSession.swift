@@ -5,6 +5,9 @@ import SpliceWire
 /// One registered worker as the state machine sees it: where to reach it, what it holds, and
 /// when it was last heard from. Everything here can be lost (a coordinator restart): the store
 /// has the leases, and the worker re-registers with what it holds.
+///
+/// Sessions live in a ``SessionTable``, which is the only place that changes `held` (through the
+/// `table…` methods below): it keeps its indexes of who holds what in step with them.
 struct WorkerSession: Sendable {
     enum Phase: Hashable, Sendable {
         /// HELLO received; the store lookup, the result commits and the lease checks are under
@@ -51,7 +54,10 @@ struct WorkerSession: Sendable {
     var pendingHello: Hello?
     /// Commits and lease checks of the HELLO still outstanding; WELCOME goes out at zero.
     var pendingHelloWork = 0
-    var held: [LeaseToken: HeldAttempt] = [:]
+    /// What it runs or has reported, by lease token (changed only by its ``SessionTable``).
+    private(set) var held: [LeaseToken: HeldAttempt] = [:]
+    /// How many of `held` are reported (their result is being committed).
+    private(set) var reportedCount = 0
     /// Slots promised to the claim in flight.
     var reserved = 0
     var lastHeard: ContinuousClock.Instant
@@ -82,9 +88,36 @@ struct WorkerSession: Sendable {
     /// faster than the store takes them (backpressure, and a bound on ACK latency).
     var freeSlots: Int {
         guard phase == .active, !silent, workerID != nil else { return 0 }
-        let committing = held.values.reduce(0) { $0 + ($1.reported ? 1 : 0) }
-        let busy = held.count - committing + max(0, committing - slots)
+        let busy = held.count - reportedCount + max(0, reportedCount - slots)
         return max(0, slots - busy - reserved)
+    }
+
+    /// Whether it runs an attempt that has not reported yet.
+    var isRunningSomething: Bool { held.count > reportedCount }
+
+    // MARK: - Changed by the session table only
+
+    /// Holds `attempt` (replacing what it held under that token); what it replaced.
+    mutating func tableHold(_ attempt: HeldAttempt) -> HeldAttempt? {
+        let previous = held.updateValue(attempt, forKey: attempt.attempt.leaseToken)
+        reportedCount += (attempt.reported ? 1 : 0) - (previous?.reported == true ? 1 : 0)
+        return previous
+    }
+
+    /// Lets go of `token`; what it held under it.
+    mutating func tableDrop(_ token: LeaseToken) -> HeldAttempt? {
+        guard let previous = held.removeValue(forKey: token) else { return nil }
+        if previous.reported { reportedCount -= 1 }
+        return previous
+    }
+
+    /// Changes what it holds under `token` (its attempt stays the same).
+    mutating func tableUpdate(_ token: LeaseToken, _ body: (inout HeldAttempt) -> Void) {
+        guard var attempt = held[token] else { return }
+        let wasReported = attempt.reported
+        body(&attempt)
+        reportedCount += (attempt.reported ? 1 : 0) - (wasReported ? 1 : 0)
+        held[token] = attempt
     }
 }
 
