@@ -187,13 +187,15 @@ def check_dashboard():
     check(len(identifiers) == len(set(identifiers)), "dashboard: panel ids repeat")
     expressions = [t.get("expr", "") for p in dashboard.get("panels", []) for t in p.get("targets", [])]
     check(len(expressions) >= 10 and all(expressions), "dashboard: panels without queries")
-    # The coordinator's splice_worker_slots has a state label and each worker's has none: a query
-    # that does not say which adds the two up.
+    # One name, one meaning: splice_worker_slots is a worker's own --slots (no labels), the
+    # coordinator's slots by state are splice_cluster_slots. A state matcher on the first is a query
+    # written for the name the coordinator's family had before.
     for expression in expressions:
-        check(not re.search(r"splice_worker_slots(?!\{state)", expression),
-              f"dashboard: splice_worker_slots without a state matcher mixes coordinator and workers: {expression}")
-    for needed in ("splice_queue_segments", "splice_segments_completed_total", "splice_worker_slots",
-                   "splice_segment_attempts_failed_total", "splice_job_duration_seconds_bucket"):
+        check(not re.search(r"splice_worker_slots\s*\{[^}]*state", expression),
+              "dashboard: splice_worker_slots has no state label (the coordinator's slots by state are "
+              f"splice_cluster_slots): {expression}")
+    for needed in ("splice_queue_segments", "splice_segments_completed_total", "splice_cluster_slots",
+                   "splice_worker_slots", "splice_segment_attempts_failed_total", "splice_job_duration_seconds_bucket"):
         check(any(needed in e for e in expressions), f"dashboard: nothing shows {needed}")
 
 
