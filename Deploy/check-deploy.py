@@ -131,6 +131,13 @@ def check_manifests(documents, built=False, endpoints=COORDINATOR_ENDPOINTS):
     check(service.get("spec", {}).get("publishNotReadyAddresses") is True,
           "the coordinator's Service must publish it while not ready (workers must reach it during an outage)")
     ports = check_coordinator_ports(coordinator, service, endpoints) + list(METRICS_PORTS.values())
+    # The worker divides its cgroup's CPU quota among its slots: without a limit it counts the node's cores.
+    limit = container(worker, "worker").get("resources", {}).get("limits", {}).get("cpu")
+    slots = {e.get("name"): e.get("value") for e in container(worker, "worker").get("env", [])}.get("SPLICE_SLOTS")
+    if check(limit is not None, "splice-worker: no CPU limit (the worker would divide the node's cores among its slots)"):
+        cores = float(str(limit)[:-1]) / 1000 if str(limit).endswith("m") else float(limit)
+        check(slots is None or cores >= int(slots),
+              f"splice-worker: a CPU limit of {limit} gives its {slots} slots less than a core each")
     drain = worker.get("spec", {}).get("template", {}).get("spec", {}).get("terminationGracePeriodSeconds", 0)
     args = container(worker, "worker").get("args", [])
     if "--drain-timeout" in args:

@@ -35,6 +35,8 @@ public actor WorkerDaemon: Service {
     private var started = false
     /// The operators' figures (`--metrics-endpoint`).
     private nonisolated let figures: WorkerMetrics
+    /// How many threads each encode gets.
+    private nonisolated let threads: EncoderThreads
 
     /// Checks the configuration and the spool (it must be a writable directory); connects nothing yet.
     public init(configuration: WorkerConfiguration, logger: Logger = Logger()) throws(WorkerError) {
@@ -57,14 +59,27 @@ public actor WorkerDaemon: Service {
         } else {
             self.spool = nil
         }
-        self.figures = WorkerMetrics(slots: configuration.slots)
-        self.machine = WorkerStateMachine(configuration: .init(
+        let threads = EncoderThreads(usableCores: configuration.usableCores.count, slots: configuration.slots,
+                                     fixed: configuration.codecThreads)
+        self.threads = threads
+        self.figures = WorkerMetrics(slots: configuration.slots, usableCores: configuration.usableCores.count,
+                                     threadsPerSlot: threads.perSlot)
+        self.machine = WorkerStateMachine(configuration: Self.machineConfiguration(configuration, threads: threads,
+                                                                                   metricsEndpoint: nil))
+        (events, eventSink) = AsyncStream.makeStream(of: WorkerEvent.self)
+    }
+
+    /// What the state machine says about this worker in HELLO; `metricsEndpoint` as bound.
+    private static func machineConfiguration(
+        _ configuration: WorkerConfiguration, threads: EncoderThreads, metricsEndpoint: String?
+    ) -> WorkerStateMachine.Configuration {
+        WorkerStateMachine.Configuration(
             workerName: configuration.name, slots: configuration.slots, encoders: AvailableEncoders.names,
             software: configuration.software, helloInterval: configuration.helloInterval,
             leaseSafetyMargin: configuration.leaseSafetyMargin, drainTimeout: configuration.drainTimeout,
-            flushTimeout: configuration.flushTimeout, storage: configuration.spool == nil ? .transfer : nil
-        ))
-        (events, eventSink) = AsyncStream.makeStream(of: WorkerEvent.self)
+            flushTimeout: configuration.flushTimeout, storage: configuration.spool == nil ? .transfer : nil,
+            usableCores: configuration.usableCores.count, threadsPerSlot: threads.perSlot,
+            metricsEndpoint: metricsEndpoint)
     }
 
     /// Connects and works until a drain completes (returns) or the coordinator revokes this
@@ -75,6 +90,9 @@ public actor WorkerDaemon: Service {
         guard !started else { throw WorkerError(.alreadyRunning, "this worker daemon is already running") }
         started = true
         let operations = try startOperations()
+        // HELLO names the operations endpoint as bound (port 0, or the default moved off a busy port).
+        machine = WorkerStateMachine(configuration: Self.machineConfiguration(
+            configuration, threads: threads, metricsEndpoint: operations?.address.description))
         let context: WireContext
         let endpoint: WorkerEndpoint
         do {
@@ -107,7 +125,9 @@ public actor WorkerDaemon: Service {
             "storage": spool == nil ? "transfer" : "spool",
             "spool": spool?.root.path ?? "-", "scratch": transfer?.scratch.path ?? "-",
             "data_endpoint": spool == nil ? configuration.effectiveDataEndpoint : "-", "curve": configuration.curve != nil,
-            "codec_threads": configuration.effectiveCodecThreads,
+            "usable_cores": configuration.usableCores.count, "affinity_cores": configuration.usableCores.affinity,
+            "cgroup_cpu_limit": configuration.usableCores.cgroupLimit?.description ?? "none",
+            "threads_per_slot": threads.perSlot,
         ])
         let helpers = [receive(from: endpoint), tick(), watchConnection(endpoint.wire)]
 
@@ -162,11 +182,12 @@ public actor WorkerDaemon: Service {
     // MARK: - Event sources
 
     private nonisolated func receive(from endpoint: WorkerEndpoint) -> Task<Void, Never> {
-        Task.detached { [eventSink, logger] in
+        Task.detached { [eventSink, logger, threads] in
             let dropLog = LogThrottle()
             while let received = await endpoint.receive() {
                 switch received {
                 case .message(let envelope, _):
+                    if case .assign = envelope.message { threads.assignQueued() }
                     eventSink.yield(.received(envelope.message))
                 case .rejected(let rejection, _):
                     // Already counted by the endpoint; the session goes on. A line a second per reason.
@@ -217,6 +238,7 @@ public actor WorkerDaemon: Service {
 
     private func process(_ event: WorkerEvent) async {
         if case .encodeFinished(let token, _) = event { encodes[token] = nil }
+        if case .received(.assign) = event { threads.assignHandled() }
         for directive in machine.handle(event, at: .now) {
             await execute(directive)
         }
@@ -269,14 +291,21 @@ public actor WorkerDaemon: Service {
             return
         }
         let transfer = self.transfer
-        let encode = SegmentEncode(assign: assign, storage: storage, codecThreads: configuration.effectiveCodecThreads)
         let logger = log(assign.attempt)
+        let threads = self.threads
+        let encode = SegmentEncode(assign: assign, storage: storage) {
+            let count = threads.forOpeningEncoder()
+            logger.debug("segment encoder opening", ["codec_threads": count])
+            return count
+        }
         logger.info("segment started", ["output": assign.outputPath])
         figures.started()
+        threads.encodeStarted()
         encodes[token] = Task.detached { [eventSink, figures] in
             let outcome = await encode.run { fraction in
                 eventSink.yield(.encodeProgress(token, fraction: fraction, frames: 0))
             }
+            threads.encodeEnded()
             figures.ended(outcome)
             if case .completed = outcome {} else { await transfer?.discard(token) }
             switch outcome {

@@ -10,11 +10,14 @@ struct WorkerCommand: Command {
         "coordinator", valueName: "endpoint", help: "The coordinator's worker endpoint.",
         default: "tcp://127.0.0.1:7450", environment: "SPLICE_COORDINATOR_ENDPOINT")
     static let slots = Option<Int>(
-        "slots", valueName: "n", help: "Segments to encode at once.",
-        default: ProcessInfo.processInfo.activeProcessorCount, environment: "SPLICE_SLOTS")
+        "slots", valueName: "n",
+        help: "Segments to encode at once (default: the usable cores: the CPU affinity, capped by the cgroup's "
+            + "CPU limit).",
+        default: UsableCores.ofThisProcess().count, environment: "SPLICE_SLOTS")
     static let codecThreads = Option<Int>(
         "codec-threads", valueName: "n",
-        help: "Threads per encoder and decoder (default: 1 with several slots, every core with one).",
+        help: "Threads per encoder and decoder (default: usable cores / slots, at least 1; every usable core for a "
+            + "segment that finds itself alone).",
         environment: "SPLICE_CODEC_THREADS")
     static let spool = Option<String>(
         "spool", valueName: "dir",
