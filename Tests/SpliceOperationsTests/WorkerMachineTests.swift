@@ -7,7 +7,7 @@ import Glibc
 
 /// `splice worker` processes on this real machine: the cores each may use (its CPU affinity, its
 /// cgroup's CPU limit) and the encoder threads per slot, as its `/metrics`, its log and
-/// `splice workers` show them.
+/// `splice workers` show them; and two workers on one host that leave `--metrics-endpoint` alone.
 @Suite("A worker on a real machine", .serialized, .timeLimit(.minutes(4)))
 struct WorkerMachineTests {
     static let taskset = ["/usr/bin/taskset", "-c", "0"]
@@ -71,6 +71,44 @@ struct WorkerMachineTests {
             #expect(figures.value("splice_worker_threads_per_slot") == 1)
             #expect(limited.process.output.contains("in \(cgroup.directory)"), "\(limited.process.output)")
             #expect(try await Self.workersJSON(cluster)["limited"]?["usableCores"] as? Int == 1)
+        }
+    }
+
+    @Test("two workers on one host without --metrics-endpoint both start; a busy endpoint given explicitly stops one")
+    func defaultMetricsEndpoint() async throws {
+        var cluster = try await LocalCluster.start(workers: 0)
+        try await withCleanup({ try? await cluster.stop() }) {
+            // Neither says where: both want the default, 127.0.0.1:9451.
+            let first = try await cluster.addSpoolWorker(named: "first", flags: ["--slots", "1", "--codec-threads", "1"])
+            let second = try await cluster.addSpoolWorker(named: "second", flags: ["--slots", "1", "--codec-threads", "1"])
+            let addresses = try [first, second].map { try #require($0.metrics, "\($0.name) logged no endpoint") }
+            #expect(Set(addresses).count == 2, "\(addresses)")
+            #expect(addresses.allSatisfy { $0.hasPrefix("127.0.0.1:") })
+            // At most one has 9451 (another process may hold it too); whoever moved said so.
+            let moved = [first, second].filter {
+                $0.process.output.contains("the default operations endpoint is in use")
+            }
+            #expect(moved.count >= 1, "\(first.process.output)\n\(second.process.output)")
+            for worker in [first, second] {
+                let port = try #require(worker.metrics.flatMap { Int($0.split(separator: ":").last ?? "") })
+                #expect(moved.contains { $0 === worker } ? port > 9451 : port == 9451, "\(worker.name): \(port)")
+                #expect(try await Self.scrape(worker).value("splice_worker_registered") == 1)
+            }
+            // `splice workers` shows where each one's /metrics is.
+            let workers = try await Self.workersJSON(cluster)
+            #expect(workers["first"]?["metricsEndpoint"] as? String == addresses[0])
+            #expect(workers["second"]?["metricsEndpoint"] as? String == addresses[1])
+
+            // An address given explicitly, by flag or by variable, that is busy stays an error.
+            let byFlag = try ChildWorker(coordinator: cluster.coordinator.workers, spool: cluster.spool, name: "flag",
+                                         flags: ["--metrics-endpoint", addresses[0]])
+            let byVariable = try ChildWorker(coordinator: cluster.coordinator.workers, spool: cluster.spool, name: "env",
+                                             flags: [], environment: ["SPLICE_METRICS_ENDPOINT": addresses[1]])
+            for (worker, address) in [(byFlag, addresses[0]), (byVariable, addresses[1])] {
+                let status = await worker.process.exitStatus(within: .seconds(30))
+                #expect(status?.status == 1 && status?.signalled == false, "\(worker.process.output)")
+                #expect(worker.process.output.contains("\(address) is in use"), "\(worker.process.output)")
+            }
         }
     }
 

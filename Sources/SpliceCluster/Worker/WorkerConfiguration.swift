@@ -51,6 +51,10 @@ public struct WorkerConfiguration: Sendable {
     /// Where the operators' endpoint listens (`/metrics`, `/healthz`, `/readyz`); nil for none.
     /// `splice worker` defaults to `127.0.0.1:9451`.
     public var metricsEndpoint: HTTPAddress?
+    /// Whether ``metricsEndpoint`` is `splice worker`'s default rather than an address the
+    /// operator chose: a busy default port moves to the next free one (a second worker on the
+    /// host), while a busy chosen one stops the worker at start.
+    public var metricsEndpointIsDefault = false
     /// The version `splice_build_info` shows.
     public var version = "dev"
     /// Without CURVE, the routing id this worker presents, fresh for every configuration (each

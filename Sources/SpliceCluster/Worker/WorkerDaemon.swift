@@ -162,15 +162,39 @@ public actor WorkerDaemon: Service {
     /// A trivial call for `/healthz`: the actor is not stuck.
     func ping() -> Bool { true }
 
-    /// Starts the operators' endpoint when one is configured.
+    /// How many ports a busy default operations endpoint may move through (9451, 9452 … 9514).
+    static let metricsPortsTried = 64
+
+    /// Starts the operators' endpoint when one is configured. A busy default port moves to the
+    /// next free one (a second worker on the host), logged; a busy address the operator chose is
+    /// an error.
     private func startOperations() throws(WorkerError) -> HTTPServer? {
-        guard let address = configuration.metricsEndpoint else { return nil }
-        do {
-            return try OperationsServer.start(
-                on: address, site: WorkerSite(daemon: self, figures: figures, version: configuration.version),
-                logger: logger)
-        } catch {
-            throw WorkerError(.invalidConfiguration, "the operations endpoint (--metrics-endpoint) cannot start: \(error)")
+        guard let wanted = configuration.metricsEndpoint else { return nil }
+        let site = WorkerSite(daemon: self, figures: figures, version: configuration.version)
+        let movable = configuration.metricsEndpointIsDefault && wanted.port != 0
+        let last = movable ? UInt16(clamping: Int(wanted.port) + Self.metricsPortsTried - 1) : wanted.port
+        var address = wanted
+        while true {
+            do throws(HTTPServerError) {
+                let server = try OperationsServer.start(on: address, site: site, logger: logger)
+                if address != wanted {
+                    logger.info("the default operations endpoint is in use; serving on the next free port", [
+                        "wanted": wanted.description, "address": server.address.description,
+                        "hint": "another process (a second worker?) holds the default; give each worker its own "
+                            + "--metrics-endpoint to choose its port",
+                    ])
+                }
+                return server
+            } catch where error.code == .addressInUse && address.port < last {
+                address.port += 1
+            } catch where error.code == .addressInUse && movable {
+                throw WorkerError(.invalidConfiguration, "the operations endpoint cannot start: \(wanted) and the "
+                                  + "\(last - wanted.port) ports after it are in use; give a free one with "
+                                  + "--metrics-endpoint, or `off`")
+            } catch {
+                throw WorkerError(.invalidConfiguration,
+                                  "the operations endpoint (--metrics-endpoint) cannot start: \(error)")
+            }
         }
     }
 

@@ -63,7 +63,9 @@ struct WorkerCommand: Command {
             worker takes no new segments, lets running ones finish (or hands them back after \
             --drain-timeout), waits for its results to be acknowledged and exits 0. Logs are \
             key=value lines on standard error. Metrics and health checks for operators are served at \
-            http://127.0.0.1:9451/metrics (--metrics-endpoint; give each worker on one machine its own port).
+            http://127.0.0.1:9451/metrics (--metrics-endpoint); when that default port is taken (another \
+            worker on the machine) the next free one is used and logged, while a port given explicitly \
+            must be free.
             """,
         arguments: [coordinator, slots, codecThreads, spool, dataEndpoint, scratch, scratchLimit, secretKey, serverKey, name, drainTimeout,
                     metricsEndpoint] + DaemonOptions.arguments,
@@ -81,6 +83,8 @@ struct WorkerCommand: Command {
     let name: String
     let drainTimeout: MediaTime
     let metricsEndpoint: MetricsEndpointSetting
+    /// Neither `--metrics-endpoint` nor `SPLICE_METRICS_ENDPOINT` was given.
+    let metricsEndpointIsDefault: Bool
     let daemon: DaemonOptions
 
     init(_ arguments: ParsedArguments) throws {
@@ -96,6 +100,7 @@ struct WorkerCommand: Command {
         name = try arguments.value(Self.name)
         drainTimeout = try arguments.value(Self.drainTimeout)
         metricsEndpoint = try arguments.value(Self.metricsEndpoint)
+        metricsEndpointIsDefault = !arguments.contains(Self.metricsEndpoint.spec)
         daemon = DaemonOptions(arguments)
     }
 
@@ -123,6 +128,7 @@ struct WorkerCommand: Command {
         configuration.software = "splice " + SpliceCommand.version
         configuration.version = SpliceCommand.version
         configuration.metricsEndpoint = metricsEndpoint.address
+        configuration.metricsEndpointIsDefault = metricsEndpointIsDefault
         configuration.codecThreads = codecThreads
         configuration.dataEndpoint = dataEndpoint
         configuration.scratch = scratch.map(Self.directory)
