@@ -46,7 +46,8 @@ let package = Package(
         .target(name: "CFFmpegShims", dependencies: ["CFFmpeg"]),
         .target(name: "CZeroMQShims", dependencies: ["CZeroMQ"]),
         .target(name: "CLibPQShims", dependencies: ["CLibPQ"]),
-        // Linux calls glibc hides behind _GNU_SOURCE (posix_spawn actions, renameat2, accept4, prctl); no library.
+        // Linux calls glibc hides behind _GNU_SOURCE (posix_spawn actions, renameat2, accept4, prctl,
+        // sched_getaffinity); no library.
         .target(name: "CSpliceSystem"),
 
         // MARK: - Splice modules

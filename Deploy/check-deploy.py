@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Checks the deployment files without a cluster: the Kubernetes manifests as `kubectl kustomize`
-would assemble them (every resource listed and well-formed, probes on the operators' endpoint, the
-KEDA objects complete and pointing at the worker Deployment), the Grafana dashboard, and the compose
-file's health check. With --built FILE it also checks the output of `kubectl kustomize
-Deploy/kubernetes` (namespace and image applied). Exit status 0 when everything holds; each
-problem is one line on standard error. Needs PyYAML (Debian: python3-yaml). The test suite runs it.
+would assemble them (every resource listed and well-formed, probes on the operators' endpoint, each
+of the coordinator's ZeroMQ endpoints a containerPort and a Service port, the KEDA objects complete
+and pointing at the worker Deployment), the Dockerfile's EXPOSE, the Grafana dashboard, and the
+compose file's health check. With --built FILE it also checks the output of `kubectl kustomize
+Deploy/kubernetes` (namespace and image applied); with --endpoints A,B,… it takes the coordinator's
+endpoint variables from there (the test suite passes those `splice coordinator --help` lists)
+instead of COORDINATOR_ENDPOINTS. Exit status 0 when everything holds; each problem is one line on
+standard error. Needs PyYAML (Debian: python3-yaml). The test suite runs it.
 """
 import json
 import os
@@ -15,6 +18,11 @@ import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 problems = []
+# The environment variables of the ZeroMQ endpoints `splice coordinator` binds (its --help lists
+# them, SPLICE_METRICS_ENDPOINT aside): workers, clients and transfer-mode workers reach it there.
+COORDINATOR_ENDPOINTS = ["SPLICE_WORKERS_ENDPOINT", "SPLICE_API_ENDPOINT", "SPLICE_DATA_ENDPOINT"]
+# The operators' endpoints of a coordinator and a worker (check_probes).
+METRICS_PORTS = {"splice-coordinator": 9450, "splice-worker": 9451}
 
 
 def check(condition, message):
@@ -75,7 +83,39 @@ def check_probes(deployment, name, port, startup):
           f"{label}: the pod is not annotated for Prometheus on port {port}")
 
 
-def check_manifests(documents, built=False):
+def check_coordinator_ports(coordinator, service, endpoints):
+    """Each ZeroMQ endpoint the coordinator binds is set explicitly to every address, declared as a
+    named containerPort and published by its Service (a port left out cannot be reached in the
+    cluster). Returns the ports."""
+    spec = container(coordinator, "coordinator")
+    environment = {e.get("name"): e.get("value") for e in spec.get("env", [])}
+    names = {p.get("containerPort"): p.get("name") for p in spec.get("ports", [])}
+    published = service.get("spec", {}).get("ports", [])
+    ports = []
+    for variable in endpoints:
+        value = environment.get(variable)
+        match = re.fullmatch(r"tcp://\*:(\d+)", value or "")
+        if not check(match, f"splice-coordinator: {variable} must be set to tcp://*:PORT, not {value}"):
+            continue
+        port = int(match.group(1))
+        ports.append(port)
+        name = names.get(port)
+        if check(name, f"splice-coordinator: {variable}'s port {port} is not a named containerPort"):
+            check(any(p.get("port") == port and p.get("targetPort") in (name, port) for p in published),
+                  f"Service splice-coordinator: no port {port} targeting containerPort {name} ({variable})")
+    return ports
+
+
+def check_dockerfile(ports):
+    """The image EXPOSEs every port its containers listen on."""
+    text = open(os.path.join(HERE, "docker", "Dockerfile")).read()
+    exposed = {int(word) for line in text.splitlines() if line.startswith("EXPOSE ") for word in line.split()[1:]}
+    for port in sorted(ports):
+        check(port in exposed, f"Dockerfile: EXPOSE lacks {port}")
+
+
+def check_manifests(documents, built=False, endpoints=COORDINATOR_ENDPOINTS):
+    """Returns the ports the containers listen on."""
     for document in documents:
         name = document.get("metadata", {}).get("name")
         check(document.get("apiVersion") and document.get("kind") and name,
@@ -84,12 +124,20 @@ def check_manifests(documents, built=False):
             check(document.get("metadata", {}).get("namespace") == "splice", f"{document.get('kind')} {name}: not in namespace splice")
     coordinator = by_kind(documents, "Deployment", "splice-coordinator")
     worker = by_kind(documents, "Deployment", "splice-worker")
-    check_probes(coordinator, "coordinator", 9450, startup=True)
-    check_probes(worker, "worker", 9451, startup=False)
+    check_probes(coordinator, "coordinator", METRICS_PORTS["splice-coordinator"], startup=True)
+    check_probes(worker, "worker", METRICS_PORTS["splice-worker"], startup=False)
     check("replicas" not in worker.get("spec", {}), "splice-worker sets replicas, which fights the autoscaler")
     service = by_kind(documents, "Service", "splice-coordinator")
     check(service.get("spec", {}).get("publishNotReadyAddresses") is True,
           "the coordinator's Service must publish it while not ready (workers must reach it during an outage)")
+    ports = check_coordinator_ports(coordinator, service, endpoints) + list(METRICS_PORTS.values())
+    # The worker divides its cgroup's CPU quota among its slots: without a limit it counts the node's cores.
+    limit = container(worker, "worker").get("resources", {}).get("limits", {}).get("cpu")
+    slots = {e.get("name"): e.get("value") for e in container(worker, "worker").get("env", [])}.get("SPLICE_SLOTS")
+    if check(limit is not None, "splice-worker: no CPU limit (the worker would divide the node's cores among its slots)"):
+        cores = float(str(limit)[:-1]) / 1000 if str(limit).endswith("m") else float(limit)
+        check(slots is None or cores >= int(slots),
+              f"splice-worker: a CPU limit of {limit} gives its {slots} slots less than a core each")
     drain = worker.get("spec", {}).get("template", {}).get("spec", {}).get("terminationGracePeriodSeconds", 0)
     args = container(worker, "worker").get("args", [])
     if "--drain-timeout" in args:
@@ -125,11 +173,12 @@ def check_manifests(documents, built=False):
             check(target.get("key") in secret.get("stringData", secret.get("data", {})),
                   f"Secret {target.get('name')} has no key {target.get('key')}")
             check(target.get("parameter") == "connection", "TriggerAuthentication: the parameter must be `connection`")
+    return ports
 
 
-def check_built(path, kustomization):
+def check_built(path, kustomization, endpoints):
     documents = load_documents(path)
-    check_manifests(documents, built=True)
+    check_manifests(documents, built=True, endpoints=endpoints)
     image = kustomization["images"][0]
     wanted = f"{image['newName']}:{image['newTag']}"
     for deployment in (d for d in documents if d.get("kind") == "Deployment"):
@@ -145,13 +194,15 @@ def check_dashboard():
     check(len(identifiers) == len(set(identifiers)), "dashboard: panel ids repeat")
     expressions = [t.get("expr", "") for p in dashboard.get("panels", []) for t in p.get("targets", [])]
     check(len(expressions) >= 10 and all(expressions), "dashboard: panels without queries")
-    # The coordinator's splice_worker_slots has a state label and each worker's has none: a query
-    # that does not say which adds the two up.
+    # One name, one meaning: splice_worker_slots is a worker's own --slots (no labels), the
+    # coordinator's slots by state are splice_cluster_slots. A state matcher on the first is a query
+    # written for the name the coordinator's family had before.
     for expression in expressions:
-        check(not re.search(r"splice_worker_slots(?!\{state)", expression),
-              f"dashboard: splice_worker_slots without a state matcher mixes coordinator and workers: {expression}")
-    for needed in ("splice_queue_segments", "splice_segments_completed_total", "splice_worker_slots",
-                   "splice_segment_attempts_failed_total", "splice_job_duration_seconds_bucket"):
+        check(not re.search(r"splice_worker_slots\s*\{[^}]*state", expression),
+              "dashboard: splice_worker_slots has no state label (the coordinator's slots by state are "
+              f"splice_cluster_slots): {expression}")
+    for needed in ("splice_queue_segments", "splice_segments_completed_total", "splice_cluster_slots",
+                   "splice_worker_slots", "splice_segment_attempts_failed_total", "splice_job_duration_seconds_bucket"):
         check(any(needed in e for e in expressions), f"dashboard: nothing shows {needed}")
 
 
@@ -165,16 +216,22 @@ def check_compose():
 
 
 def main(arguments):
+    options = dict(zip(arguments[::2], arguments[1::2]))
+    unknown = set(options) - {"--built", "--endpoints"}
+    if unknown or len(arguments) % 2:
+        print("usage: check-deploy.py [--built FILE] [--endpoints SPLICE_WORKERS_ENDPOINT,…]", file=sys.stderr)
+        return 2
+    endpoints = options["--endpoints"].split(",") if "--endpoints" in options else COORDINATOR_ENDPOINTS
     kustomization, documents = kustomize_resources()
-    check_manifests(documents)
-    if len(arguments) == 2 and arguments[0] == "--built":
-        check_built(arguments[1], kustomization)
+    check_dockerfile(check_manifests(documents, endpoints=endpoints))
+    if "--built" in options:
+        check_built(options["--built"], kustomization, endpoints)
     check_dashboard()
     check_compose()
     for problem in problems:
         print("check-deploy: " + problem, file=sys.stderr)
     if not problems:
-        print(f"check-deploy: ok ({len(documents)} Kubernetes objects, dashboard, compose)")
+        print(f"check-deploy: ok ({len(documents)} Kubernetes objects, Dockerfile, dashboard, compose)")
     return 1 if problems else 0
 
 

@@ -142,7 +142,8 @@ wait_for_log "$logs/coordinator.log" "coordinator ready" 120 "$coordinator_pid" 
 cores=$(nproc)
 slots=$(( cores / 2 > 0 ? cores / 2 : 1 ))
 for n in 1 2; do
-    # Each worker its own metrics port (9451, 9452): two on one machine cannot share the default.
+    # Each worker its own metrics port (9451, 9452), fixed so the line below can name them (left to
+    # the default, the second would take the next free port after 9451 and log it).
     setsid "$splice" worker --coordinator "$workers_endpoint" --spool "$spool" --slots "$slots" \
         --name "quickstart-$n" --drain-timeout 10 --metrics-endpoint "127.0.0.1:$((9450 + n))" \
         2>"$logs/worker-$n.log" &

@@ -239,7 +239,7 @@ struct ClientCommandTests {
         let malformed = try await SpliceProcess.run(["status", "job-1"], environment: environment)
         #expect(malformed.status != 0 && malformed.stderr.contains("a job id"), "\(malformed.stderr)")
         #expect(server.requests.count == before)
-        #expect(try await run("workers").stdout.contains(key.z85 + "  w1    yes       yes        2      1"))
+        #expect(try await run("workers").stdout.contains(key.z85 + "  w1    yes       yes        2      -      -             1"))
         #expect(try await run("workers", "enroll", key.z85, "--name", "w1").stdout
             == "enrolled worker key \(key) (w1)\n")
         #expect(try await run("workers", "revoke", key.z85).stdout

@@ -146,6 +146,19 @@ struct CoordinatorStateMachineTests {
         #expect(claimed(harness.machine.dispatch(at: harness.now)) == [4])
     }
 
+    @Test("what a HELLO says of the worker's machine is kept for `splice workers`; an older worker's HELLO says nothing")
+    func machineFigures() {
+        var harness = Harness()
+        _ = harness.receive(.hello(Hello(workerName: "w", slots: 2, encoders: [], usableCores: 4, threadsPerSlot: 2,
+                                         metricsEndpoint: "127.0.0.1:9452")))
+        let snapshot = harness.machine.sessionSnapshots(now: harness.now).first
+        #expect(snapshot?.usableCores == 4 && snapshot?.threadsPerSlot == 2 && snapshot?.metricsEndpoint == "127.0.0.1:9452")
+        var older = Harness()
+        _ = older.receive(.hello(Hello(workerName: "w", slots: 2, encoders: [])))
+        let old = older.machine.sessionSnapshots(now: older.now).first
+        #expect(old != nil && old?.usableCores == nil && old?.threadsPerSlot == nil && old?.metricsEndpoint == nil)
+    }
+
     @Test("sessions are keyed by the authenticated key: a new routing id is the same worker, answered on its new route")
     func keyedByKey() {
         var harness = Harness()

@@ -11,9 +11,16 @@ import Testing
 struct DeployFilesTests {
     static let deploy = Fixtures.packageRoot.appendingPathComponent("Deploy")
 
-    @Test("the manifests, the KEDA objects, the dashboard and the compose file hold together")
+    @Test("the manifests, the Dockerfile, the KEDA objects, the dashboard and the compose file hold together")
     func manifests() async throws {
-        var arguments = [Self.deploy.appendingPathComponent("check-deploy.py").path]
+        // Every ZeroMQ endpoint `splice coordinator` binds (its --help names their variables) must be
+        // a containerPort, a Service port and EXPOSEd: the check takes the list from the binary.
+        let help = try await SpliceProcess.run(["coordinator", "--help"])
+        let endpoints = Set(help.stdout.matches(of: #/SPLICE_[A-Z]+_ENDPOINT/#).map { String($0.output) })
+            .subtracting(["SPLICE_METRICS_ENDPOINT"]).sorted()
+        #expect(endpoints.count >= 3, "splice coordinator --help names too few endpoints: \(help.stdout)")
+        var arguments = [Self.deploy.appendingPathComponent("check-deploy.py").path,
+                         "--endpoints", endpoints.joined(separator: ",")]
         if let kubectl = Self.onPath("kubectl") {
             let built = try await ExternalTool.run(executable: URL(fileURLWithPath: kubectl),
                                                    ["kustomize", Self.deploy.appendingPathComponent("kubernetes").path])

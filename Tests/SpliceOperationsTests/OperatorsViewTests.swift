@@ -73,7 +73,8 @@ struct OperatorsViewTests {
             #expect(later.value("splice_queue_segments") == 0)
             #expect(after.value("splice_store_up") == 1)
             #expect(after.value("splice_build_info", ["version": "0.1.0"]) == 1)
-            #expect(after.value("splice_worker_slots") == 2)
+            #expect(after.value("splice_cluster_slots") == 2)
+            #expect(after.value("splice_cluster_slots", ["state": "idle"]) == 2)
             #expect(after.value("process_resident_memory_bytes").map { $0 > 0 } == true)
             #expect(after.value("process_open_fds").map { $0 > 0 } == true)
 
@@ -103,7 +104,16 @@ struct OperatorsViewTests {
                 #expect(await HTTPFetch.get(address, "/metrics", method: "POST")?.status == 405)
                 #expect(await HTTPFetch.get(address, "/nothing")?.status == 404)
             }
-            try checkDeployFiles(against: after.text + (try await scrape(workers[0])).text)
+            let worker = try await scrape(workers[0])
+            try checkDeployFiles(against: after.text + worker.text)
+            // One name, one meaning: a family both endpoints serve is described the same on both.
+            let coordinatorHelp = helpLines(after.text), workerHelp = helpLines(worker.text)
+            for (family, help) in coordinatorHelp {
+                if let other = workerHelp[family] {
+                    #expect(help == other, "\(family) means one thing on the coordinator, another on a worker")
+                }
+            }
+            #expect(workerHelp["splice_worker_slots"] != nil && coordinatorHelp["splice_worker_slots"] == nil)
 
             // The status page after the job: its names escaped, nothing of them left raw.
             let page = try #require(await HTTPFetch.get(coordinator, "/"))
@@ -190,6 +200,16 @@ struct OperatorsViewTests {
         #expect(lint.status == 0 && lint.stderr.isEmpty && lint.text.isEmpty,
                 "promtool check metrics on \(address): \(lint.text)\(lint.stderr)")
         return MetricsText(response.body)
+    }
+
+    /// Each family's `# HELP` text.
+    private func helpLines(_ exposition: String) -> [String: String] {
+        var help: [String: String] = [:]
+        for line in exposition.split(separator: "\n") where line.hasPrefix("# HELP ") {
+            let words = line.dropFirst("# HELP ".count).split(separator: " ", maxSplits: 1)
+            if words.count == 2 { help[String(words[0])] = String(words[1]) }
+        }
+        return help
     }
 
     private func statusJSON(_ address: String) async -> [String: Any]? {

@@ -155,13 +155,19 @@ public final class ChildWorker: Sendable {
     /// The name it registers with (unique within a cluster, so the store's worker row can be found).
     public let name: String
 
-    /// Starts `splice worker` against the worker endpoint `coordinator`, sharing `spool`.
-    public init(coordinator: String, spool: URL, name: String) throws {
+    /// One slot, one encoder thread (every encoder single-threaded, as in `splice transcode --jobs 2`),
+    /// and an operations endpoint on a port the kernel picks.
+    public static let usualFlags = ["--slots", "1", "--codec-threads", "1", "--metrics-endpoint", "127.0.0.1:0"]
+
+    /// Starts `splice worker` against the worker endpoint `coordinator`, sharing `spool`, with
+    /// `flags` (``usualFlags`` unless a test is about them), under `wrapper`
+    /// (`["/usr/bin/taskset", "-c", "0"]`: the command, then the `splice` binary and its arguments).
+    public init(coordinator: String, spool: URL, name: String, flags: [String] = usualFlags, wrapper: [String] = [],
+                environment: [String: String] = [:]) throws {
         self.name = name
-        // One slot, one encoder thread: every encoder single-threaded, as in `splice transcode --jobs 2`.
         process = try ChildProcess.start(
-            ["worker", "--coordinator", coordinator, "--spool", spool.path, "--slots", "1", "--codec-threads", "1",
-             "--name", name, "--drain-timeout", "30", "--metrics-endpoint", "127.0.0.1:0"], logName: name)
+            ["worker", "--coordinator", coordinator, "--spool", spool.path, "--name", name, "--drain-timeout", "30"]
+                + flags, logName: name, environment: environment, wrapper: wrapper)
     }
 
     /// Starts `splice worker` in transfer mode (no `--spool`) against `coordinator` and its data

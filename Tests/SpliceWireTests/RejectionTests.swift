@@ -129,6 +129,13 @@ struct RejectionTests {
         }
         #expect(reason(try codec.encode(WorkerMessage.hello(Hello(workerName: "w", slots: 1024, encoders: []))))
                 == nil)
+        for (cores, threads, expected) in [(0, 1, WireRejection.Reason.outOfRange), (65_537, 1, .outOfRange),
+                                           (4, 0, .outOfRange), (4, Int.max, .outOfRange)] {
+            let hello = Hello(workerName: "w", slots: 1, encoders: [], usableCores: cores, threadsPerSlot: threads)
+            #expect(reason(try codec.encode(WorkerMessage.hello(hello))) == expected, "\(cores) cores, \(threads) threads")
+        }
+        let fine = Hello(workerName: "w", slots: 1, encoders: [], usableCores: 65_536, threadsPerSlot: 1)
+        #expect(reason(try codec.encode(WorkerMessage.hello(fine))) == nil)
         let assign = Assign(attempt: attempt, outputPath: "/s", leaseMilliseconds: huge, progressIntervalMilliseconds: 1,
                             spec: JSONPayload(.object([:])))
         #expect(reason(try codec.encode(CoordinatorMessage.assign(assign)), as: CoordinatorMessage.self) == .outOfRange)

@@ -31,7 +31,7 @@ enum Samples {
     static let worker: [WorkerMessage] = [
         .hello(Hello(
             workerName: "encoder-3", slots: 4, encoders: ["libx264", "aac"], running: [attempt], finished: [complete],
-            failed: [fail], software: "0.1.0"
+            failed: [fail], software: "0.1.0", usableCores: 8, threadsPerSlot: 2, metricsEndpoint: "127.0.0.1:9452"
         )),
         .hello(Hello(workerName: "fresh", slots: 1, encoders: [])),
         .accept(Accept(attempt: attempt)),
@@ -93,7 +93,7 @@ enum Samples {
         .cancelled(JobCancelled(job: job, state: "cancelled")),
         .workers(WorkerList(workers: [WorkerInfo(
             publicKey: key, name: "encoder-3", enrolled: true, connected: true, slots: 4, running: 2,
-            lastSeenAtMilliseconds: 1_790_000_000_500
+            lastSeenAtMilliseconds: 1_790_000_000_500, usableCores: 8, threadsPerSlot: 2, metricsEndpoint: "127.0.0.1:9452"
         )])),
         .workerKey(WorkerKeyChanged(publicKey: key, enrolled: false, sessionsClosed: 1)),
         .error(APIError(.notFound, "no job job-0", isRetryable: false)),

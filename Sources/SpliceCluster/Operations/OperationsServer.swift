@@ -34,7 +34,9 @@ protocol OperationsSite: Sendable {
 /// It is read-only: nothing it serves changes anything, and nothing secret is on it (no keys, no
 /// database URL). It shows job file names, which is why it binds loopback unless told otherwise.
 enum OperationsServer {
-    static func start(on address: HTTPAddress, site: any OperationsSite, logger: Logger) throws -> HTTPServer {
+    static func start(on address: HTTPAddress, site: any OperationsSite, logger: Logger) throws(HTTPServerError)
+        -> HTTPServer
+    {
         let server = try HTTPServer.start(on: address) { request in await respond(to: request, site: site) }
         logger.info("operations endpoint ready", ["address": server.address.description,
                                                   "metrics": server.address.url + "/metrics"])

@@ -20,7 +20,8 @@ struct SegmentEncode: Sendable {
 
     let assign: Assign
     let storage: Storage
-    let codecThreads: Int
+    /// The threads for the decoder and encoders, asked as they open (``EncoderThreads``).
+    let codecThreads: @Sendable () -> Int
 
     func run(progress: @escaping @Sendable (Double) -> Void) async -> EncodeOutcome {
         let order: SegmentWorkOrder
@@ -58,7 +59,8 @@ struct SegmentEncode: Sendable {
         let started = clock.now
         do {
             let result = try await SegmentExporter(plan: order.plan)
-                .export(segment: order.segment, to: output, from: excerpt, codecThreads: codecThreads, progress: progress)
+                .export(segment: order.segment, to: output, from: excerpt, codecThreads: codecThreads(),
+                        progress: progress)
             if case .transfer(let transfer) = storage, let excerpt {
                 unlink(excerpt.path)
                 await transfer.port.offer(WorkerTransfer.fileID("r", assign.attempt.leaseToken), path: output.path)

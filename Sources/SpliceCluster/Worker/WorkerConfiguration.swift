@@ -42,11 +42,19 @@ public struct WorkerConfiguration: Sendable {
     public var reconnectIntervalMax: Duration
     /// HELLO's `software` (the Splice version), for the coordinator's logs.
     public var software: String
-    /// Encoder threads per segment; nil: 1 when several slots run at once, else the core count.
+    /// Encoder threads per segment; nil: ``usableCores`` ÷ slots (at least 1), or every usable
+    /// core for a segment that finds itself alone (``EncoderThreads``).
     public var codecThreads: Int?
+    /// The cores this process may use, divided among the slots; read from the process's CPU
+    /// affinity and cgroup when the configuration is made.
+    public var usableCores: UsableCores
     /// Where the operators' endpoint listens (`/metrics`, `/healthz`, `/readyz`); nil for none.
     /// `splice worker` defaults to `127.0.0.1:9451`.
     public var metricsEndpoint: HTTPAddress?
+    /// Whether ``metricsEndpoint`` is `splice worker`'s default rather than an address the
+    /// operator chose: a busy default port moves to the next free one (a second worker on the
+    /// host), while a busy chosen one stops the worker at start.
+    public var metricsEndpointIsDefault = false
     /// The version `splice_build_info` shows.
     public var version = "dev"
     /// Without CURVE, the routing id this worker presents, fresh for every configuration (each
@@ -55,13 +63,14 @@ public struct WorkerConfiguration: Sendable {
     /// release the old one's leases), while a restarted process is a new worker.
     public let connectionID = "w:" + UUID().uuidString.lowercased()
 
-    /// A configuration with the defaults of `splice worker`.
+    /// A configuration with the defaults of `splice worker`; `slots` nil: one per usable core.
     public init(coordinatorEndpoint: String = "tcp://127.0.0.1:7450",
-                slots: Int = ProcessInfo.processInfo.activeProcessorCount, spool: URL?,
+                slots: Int? = nil, spool: URL?,
                 curve: (keys: CurveKeyPair, serverKey: CurvePublicKey)? = nil,
                 name: String = ProcessInfo.processInfo.hostName, drainTimeout: Duration = .seconds(300)) {
         self.coordinatorEndpoint = coordinatorEndpoint
-        self.slots = slots
+        self.usableCores = UsableCores.ofThisProcess()
+        self.slots = slots ?? usableCores.count
         self.spool = spool
         self.curve = curve
         self.name = name
@@ -84,11 +93,6 @@ public struct WorkerConfiguration: Sendable {
             return coordinatorEndpoint + ":7452"
         }
         return coordinatorEndpoint[..<colon] + ":7452"
-    }
-
-    /// Encoder threads per segment as used.
-    var effectiveCodecThreads: Int {
-        codecThreads ?? (slots > 1 ? 1 : max(1, ProcessInfo.processInfo.activeProcessorCount))
     }
 
     /// The DEALER's options: `immediate` so sends fail visibly while cut off; with CURVE, a fixed

@@ -35,6 +35,8 @@ public actor WorkerDaemon: Service {
     private var started = false
     /// The operators' figures (`--metrics-endpoint`).
     private nonisolated let figures: WorkerMetrics
+    /// How many threads each encode gets.
+    private nonisolated let threads: EncoderThreads
 
     /// Checks the configuration and the spool (it must be a writable directory); connects nothing yet.
     public init(configuration: WorkerConfiguration, logger: Logger = Logger()) throws(WorkerError) {
@@ -57,14 +59,27 @@ public actor WorkerDaemon: Service {
         } else {
             self.spool = nil
         }
-        self.figures = WorkerMetrics(slots: configuration.slots)
-        self.machine = WorkerStateMachine(configuration: .init(
+        let threads = EncoderThreads(usableCores: configuration.usableCores.count, slots: configuration.slots,
+                                     fixed: configuration.codecThreads)
+        self.threads = threads
+        self.figures = WorkerMetrics(slots: configuration.slots, usableCores: configuration.usableCores.count,
+                                     threadsPerSlot: threads.perSlot)
+        self.machine = WorkerStateMachine(configuration: Self.machineConfiguration(configuration, threads: threads,
+                                                                                   metricsEndpoint: nil))
+        (events, eventSink) = AsyncStream.makeStream(of: WorkerEvent.self)
+    }
+
+    /// What the state machine says about this worker in HELLO; `metricsEndpoint` as bound.
+    private static func machineConfiguration(
+        _ configuration: WorkerConfiguration, threads: EncoderThreads, metricsEndpoint: String?
+    ) -> WorkerStateMachine.Configuration {
+        WorkerStateMachine.Configuration(
             workerName: configuration.name, slots: configuration.slots, encoders: AvailableEncoders.names,
             software: configuration.software, helloInterval: configuration.helloInterval,
             leaseSafetyMargin: configuration.leaseSafetyMargin, drainTimeout: configuration.drainTimeout,
-            flushTimeout: configuration.flushTimeout, storage: configuration.spool == nil ? .transfer : nil
-        ))
-        (events, eventSink) = AsyncStream.makeStream(of: WorkerEvent.self)
+            flushTimeout: configuration.flushTimeout, storage: configuration.spool == nil ? .transfer : nil,
+            usableCores: configuration.usableCores.count, threadsPerSlot: threads.perSlot,
+            metricsEndpoint: metricsEndpoint)
     }
 
     /// Connects and works until a drain completes (returns) or the coordinator revokes this
@@ -75,6 +90,9 @@ public actor WorkerDaemon: Service {
         guard !started else { throw WorkerError(.alreadyRunning, "this worker daemon is already running") }
         started = true
         let operations = try startOperations()
+        // HELLO names the operations endpoint as bound (port 0, or the default moved off a busy port).
+        machine = WorkerStateMachine(configuration: Self.machineConfiguration(
+            configuration, threads: threads, metricsEndpoint: operations?.address.description))
         let context: WireContext
         let endpoint: WorkerEndpoint
         do {
@@ -107,7 +125,9 @@ public actor WorkerDaemon: Service {
             "storage": spool == nil ? "transfer" : "spool",
             "spool": spool?.root.path ?? "-", "scratch": transfer?.scratch.path ?? "-",
             "data_endpoint": spool == nil ? configuration.effectiveDataEndpoint : "-", "curve": configuration.curve != nil,
-            "codec_threads": configuration.effectiveCodecThreads,
+            "usable_cores": configuration.usableCores.count, "affinity_cores": configuration.usableCores.affinity,
+            "cgroup_cpu_limit": configuration.usableCores.cgroupLimit?.description ?? "none",
+            "threads_per_slot": threads.perSlot,
         ])
         let helpers = [receive(from: endpoint), tick(), watchConnection(endpoint.wire)]
 
@@ -142,15 +162,39 @@ public actor WorkerDaemon: Service {
     /// A trivial call for `/healthz`: the actor is not stuck.
     func ping() -> Bool { true }
 
-    /// Starts the operators' endpoint when one is configured.
+    /// How many ports a busy default operations endpoint may move through (9451, 9452 … 9514).
+    static let metricsPortsTried = 64
+
+    /// Starts the operators' endpoint when one is configured. A busy default port moves to the
+    /// next free one (a second worker on the host), logged; a busy address the operator chose is
+    /// an error.
     private func startOperations() throws(WorkerError) -> HTTPServer? {
-        guard let address = configuration.metricsEndpoint else { return nil }
-        do {
-            return try OperationsServer.start(
-                on: address, site: WorkerSite(daemon: self, figures: figures, version: configuration.version),
-                logger: logger)
-        } catch {
-            throw WorkerError(.invalidConfiguration, "the operations endpoint (--metrics-endpoint) cannot start: \(error)")
+        guard let wanted = configuration.metricsEndpoint else { return nil }
+        let site = WorkerSite(daemon: self, figures: figures, version: configuration.version)
+        let movable = configuration.metricsEndpointIsDefault && wanted.port != 0
+        let last = movable ? UInt16(clamping: Int(wanted.port) + Self.metricsPortsTried - 1) : wanted.port
+        var address = wanted
+        while true {
+            do throws(HTTPServerError) {
+                let server = try OperationsServer.start(on: address, site: site, logger: logger)
+                if address != wanted {
+                    logger.info("the default operations endpoint is in use; serving on the next free port", [
+                        "wanted": wanted.description, "address": server.address.description,
+                        "hint": "another process (a second worker?) holds the default; give each worker its own "
+                            + "--metrics-endpoint to choose its port",
+                    ])
+                }
+                return server
+            } catch where error.code == .addressInUse && address.port < last {
+                address.port += 1
+            } catch where error.code == .addressInUse && movable {
+                throw WorkerError(.invalidConfiguration, "the operations endpoint cannot start: \(wanted) and the "
+                                  + "\(last - wanted.port) ports after it are in use; give a free one with "
+                                  + "--metrics-endpoint, or `off`")
+            } catch {
+                throw WorkerError(.invalidConfiguration,
+                                  "the operations endpoint (--metrics-endpoint) cannot start: \(error)")
+            }
         }
     }
 
@@ -162,11 +206,12 @@ public actor WorkerDaemon: Service {
     // MARK: - Event sources
 
     private nonisolated func receive(from endpoint: WorkerEndpoint) -> Task<Void, Never> {
-        Task.detached { [eventSink, logger] in
+        Task.detached { [eventSink, logger, threads] in
             let dropLog = LogThrottle()
             while let received = await endpoint.receive() {
                 switch received {
                 case .message(let envelope, _):
+                    if case .assign = envelope.message { threads.assignQueued() }
                     eventSink.yield(.received(envelope.message))
                 case .rejected(let rejection, _):
                     // Already counted by the endpoint; the session goes on. A line a second per reason.
@@ -217,6 +262,7 @@ public actor WorkerDaemon: Service {
 
     private func process(_ event: WorkerEvent) async {
         if case .encodeFinished(let token, _) = event { encodes[token] = nil }
+        if case .received(.assign) = event { threads.assignHandled() }
         for directive in machine.handle(event, at: .now) {
             await execute(directive)
         }
@@ -269,14 +315,21 @@ public actor WorkerDaemon: Service {
             return
         }
         let transfer = self.transfer
-        let encode = SegmentEncode(assign: assign, storage: storage, codecThreads: configuration.effectiveCodecThreads)
         let logger = log(assign.attempt)
+        let threads = self.threads
+        let encode = SegmentEncode(assign: assign, storage: storage) {
+            let count = threads.forOpeningEncoder()
+            logger.debug("segment encoder opening", ["codec_threads": count])
+            return count
+        }
         logger.info("segment started", ["output": assign.outputPath])
         figures.started()
+        threads.encodeStarted()
         encodes[token] = Task.detached { [eventSink, figures] in
             let outcome = await encode.run { fraction in
                 eventSink.yield(.encodeProgress(token, fraction: fraction, frames: 0))
             }
+            threads.encodeEnded()
             figures.ended(outcome)
             if case .completed = outcome {} else { await transfer?.discard(token) }
             switch outcome {

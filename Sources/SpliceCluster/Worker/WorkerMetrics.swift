@@ -5,6 +5,11 @@ import SpliceMetrics
 /// A worker's figures, counted by ``WorkerDaemon`` as its encodes start and end.
 final class WorkerMetrics: Sendable {
     let slots = Gauge("splice_worker_slots", help: "Segments this worker encodes at once (--slots).")
+    let usableCores = Gauge("splice_worker_usable_cores",
+                            help: "Cores this worker may use: its CPU affinity, capped by its cgroup's CPU limit.")
+    let threadsPerSlot = Gauge("splice_worker_threads_per_slot",
+                               help: "Encoder threads per slot while every slot is busy (usable cores / slots, or "
+                                   + "--codec-threads); a segment that finds itself alone takes every usable core.")
     let busySlots = Gauge("splice_worker_busy_slots",
                           help: "Encodes running now (an aborted one counts until it has stopped).")
     let segments = Counter("splice_worker_segments_total",
@@ -17,11 +22,15 @@ final class WorkerMetrics: Sendable {
     let registered = Gauge("splice_worker_registered",
                            help: "1 while a coordinator has welcomed this worker (WELCOME received), else 0.")
 
-    init(slots: Int) {
+    init(slots: Int, usableCores: Int, threadsPerSlot: Int) {
         self.slots.set(Double(slots))
+        self.usableCores.set(Double(usableCores))
+        self.threadsPerSlot.set(Double(threadsPerSlot))
     }
 
-    var sources: [any MetricSource] { [slots, busySlots, segments, frames, encodeSeconds, registered] }
+    var sources: [any MetricSource] {
+        [slots, usableCores, threadsPerSlot, busySlots, segments, frames, encodeSeconds, registered]
+    }
 
     /// An encode started.
     func started() {

@@ -37,11 +37,16 @@ package struct WorkerStateMachine: Sendable {
         package var flushTimeout: Duration
         /// HELLO's `storage`: nil (a shared-spool worker, as before the field existed) or `.transfer`.
         package var storage: WorkerStorage?
+        /// HELLO's `usableCores`, `threadsPerSlot` and `metricsEndpoint` (for `splice workers`).
+        package var usableCores: Int?
+        package var threadsPerSlot: Int?
+        package var metricsEndpoint: String?
 
         package init(workerName: String, slots: Int, encoders: [String] = [], software: String = "",
                      helloInterval: Duration = .seconds(1), leaseSafetyMargin: Duration = .seconds(5),
                      drainTimeout: Duration = .seconds(300), flushTimeout: Duration = .seconds(10),
-                     storage: WorkerStorage? = nil) {
+                     storage: WorkerStorage? = nil, usableCores: Int? = nil, threadsPerSlot: Int? = nil,
+                     metricsEndpoint: String? = nil) {
             self.workerName = workerName
             self.slots = slots
             self.encoders = encoders
@@ -51,6 +56,9 @@ package struct WorkerStateMachine: Sendable {
             self.drainTimeout = drainTimeout
             self.flushTimeout = flushTimeout
             self.storage = storage
+            self.usableCores = usableCores
+            self.threadsPerSlot = threadsPerSlot
+            self.metricsEndpoint = metricsEndpoint
         }
     }
 
@@ -151,7 +159,8 @@ package struct WorkerStateMachine: Sendable {
             running: running,
             finished: held.compactMap { if case .complete(let body) = $0.message { body } else { nil } },
             failed: held.compactMap { if case .fail(let body) = $0.message { body } else { nil } },
-            software: configuration.software, storage: configuration.storage
+            software: configuration.software, storage: configuration.storage, usableCores: configuration.usableCores,
+            threadsPerSlot: configuration.threadsPerSlot, metricsEndpoint: configuration.metricsEndpoint
         )
     }
 

@@ -273,11 +273,18 @@ public struct WorkerInfo: Codable, Sendable, Hashable {
     /// fetched from it, in bytes, since the coordinator started.
     public var bytesIn: Int64?
     public var bytesOut: Int64?
+    /// What its current session's HELLO said (nil: not connected, or an older worker or
+    /// coordinator): the cores it may use (CPU affinity capped by its cgroup's CPU limit), encoder
+    /// threads per slot while every slot is busy, and its operations endpoint (`HOST:PORT`).
+    public var usableCores: Int?
+    public var threadsPerSlot: Int?
+    public var metricsEndpoint: String?
 
     public init(
         publicKey: CurvePublicKey, name: String?, enrolled: Bool, connected: Bool, slots: Int?, running: Int,
         lastSeenAtMilliseconds: Int64?, quarantineRemainingMilliseconds: Int? = nil, quarantineReason: String? = nil,
-        storage: WorkerStorage? = nil, bytesIn: Int64? = nil, bytesOut: Int64? = nil
+        storage: WorkerStorage? = nil, bytesIn: Int64? = nil, bytesOut: Int64? = nil, usableCores: Int? = nil,
+        threadsPerSlot: Int? = nil, metricsEndpoint: String? = nil
     ) {
         self.publicKey = publicKey
         self.name = name
@@ -291,6 +298,9 @@ public struct WorkerInfo: Codable, Sendable, Hashable {
         self.storage = storage
         self.bytesIn = bytesIn
         self.bytesOut = bytesOut
+        self.usableCores = usableCores
+        self.threadsPerSlot = threadsPerSlot
+        self.metricsEndpoint = metricsEndpoint
     }
 }
 

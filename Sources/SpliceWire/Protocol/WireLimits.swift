@@ -10,6 +10,8 @@ import SpliceCore
 public enum WireLimits {
     /// Slots one worker may offer (HELLO).
     public static let slots: ClosedRange<Int> = 1...1024
+    /// Cores, or threads per slot, one worker may report (HELLO; Linux builds for at most 8,192 CPUs).
+    public static let cores: ClosedRange<Int> = 1...65_536
     /// Any interval or lease, in milliseconds: up to one week.
     public static let milliseconds: ClosedRange<Int> = 1...604_800_000
     /// Silent heartbeat intervals before a side gives up on the other (WELCOME).
@@ -66,6 +68,8 @@ extension Hello {
     public func rangeViolation() -> String? {
         WireLimits.first(
             WireLimits.check("slots", slots, WireLimits.slots),
+            usableCores.flatMap { WireLimits.check("usableCores", $0, WireLimits.cores) },
+            threadsPerSlot.flatMap { WireLimits.check("threadsPerSlot", $0, WireLimits.cores) },
             running.lazy.compactMap { $0.rangeViolation() }.first,
             finished.lazy.compactMap { $0.rangeViolation() }.first,
             failed.lazy.compactMap { $0.rangeViolation() }.first)

@@ -30,10 +30,21 @@ public struct Hello: MessageBody, Hashable {
     /// Where the worker's inputs and outputs live. Optional: a worker that predates transfer mode
     /// leaves it out and is a shared-spool worker.
     public var storage: WorkerStorage?
+    /// The cores the worker process may use (its CPU affinity, capped by its cgroup's CPU limit),
+    /// for `splice workers`. Optional: older workers leave it out.
+    public var usableCores: Int?
+    /// Encoder threads each slot gets while every slot is busy (usable cores ÷ slots, or
+    /// `--codec-threads`), for `splice workers`. Optional: older workers leave it out.
+    public var threadsPerSlot: Int?
+    /// Where the worker's operations endpoint (`/metrics`) listens as bound, `HOST:PORT`, for
+    /// `splice workers` (a second worker on a host moves off the default port). Optional: absent
+    /// when it has none, and from older workers.
+    public var metricsEndpoint: String?
 
     public init(
         workerName: String, slots: Int, encoders: [String], running: [SegmentAttempt] = [], finished: [Complete] = [],
-        failed: [Fail] = [], software: String = "", storage: WorkerStorage? = nil
+        failed: [Fail] = [], software: String = "", storage: WorkerStorage? = nil, usableCores: Int? = nil,
+        threadsPerSlot: Int? = nil, metricsEndpoint: String? = nil
     ) {
         self.workerName = workerName
         self.slots = slots
@@ -43,6 +54,9 @@ public struct Hello: MessageBody, Hashable {
         self.failed = failed
         self.software = software
         self.storage = storage
+        self.usableCores = usableCores
+        self.threadsPerSlot = threadsPerSlot
+        self.metricsEndpoint = metricsEndpoint
     }
 }
 

@@ -10,11 +10,14 @@ struct WorkerCommand: Command {
         "coordinator", valueName: "endpoint", help: "The coordinator's worker endpoint.",
         default: "tcp://127.0.0.1:7450", environment: "SPLICE_COORDINATOR_ENDPOINT")
     static let slots = Option<Int>(
-        "slots", valueName: "n", help: "Segments to encode at once.",
-        default: ProcessInfo.processInfo.activeProcessorCount, environment: "SPLICE_SLOTS")
+        "slots", valueName: "n",
+        help: "Segments to encode at once (default: the usable cores: the CPU affinity, capped by the cgroup's "
+            + "CPU limit).",
+        default: UsableCores.ofThisProcess().count, environment: "SPLICE_SLOTS")
     static let codecThreads = Option<Int>(
         "codec-threads", valueName: "n",
-        help: "Threads per encoder and decoder (default: 1 with several slots, every core with one).",
+        help: "Threads per encoder and decoder (default: usable cores / slots, at least 1; every usable core for a "
+            + "segment that finds itself alone).",
         environment: "SPLICE_CODEC_THREADS")
     static let spool = Option<String>(
         "spool", valueName: "dir",
@@ -60,7 +63,9 @@ struct WorkerCommand: Command {
             worker takes no new segments, lets running ones finish (or hands them back after \
             --drain-timeout), waits for its results to be acknowledged and exits 0. Logs are \
             key=value lines on standard error. Metrics and health checks for operators are served at \
-            http://127.0.0.1:9451/metrics (--metrics-endpoint; give each worker on one machine its own port).
+            http://127.0.0.1:9451/metrics (--metrics-endpoint); when that default port is taken (another \
+            worker on the machine) the next free one is used and logged, while a port given explicitly \
+            must be free.
             """,
         arguments: [coordinator, slots, codecThreads, spool, dataEndpoint, scratch, scratchLimit, secretKey, serverKey, name, drainTimeout,
                     metricsEndpoint] + DaemonOptions.arguments,
@@ -78,6 +83,8 @@ struct WorkerCommand: Command {
     let name: String
     let drainTimeout: MediaTime
     let metricsEndpoint: MetricsEndpointSetting
+    /// Neither `--metrics-endpoint` nor `SPLICE_METRICS_ENDPOINT` was given.
+    let metricsEndpointIsDefault: Bool
     let daemon: DaemonOptions
 
     init(_ arguments: ParsedArguments) throws {
@@ -93,6 +100,7 @@ struct WorkerCommand: Command {
         name = try arguments.value(Self.name)
         drainTimeout = try arguments.value(Self.drainTimeout)
         metricsEndpoint = try arguments.value(Self.metricsEndpoint)
+        metricsEndpointIsDefault = !arguments.contains(Self.metricsEndpoint.spec)
         daemon = DaemonOptions(arguments)
     }
 
@@ -120,6 +128,7 @@ struct WorkerCommand: Command {
         configuration.software = "splice " + SpliceCommand.version
         configuration.version = SpliceCommand.version
         configuration.metricsEndpoint = metricsEndpoint.address
+        configuration.metricsEndpointIsDefault = metricsEndpointIsDefault
         configuration.codecThreads = codecThreads
         configuration.dataEndpoint = dataEndpoint
         configuration.scratch = scratch.map(Self.directory)

@@ -32,17 +32,19 @@ struct WorkersCommand: ClientCommand {
         return .success
     }
 
-    /// One row per worker: key, name, whether enrolled and connected, slots, running segments, last
-    /// seen, and a quarantine (how long it lasts, and the refusal behind it) when there is one.
+    /// One row per worker: key, name, whether enrolled and connected, slots, the cores it may use
+    /// and the encoder threads per slot, running segments, its operations endpoint, last seen, and
+    /// a quarantine (how long it lasts, and the refusal behind it) when there is one.
     static func table(_ workers: [WorkerInfo]) -> TextTable {
-        var table = TextTable(headers: ["KEY", "NAME", "ENROLLED", "CONNECTED", "SLOTS", "RUNNING", "MODE", "IN/OUT",
-                                        "LAST SEEN (UTC)", "QUARANTINE"])
+        var table = TextTable(headers: ["KEY", "NAME", "ENROLLED", "CONNECTED", "SLOTS", "CORES", "THREADS/SLOT",
+                                        "RUNNING", "MODE", "IN/OUT", "METRICS", "LAST SEEN (UTC)", "QUARANTINE"])
         for worker in workers {
             table.rows.append([
                 worker.publicKey.z85, worker.name ?? "-", worker.enrolled ? "yes" : "revoked",
-                worker.connected ? "yes" : "no", worker.slots.map(String.init) ?? "-", String(worker.running),
-                worker.storage?.rawValue ?? "-", transferred(worker),
-                ClusterText.time(millisecondsSinceEpoch: worker.lastSeenAtMilliseconds),
+                worker.connected ? "yes" : "no", worker.slots.map(String.init) ?? "-",
+                worker.usableCores.map(String.init) ?? "-", worker.threadsPerSlot.map(String.init) ?? "-",
+                String(worker.running), worker.storage?.rawValue ?? "-", transferred(worker),
+                worker.metricsEndpoint ?? "-", ClusterText.time(millisecondsSinceEpoch: worker.lastSeenAtMilliseconds),
                 quarantine(worker),
             ])
         }

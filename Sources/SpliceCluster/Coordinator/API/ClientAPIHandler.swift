@@ -233,7 +233,8 @@ final class ClientAPIHandler: Sendable {
                 running: session?.running ?? 0,
                 lastSeenAtMilliseconds: worker.lastSeenAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) },
                 quarantineRemainingMilliseconds: session?.quarantineRemaining?.wholeMilliseconds,
-                quarantineReason: session?.quarantineReason)
+                quarantineReason: session?.quarantineReason, usableCores: session?.usableCores,
+                threadsPerSlot: session?.threadsPerSlot, metricsEndpoint: session?.metricsEndpoint)
             if let session {
                 (info.storage, info.bytesIn, info.bytesOut) = await shell.storage(of: session.identity)
             }

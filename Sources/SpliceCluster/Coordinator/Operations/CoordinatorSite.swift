@@ -10,7 +10,7 @@ import SpliceWire
 ///
 /// - `/metrics`: the in-memory figures of ``CoordinatorMetrics``; gauges read at scrape time —
 ///   `splice_jobs{state}` and `splice_queue_segments{priority}` from the database,
-///   `splice_workers_connected` and `splice_worker_slots{state}` from the sessions; the endpoints'
+///   `splice_workers_connected` and `splice_cluster_slots{state}` from the sessions; the endpoints'
 ///   message counters; `splice_build_info`; `process_*`.
 /// - `/healthz`: the shell (the actor every worker message goes through) answers within 2 s.
 /// - `/readyz`: both endpoints are bound and the database answers within 2 s.
@@ -182,7 +182,7 @@ final class CoordinatorSite: OperationsSite {
         return families
     }
 
-    /// `splice_workers_connected`, `splice_worker_slots{state}`.
+    /// `splice_workers_connected`, `splice_cluster_slots{state}`.
     private static func sessionFamilies(_ phase: Phase) async -> [MetricFamily] {
         guard let runtime = runtime(phase) else { return [] }
         let shell = runtime.shell
@@ -194,7 +194,7 @@ final class CoordinatorSite: OperationsSite {
         return [
             .gauge("splice_workers_connected", help: "Worker sessions welcomed and heard from recently.",
                    value: Double(live.filter { $0.session.active && !$0.session.silent }.count)),
-            .gauge("splice_worker_slots",
+            .gauge("splice_cluster_slots",
                    help: "Slots of the connected workers by state: busy, idle, quarantined (refusing work after a "
                        + "set-up failure), unavailable (silent or registering).",
                    labelNames: ["state"], slots.sorted { $0.key < $1.key }.map { (labels: [$0.key], value: Double($0.value)) }),

@@ -184,7 +184,9 @@ package struct CoordinatorStateMachine: Sendable {
         return WorkerSessionSnapshot(
             identity: session.identity, workerID: session.workerID, name: session.name, slots: session.slots,
             running: session.held.count, active: session.phase == .active, silent: session.silent,
-            quarantineRemaining: quarantine.map { $0.until - now }, quarantineReason: quarantine?.reason)
+            quarantineRemaining: quarantine.map { $0.until - now }, quarantineReason: quarantine?.reason,
+            usableCores: session.registration.usableCores, threadsPerSlot: session.registration.threadsPerSlot,
+            metricsEndpoint: session.registration.metricsEndpoint)
     }
 
     /// Whether `identity` has a welcomed session.

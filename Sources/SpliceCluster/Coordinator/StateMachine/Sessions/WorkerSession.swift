@@ -137,4 +137,9 @@ public struct WorkerSessionSnapshot: Hashable, Sendable {
     public var quarantineRemaining: Duration?
     /// The refusal that put it in quarantine (`code: reason`).
     public var quarantineReason: String?
+    /// What its HELLO said about its machine (nil from older workers): the cores it may use, the
+    /// encoder threads per slot, and where its operations endpoint listens.
+    public var usableCores: Int?
+    public var threadsPerSlot: Int?
+    public var metricsEndpoint: String?
 }
