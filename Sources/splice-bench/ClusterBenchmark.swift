@@ -11,16 +11,19 @@ import Synchronization
 /// `splice-bench cluster`: the real coordinator (real ZeroMQ over loopback, a real embedded
 /// PostgreSQL) against in-process fake workers — DEALERs that answer every ASSIGN with an
 /// instant ACCEPT and COMPLETE, encoding nothing. Prints segments completed per second end to end
-/// and the ASSIGN → COMPLETE → ACK latency each worker sees, for each worker count.
+/// and the ASSIGN → COMPLETE → ACK latency each worker sees, for each worker count, and the CPU
+/// each segment cost the coordinator (this process without the fake workers' threads), the fake
+/// workers and PostgreSQL — the coordinator's figure is the regression guard: it must not grow with
+/// the number of workers (docs/coordinator.md, Dispatch at farm scale).
 ///
-///     splice-bench cluster [--workers 1,16,256] [--slots 1] [--segments 10000] [--jobs 8] [--fast] [--statements]
+///     splice-bench cluster [--workers 1,16,256,1024] [--slots 1] [--segments 10000] [--jobs 8] [--fast] [--statements]
 ///
 /// Jobs are submitted through the client API and planned by the coordinator from a generated
 /// clip with a keyframe every second (one segment per second). Their stitches fail afterwards
 /// (the segment files do not exist): that is outside what is measured.
 enum ClusterBenchmark {
     struct Options {
-        var workers = [1, 16, 256]
+        var workers = [1, 16, 256, 1024]
         var slots = 1
         var segments = 10_000
         var jobs = 8
@@ -155,10 +158,12 @@ enum ClusterBenchmark {
         let fakes = try FakeWorkerPool.start(endpoint: endpoints.workers, count: workers, slots: slots, tally: tally)
         let finished = await tally.finished(within: .seconds(600))
         let cpu = processCPUMicroseconds() - cpuBefore
+        let fakesCPU = fakes.cpuMicroseconds
         let serverCPU = ServerCPU(dataDirectory: server).microseconds - serverCPUBefore.microseconds
+        let perSegment = { (microseconds: Int64) in microseconds / Int64(max(1, total)) }
         let summary = tally.summary(workers: workers)
-            + "\n      CPU per segment: this process (coordinator + fake workers) \(cpu / Int64(max(1, total))) µs, "
-            + "PostgreSQL \(serverCPU / Int64(max(1, total))) µs"
+            + "\n      CPU per segment: coordinator \(perSegment(cpu - fakesCPU)) µs, "
+            + "fake workers \(perSegment(fakesCPU)) µs, PostgreSQL \(perSegment(serverCPU)) µs"
         await fakes.stop()
         await coordinator.shutdown()
         try await running.value

@@ -13,19 +13,33 @@ import Synchronization
 /// `zmq_poll` (libzmq directly, with its own context, no async hops). It speaks the protocol
 /// through `WireCodec` like a real worker (typed messages in and out); the ASSIGN's spec stays
 /// undecoded, since nothing is encoded.
+///
+/// Its CPU time is counted apart (``cpuMicroseconds``), so the benchmark can print the
+/// coordinator's own cost per segment: the socket thread reads its own clock, and the load's
+/// libzmq I/O thread is named with its own prefix to be found in /proc.
 final class FakeWorkerPool: Sendable {
     private let stopping = Atomic<Bool>(false)
     private let stopped = Mutex<CheckedContinuation<Void, Never>?>(nil)
     private let finished = Atomic<Bool>(false)
+    /// The socket thread's CPU time so far, as it last read it.
+    fileprivate let loopCPU = Atomic<Int64>(0)
+
+    /// The name prefix of the load's libzmq threads (`ZMQ_THREAD_NAME_PREFIX`).
+    fileprivate static let threadNamePrefix: Int32 = 7
 
     private init() {}
+
+    /// User + system CPU time of the load so far: its socket thread and its libzmq I/O thread.
+    var cpuMicroseconds: Int64 {
+        loopCPU.load(ordering: .acquiring) + ThreadCPU.microseconds(namedWithPrefix: "\(Self.threadNamePrefix)/")
+    }
 
     /// Connects `count` workers to `endpoint`, each saying HELLO with `slots` slots.
     static func start(endpoint: String, count: Int, slots: Int, tally: Tally) throws -> FakeWorkerPool {
         let pool = FakeWorkerPool()
         let loop = try Loop(endpoint: endpoint, count: count, slots: slots, tally: tally)
         let thread = Thread {
-            loop.run(until: pool.stopping)
+            loop.run(until: pool.stopping, cpu: pool.loopCPU)
             loop.close()
             pool.finished.store(true, ordering: .releasing)
             pool.stopped.withLock { $0.take() }?.resume()
@@ -66,6 +80,9 @@ private final class Loop: @unchecked Sendable {
 
     init(endpoint: String, count: Int, slots: Int, tally: Tally) throws {
         guard let context = zmq_ctx_new() else { throw ClusterBenchmarkError("zmq_ctx_new failed") }
+        zmq_ctx_set(context, ZMQ_THREAD_NAME_PREFIX, FakeWorkerPool.threadNamePrefix)
+        // A context holds 1,023 sockets unless told otherwise: a farm of 1,024 needs more.
+        zmq_ctx_set(context, ZMQ_MAX_SOCKETS, Int32(count + 16))
         self.context = context
         self.tally = tally
         for index in 0..<count {
@@ -84,14 +101,17 @@ private final class Loop: @unchecked Sendable {
         }
     }
 
-    func run(until stopping: borrowing Atomic<Bool>) {
+    /// Serves the sockets until `stopping`, storing its own CPU time in `cpu` after every poll.
+    func run(until stopping: borrowing Atomic<Bool>, cpu: borrowing Atomic<Int64>) {
         var items = workers.map { zmq_pollitem_t(socket: $0.socket, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0) }
         while !stopping.load(ordering: .acquiring) {
             let ready = items.withUnsafeMutableBufferPointer { zmq_poll($0.baseAddress, Int32($0.count), 50) }
-            guard ready > 0 else { continue }
-            for index in items.indices where items[index].revents & Int16(ZMQ_POLLIN) != 0 {
-                drain(index)
+            if ready > 0 {
+                for index in items.indices where items[index].revents & Int16(ZMQ_POLLIN) != 0 {
+                    drain(index)
+                }
             }
+            cpu.store(ThreadCPU.current, ordering: .releasing)
         }
     }
 
@@ -145,4 +165,32 @@ private final class Loop: @unchecked Sendable {
 
     /// What every fake COMPLETE reports: nothing was encoded.
     private static let checksum = SHA256Digest(bytes: [UInt8](repeating: 0, count: 32))!
+}
+
+/// CPU time of threads of this process, for telling the load's cost from the coordinator's.
+enum ThreadCPU {
+    /// The calling thread's user + system CPU time, in microseconds.
+    static var current: Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Int64(time.tv_sec) * 1_000_000 + Int64(time.tv_nsec) / 1_000
+    }
+
+    /// User + system CPU time of this process's threads whose name starts with `prefix`
+    /// (from /proc/self/task/*/stat), in microseconds.
+    static func microseconds(namedWithPrefix prefix: String) -> Int64 {
+        let ticks = Int64(sysconf(Int32(_SC_CLK_TCK)))
+        var total: Int64 = 0
+        for task in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? [] {
+            guard let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
+                  let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")"),
+                  stat[stat.index(after: open)..<close].hasPrefix(prefix)
+            else { continue }
+            // Fields after the name: state(3) … utime(14) stime(15), counted from 1.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 12, let user = Int64(fields[11]), let system = Int64(fields[12]) else { continue }
+            total += (user + system) * 1_000_000 / max(1, ticks)
+        }
+        return total
+    }
 }

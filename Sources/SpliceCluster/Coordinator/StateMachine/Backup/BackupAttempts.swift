@@ -4,8 +4,8 @@ import SpliceWire
 /// Backup attempts of stragglers (MapReduce's backup tasks, Spark's speculation): the pace of each
 /// job's committed attempts, the segments that have had their one backup, and when to look for a
 /// straggler again. Looking costs a pass over the running attempts, so it happens when something
-/// changed (a run committed, a worker fell idle) or once per `checkInterval` as time passes —
-/// never on every event.
+/// changed (a run committed, a worker fell idle) but at most eight times per `checkInterval`, or
+/// once per `checkInterval` as time passes — never on every event.
 struct BackupAttempts: Sendable {
     typealias Instant = ContinuousClock.Instant
 
@@ -27,6 +27,10 @@ struct BackupAttempts: Sendable {
     private var backedUp: Set<SessionTable.SegmentKey> = []
     /// No look before this (nil: at the next chance).
     private var nextCheck: Instant?
+    /// When the last look was: after a change the next comes at once, but never sooner than
+    /// `checkInterval / 8` after it, so a farm whose workers fall idle one after another at
+    /// thousands a second (the end of a big job) pays for a few looks a second, not one each.
+    private var lastCheck: Instant?
 
     init(afterPercent: Int, minimumRuntime: Duration, checkInterval: Duration) {
         self.afterPercent = afterPercent
@@ -37,13 +41,13 @@ struct BackupAttempts: Sendable {
     var isEnabled: Bool { afterPercent > 0 }
 
     /// Something changed that may make a backup possible: look at the next chance.
-    mutating func lookAgain() { nextCheck = nil }
+    mutating func lookAgain() { nextCheck = lastCheck.map { $0 + checkInterval / 8 } }
 
     mutating func recordRun(of held: WorkerSession.HeldAttempt, lasting elapsed: Duration) {
         var runs = finishedRuns[held.attempt.job] ?? []
         runs.append(FinishedRun(elapsed: elapsed, cost: held.cost))
         finishedRuns[held.attempt.job] = Array(runs.suffix(Self.paceSamples))
-        nextCheck = nil
+        lookAgain()
     }
 
     mutating func forget(job: JobID) {
@@ -72,6 +76,7 @@ struct BackupAttempts: Sendable {
         in sessions: SessionTable, idle: Set<WorkerIdentity>, now: Instant
     ) -> (attempt: SegmentAttempt, holder: WorkerIdentity)? {
         guard isEnabled, !idle.isEmpty, nextCheck.map({ now >= $0 }) ?? true else { return nil }
+        lastCheck = now
         var best: (attempt: SegmentAttempt, holder: WorkerIdentity, overdue: Duration)?
         for session in sessions.all where idle.count > 1 || !idle.contains(session.identity) {
             for held in session.held.values {

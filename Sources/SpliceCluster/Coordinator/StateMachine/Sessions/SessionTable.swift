@@ -39,7 +39,10 @@ struct SessionTable: Sendable {
 
     // MARK: - Reading
 
-    subscript(identity: WorkerIdentity) -> WorkerSession? { sessions[identity] }
+    /// The session of `identity` (read in place: a lookup copies nothing).
+    subscript(identity: WorkerIdentity) -> WorkerSession? {
+        _read { yield sessions[identity] }
+    }
 
     var count: Int { sessions.count }
     var identities: Dictionary<WorkerIdentity, WorkerSession>.Keys { sessions.keys }
