@@ -39,9 +39,19 @@ struct CoordinatorSubmitTests {
             let started = ContinuousClock.now
             let error = try Self.refusal(try await client.submitting(input, to: output))
             #expect(ContinuousClock.now - started < .seconds(5))
-            #expect(error.code == .invalidRequest)
+            #expect(error.code == (output == existing ? .outputExists : .invalidRequest))
             #expect(error.message.contains(expected), "\(error.message)")
+            // The API's words: its fields, never the CLI's flags.
+            #expect(!error.message.contains("-y"), "\(error.message)")
         }
+        let exists = try Self.refusal(try await client.submitting(source, to: existing))
+        #expect(exists.message.contains("`export.overwrite` is false"), "\(exists.message)")
+        // The CLI says it in its own words, from the code.
+        let cli = try await SpliceProcess.run(["submit", source, existing, "--coordinator", coordinator.endpoints.api,
+                                               "--timeout", "20"])
+        #expect(cli.status == 1)
+        #expect(cli.stderr.contains("already exists; pass -y (--overwrite) to replace it"), "\(cli.stderr)")
+        #expect(!cli.stderr.contains("export.overwrite"), "\(cli.stderr)")
         #expect(try String(contentsOfFile: existing, encoding: .utf8) == "keep me")
         let jobs = try await coordinator.repository.jobs(in: JobState.allCases)
         #expect(jobs.isEmpty, "no refused job was recorded")

@@ -112,10 +112,10 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
             throw SettingsError(field: "copy-audio", value: "with audio settings", allowed: "alone: copied audio is not encoded")
         }
         guard hasVideo || hasAudio else {
-            throw SettingsError(field: "no-audio", value: "with --no-video", allowed: "not both: nothing would be made")
+            throw SettingsError(field: "no-video", value: "with no audio either", allowed: "not asked for: nothing would be made")
         }
         guard video != nil || (audio != nil && audioTracks != .none) else {
-            throw SettingsError(field: "copy-video", value: "with --copy-audio or no audio",
+            throw SettingsError(field: "copy-video", value: "with copied or no audio",
                                 allowed: "combined with something to encode; `splice export` copies tracks without segments")
         }
         guard segmentDuration >= Self.minimumSegmentDuration else {
