@@ -78,7 +78,7 @@ struct CoordinatorAPIErrorTests {
             ("no-output", Self.envelope(id: "no-output", type: "SUBMIT", body: #"{"input": "/a", "export": {}}"#),
              .invalidRequest, "`body.output`"),
             ("bad-export", Self.envelope(id: "bad-export", type: "SUBMIT",
-                                         body: #"{"input": "/a", "output": "/b", "export": {"video": "yes"}}"#),
+                                         body: #"{"input": "/a", "output": "/b", "export": {"fileType": "mp4", "video": "yes"}}"#),
              .invalidRequest, "`export.video`"),
             ("quality", Self.envelope(id: "quality", type: "SUBMIT", body: #"""
                 {"input": "/a", "output": "/b", "export": {"fileType": "mp4", "segmentDuration": {"value": 2, "timescale": 1},

@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCluster
+import SpliceJSON
 import SpliceStore
 import SpliceTestSupport
 import SpliceWire
@@ -61,6 +62,38 @@ struct CoordinatorSubmitTests {
         #expect(try await client.status(job).state != "failed")
         #expect(try Self.refusal(try await client.submitting(source, to: link, overwrite: true)).message
             .contains("link-to-source.mp4"))
+        await client.close()
+        try await coordinator.stop()
+    }
+
+    @Test("a SUBMIT that leaves `audio` out keeps every audio track, as `splice submit` does")
+    func apiDefaults() async throws {
+        let source = try await Fixtures.clip(Fixtures.ClipSpec(seconds: "2", sampleRate: 48_000, channels: 2))
+        let coordinator = try await CoordinatorUnderTest.start()
+        let context = try WireContext()
+        let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)
+        let worker = try await ScriptedWorker.connect(to: coordinator.endpoints.workers, context: context)
+        #expect(try await worker.hello() != nil)
+        let output = Fixtures.temporaryDirectory("out").appendingPathComponent("defaults.mp4").path
+        // What an integrator writes from the docs: the container, the segment length, a video preset.
+        let export = #"{"fileType": "mp4", "segmentDuration": {"value": 1, "timescale": 1}, "video": {"codec": "h264", "preset": "ultrafast"}}"#
+        let reply = try await client.request(.submit(SubmitJob(
+            input: source, output: output, export: JSONPayload(JSONValue(parsing: Array(export.utf8))))))
+        guard case .submitted(let submitted) = reply else { throw TestFailure("SUBMIT answered \(reply)") }
+        // Encode whatever the job hands out until it is done.
+        var status = try await client.status(submitted.job)
+        while !JobStatus.finishedStates.contains(status.state) {
+            if let assign = await worker.assignment(within: .seconds(2)) {
+                #expect(try await worker.complete(try await worker.acceptAndEncode(assign)) == .accepted)
+            }
+            status = try await client.status(submitted.job)
+        }
+        #expect(status.state == "succeeded", "\(status.error ?? "")")
+        let probe = try await Probe(output)
+        #expect(probe.first("video")?.codec_name == "h264")
+        #expect(probe.first("audio")?.codec_name == "aac", "the output has no audio: \(probe.streams.map(\.codec_type))")
+        #expect(probe.first("audio")?.channels == 2)
+        await worker.close()
         await client.close()
         try await coordinator.stop()
     }

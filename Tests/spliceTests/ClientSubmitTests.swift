@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCluster
+import SpliceJSON
 import SpliceMedia
 import SpliceWire
 import Testing
@@ -53,6 +54,29 @@ struct ClientSubmitTests {
         #expect(request.metadata == ["title": "Holiday"])
         #expect(try parse(["/in.mov", "/out.webm"], as: SubmitCommand.self).request.video?.codec == .vp9)
         #expect(try parse(["/in.mov", "/out.mp4"], as: SubmitCommand.self).submission().priority == nil)
+    }
+
+    @Test("one set of defaults: a SUBMIT leaving a field out gets what `splice submit` sends without its flag",
+          arguments: ["/out.mp4", "/out.webm", "/out.mov", "/out.mkv"])
+    func defaults(output: String) throws {
+        let cli = try parse(["/in.mov", output], as: SubmitCommand.self).request
+        let fileType = try #require(OutputFileType(pathExtension: String(output.split(separator: ".").last!)))
+        // The least an integrator's client can send: the container.
+        let api = try JSON.decode(TranscodeRequest.self, from: Array(#"{"fileType": "\#(fileType.rawValue)"}"#.utf8))
+        #expect(api == cli)
+        #expect(api.audio != nil && api.audioTracks == .all, "every audio track, encoded")
+        #expect(api.video != nil)
+        // Leaving audio or video out is said, not implied.
+        let noAudio = try parse(["/in.mov", output, "--no-audio"], as: SubmitCommand.self).request
+        #expect(try JSON.decode(TranscodeRequest.self,
+                                from: Array(#"{"fileType": "\#(fileType.rawValue)", "audioTracks": "none"}"#.utf8)) == noAudio)
+        let noVideo = try parse(["/in.mov", output, "--no-video"], as: SubmitCommand.self).request
+        #expect(try JSON.decode(TranscodeRequest.self,
+                                from: Array(#"{"fileType": "\#(fileType.rawValue)", "includesVideo": false}"#.utf8)) == noVideo)
+        // What the CLI sends decodes to what it meant, whatever it leaves out.
+        for request in [cli, noAudio, noVideo] {
+            #expect(try JSONPayload(encoding: request).decode(TranscodeRequest.self) == request)
+        }
     }
 
     @Test("bad flags are usage errors naming the flag, found before any connection", arguments: [

@@ -70,6 +70,12 @@ public struct VideoSettings: Sendable, Codable, Hashable {
         self.toneMap = toneMap
     }
 
+    /// What a `fileType` output gets when no video settings are given: h264, or vp9 for WebM,
+    /// everything else from the source (the CLI without video flags, a SUBMIT without `video`).
+    public static func defaults(for fileType: OutputFileType) -> VideoSettings {
+        VideoSettings(codec: fileType == .webm ? .vp9 : .h264)
+    }
+
     static let x26xPresets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
                               "veryslow", "placebo"]
     static let profiles: [Codec: [String]] = [
