@@ -98,6 +98,54 @@ struct CoordinatorSubmitTests {
         try await coordinator.stop()
     }
 
+    @Test("a resent submission key: the same request is the same job, another request is ERROR conflict")
+    func submissionKeyConflict() async throws {
+        let source = try await TestMedia.clip(seconds: 1)
+        let coordinator = try await CoordinatorUnderTest.start()
+        let context = try WireContext()
+        let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)
+        let folder = Fixtures.temporaryDirectory("out")
+        let output = folder.appendingPathComponent("keyed.mp4").path
+        let submit = { (key: String, export: String, output: String, priority: Int?) async throws -> APIReply in
+            try await client.request(.submit(SubmitJob(
+                input: source, output: output, export: JSONPayload(JSONValue(parsing: Array(export.utf8))),
+                priority: priority, submissionKey: key)))
+        }
+        let export = #"{"fileType": "mp4", "video": {"codec": "h264", "preset": "ultrafast", "quality": 30}}"#
+        guard case .submitted(let first) = try await submit("key-1", export, output, nil) else {
+            throw TestFailure("the first SUBMIT was refused")
+        }
+        // The same request resent — keys in another order, defaults spelled out — is the same job.
+        let spelledOut = #"{"video": {"quality": 30, "preset": "ultrafast", "codec": "h264"}, "overwrite": false, "#
+            + #""segmentDuration": {"value": 10, "timescale": 1}, "audioTracks": "all", "fileType": "mp4"}"#
+        for (again, priority) in [(export, nil), (spelledOut, 0 as Int?)] {
+            guard case .submitted(let resent) = try await submit("key-1", again, output, priority) else {
+                throw TestFailure("a resend was refused")
+            }
+            #expect(resent.job == first.job)
+        }
+        // The key reused for another request: another quality, another output, another priority.
+        let changed: [(String, String, Int?)] = [
+            (export.replacingOccurrences(of: "30", with: "31"), output, nil),
+            (export, folder.appendingPathComponent("other.mp4").path, nil),
+            (export, output, 5),
+        ]
+        for (body, path, priority) in changed {
+            let refused = try Self.refusal(try await submit("key-1", body, path, priority))
+            #expect(refused.code == .conflict)
+            #expect(refused.message.contains("`submissionKey` key-1 already made job \(first.job)"), "\(refused.message)")
+            #expect(!refused.isRetryable)
+        }
+        #expect(try await coordinator.repository.jobs(in: JobState.allCases).count == 1, "no second job")
+        // A new key for the changed request is a new job.
+        guard case .submitted(let second) = try await submit("key-2", changed[0].0, output, nil) else {
+            throw TestFailure("a new key was refused")
+        }
+        #expect(second.job != first.job)
+        await client.close()
+        try await coordinator.stop()
+    }
+
     @Test("with --input-root and --output-root, paths outside them are refused, links resolved")
     func roots() async throws {
         let source = try await TestMedia.clip(seconds: 1)

@@ -102,15 +102,19 @@ final class ClientAPIHandler: Sendable {
         }
         let key = submit.submissionKey ?? UUID().uuidString
         guard !key.isEmpty else { throw APIError(.invalidRequest, "`submissionKey` is empty; omit it or send a UUID") }
+        let fingerprint = try SubmissionFingerprint.of(submit, request: request)
         // A resend of a SUBMIT that created its job gets that job, whatever the files look like now
-        // (its output may exist by now: the job wrote it).
+        // (its output may exist by now: the job wrote it) — if it is the same request.
         if let existing = try await repository.job(idempotencyKey: key) {
+            try SubmissionFingerprint.check(existing, key: key, against: fingerprint)
             return .submitted(JobSubmitted(job: existing.id))
         }
         try await checkPaths(input: submit.input, output: submit.output, overwrite: request.overwrite)
         let creation = try await repository.createJob(JobSubmission(
-            idempotencyKey: key, sourceURL: submit.input, outputURL: submit.output,
+            idempotencyKey: key, fingerprint: fingerprint, sourceURL: submit.input, outputURL: submit.output,
             settings: try PostgresJSON(encoding: request), priority: submit.priority ?? 0, maxAttempts: maxAttempts))
+        // Another SUBMIT with this key won the race to create the job.
+        if !creation.created { try SubmissionFingerprint.check(creation.job, key: key, against: fingerprint) }
         if creation.created {
             logger.info("job submitted", ["job": creation.job.id.description, "input": submit.input, "output": submit.output])
             plannerWake.signal()
