@@ -104,6 +104,7 @@ struct OperatorsViewTests {
                 #expect(await HTTPFetch.get(address, "/nothing")?.status == 404)
             }
             try checkDeployFiles(against: after.text + (try await scrape(workers[0])).text)
+            try checkDocumentedMetrics(coordinator: after.text)
 
             // The status page after the job: its names escaped, nothing of them left raw.
             let page = try #require(await HTTPFetch.get(coordinator, "/"))
