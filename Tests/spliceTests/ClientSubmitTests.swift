@@ -79,6 +79,21 @@ struct ClientSubmitTests {
         }
     }
 
+    @Test("every export flag names the request field it sets, for the API's errors")
+    func requestFieldOfEveryFlag() {
+        // The coordinator names a refused setting by its field (`export.video.quality`); a flag
+        // the table does not know would be named by its CLI spelling there.
+        for flag in ExportOptions.flags {
+            let name = flag.declaration.spec.name
+            let key = SettingsError(field: name, value: "x", allowed: "y").requestKey
+            #expect(key != name || !name.contains("-"), "--\(name) has no request field")
+            let root = key.split(separator: ".").first.map(String.init) ?? key
+            #expect(TranscodeRequestFields.names.contains(root), "--\(name) → \(key), not a TranscodeRequest field")
+        }
+        #expect(SettingsError(field: "crf", value: "60", allowed: "from 0 to 51 for h264").message(under: "export")
+            == "invalid `export.video.quality` '60': must be from 0 to 51 for h264")
+    }
+
     @Test("bad flags are usage errors naming the flag, found before any connection", arguments: [
         (["--crf", "99"], "--crf: '99' is not valid"),
         (["--priority", "5000"], "--priority must be from -1000 to 1000"),
@@ -112,4 +127,13 @@ struct ClientSubmitTests {
         #expect(usageError(["clip.mov", "clip.avi"], for: SubmitCommand.self)?
             .hasPrefix("cannot tell the container of 'clip.avi'") == true)
     }
+}
+
+/// The request's top-level fields, as it encodes them (a request with no video adds `includesVideo`).
+enum TranscodeRequestFields {
+    static let names: Set<String> = {
+        var names = Set(Mirror(reflecting: TranscodeRequest(video: nil, audio: nil, fileType: .mp4)).children.compactMap(\.label))
+        names.insert("includesVideo")
+        return names
+    }()
 }

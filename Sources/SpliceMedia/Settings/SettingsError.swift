@@ -48,7 +48,7 @@ public struct SettingsError: SpliceError, Hashable {
         "format": "fileType", "start": "range.start", "duration": "range.duration",
         "segment-seconds": "segmentDuration", "audio-segment-seconds": "audioSegmentDuration",
         "copy-video": "copiesVideo", "copy-audio": "copiesAudio", "audio-tracks": "audioTracks",
-        "no-video": "includesVideo", "subtitles": "subtitles", "data-tracks": "dataTracks",
+        "no-video": "includesVideo", "no-audio": "audioTracks", "subtitles": "subtitles", "data-tracks": "dataTracks",
         "annotations": "annotations", "metadata": "metadata", "faststart": "optimizesForNetworkUse",
         "ladder": "package.ladder", "hls-segment-seconds": "package.segmentDuration", "dash": "package.dash",
     ]
