@@ -3,7 +3,8 @@
 # packages the build, the tests and the quick start need (only those that are missing). The tests
 # also use promtool (package prometheus: it lints the metrics; on a host with systemd it installs a
 # Prometheus service too, `systemctl disable --now prometheus` if you do not want it), headless
-# chromium (the status page in a real browser) and PyYAML (Deploy/check-deploy.py).
+# chromium (the status page in a real browser), PyYAML (Deploy/check-deploy.py) and Python's
+# jsonschema (docs/schema/transcode-request.json is validated against real requests).
 # Safe to run any number of times. Sourced by quickstart.sh and test.sh; can also run alone.
 set -euo pipefail
 
@@ -11,7 +12,7 @@ splice_packages=(
     pkg-config
     libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev
     libzmq3-dev libpq-dev postgresql ffmpeg
-    prometheus chromium python3-yaml
+    prometheus chromium python3-yaml python3-jsonschema
 )
 
 splice_find_swift() {

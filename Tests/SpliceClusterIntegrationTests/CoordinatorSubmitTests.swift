@@ -1,6 +1,7 @@
 import SpliceCore
 import Foundation
 import SpliceCluster
+import SpliceJSON
 import SpliceStore
 import SpliceTestSupport
 import SpliceWire
@@ -40,9 +41,19 @@ struct CoordinatorSubmitTests {
             let started = ContinuousClock.now
             let error = try Self.refusal(try await client.submitting(input, to: output))
             #expect(ContinuousClock.now - started < .seconds(5))
-            #expect(error.code == .invalidRequest)
+            #expect(error.code == (output == existing ? .outputExists : .invalidRequest))
             #expect(error.message.contains(expected), "\(error.message)")
+            // The API's words: its fields, never the CLI's flags.
+            #expect(!error.message.contains("-y"), "\(error.message)")
         }
+        let exists = try Self.refusal(try await client.submitting(source, to: existing))
+        #expect(exists.message.contains("`export.overwrite` is false"), "\(exists.message)")
+        // The CLI says it in its own words, from the code.
+        let cli = try await SpliceProcess.run(["submit", source, existing, "--coordinator", coordinator.endpoints.api,
+                                               "--timeout", "20"])
+        #expect(cli.status == 1)
+        #expect(cli.stderr.contains("already exists; pass -y (--overwrite) to replace it"), "\(cli.stderr)")
+        #expect(!cli.stderr.contains("export.overwrite"), "\(cli.stderr)")
         #expect(try String(contentsOfFile: existing, encoding: .utf8) == "keep me")
         let jobs = try await coordinator.repository.jobs(in: JobState.allCases)
         #expect(jobs.isEmpty, "no refused job was recorded")
@@ -52,6 +63,86 @@ struct CoordinatorSubmitTests {
         #expect(try await client.status(job).state != "failed")
         #expect(try Self.refusal(try await client.submitting(source, to: link, overwrite: true)).message
             .contains("link-to-source.mp4"))
+        await client.close()
+        try await coordinator.stop()
+    }
+
+    @Test("a SUBMIT that leaves `audio` out keeps every audio track, as `splice submit` does")
+    func apiDefaults() async throws {
+        let source = try await Fixtures.clip(Fixtures.ClipSpec(seconds: "2", sampleRate: 48_000, channels: 2))
+        let coordinator = try await CoordinatorUnderTest.start()
+        let context = try WireContext()
+        let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)
+        let worker = try await ScriptedWorker.connect(to: coordinator.endpoints.workers, context: context)
+        #expect(try await worker.hello() != nil)
+        let output = Fixtures.temporaryDirectory("out").appendingPathComponent("defaults.mp4").path
+        // What an integrator writes from the docs: the container, the segment length, a video preset.
+        let export = #"{"fileType": "mp4", "segmentDuration": {"value": 1, "timescale": 1}, "video": {"codec": "h264", "preset": "ultrafast"}}"#
+        let reply = try await client.request(.submit(SubmitJob(
+            input: source, output: output, export: JSONPayload(JSONValue(parsing: Array(export.utf8))))))
+        guard case .submitted(let submitted) = reply else { throw TestFailure("SUBMIT answered \(reply)") }
+        // Encode whatever the job hands out until it is done.
+        var status = try await client.status(submitted.job)
+        while !JobStatus.finishedStates.contains(status.state) {
+            if let assign = await worker.assignment(within: .seconds(2)) {
+                #expect(try await worker.complete(try await worker.acceptAndEncode(assign)) == .accepted)
+            }
+            status = try await client.status(submitted.job)
+        }
+        #expect(status.state == "succeeded", "\(status.error ?? "")")
+        let probe = try await Probe(output)
+        #expect(probe.first("video")?.codec_name == "h264")
+        #expect(probe.first("audio")?.codec_name == "aac", "the output has no audio: \(probe.streams.map(\.codec_type))")
+        #expect(probe.first("audio")?.channels == 2)
+        await worker.close()
+        await client.close()
+        try await coordinator.stop()
+    }
+
+    @Test("a resent submission key: the same request is the same job, another request is ERROR conflict")
+    func submissionKeyConflict() async throws {
+        let source = try await TestMedia.clip(seconds: 1)
+        let coordinator = try await CoordinatorUnderTest.start()
+        let context = try WireContext()
+        let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)
+        let folder = Fixtures.temporaryDirectory("out")
+        let output = folder.appendingPathComponent("keyed.mp4").path
+        let submit = { (key: String, export: String, output: String, priority: Int?) async throws -> APIReply in
+            try await client.request(.submit(SubmitJob(
+                input: source, output: output, export: JSONPayload(JSONValue(parsing: Array(export.utf8))),
+                priority: priority, submissionKey: key)))
+        }
+        let export = #"{"fileType": "mp4", "video": {"codec": "h264", "preset": "ultrafast", "quality": 30}}"#
+        guard case .submitted(let first) = try await submit("key-1", export, output, nil) else {
+            throw TestFailure("the first SUBMIT was refused")
+        }
+        // The same request resent — keys in another order, defaults spelled out — is the same job.
+        let spelledOut = #"{"video": {"quality": 30, "preset": "ultrafast", "codec": "h264"}, "overwrite": false, "#
+            + #""segmentDuration": {"value": 10, "timescale": 1}, "audioTracks": "all", "fileType": "mp4"}"#
+        for (again, priority) in [(export, nil), (spelledOut, 0 as Int?)] {
+            guard case .submitted(let resent) = try await submit("key-1", again, output, priority) else {
+                throw TestFailure("a resend was refused")
+            }
+            #expect(resent.job == first.job)
+        }
+        // The key reused for another request: another quality, another output, another priority.
+        let changed: [(String, String, Int?)] = [
+            (export.replacingOccurrences(of: "30", with: "31"), output, nil),
+            (export, folder.appendingPathComponent("other.mp4").path, nil),
+            (export, output, 5),
+        ]
+        for (body, path, priority) in changed {
+            let refused = try Self.refusal(try await submit("key-1", body, path, priority))
+            #expect(refused.code == .conflict)
+            #expect(refused.message.contains("`submissionKey` key-1 already made job \(first.job)"), "\(refused.message)")
+            #expect(!refused.isRetryable)
+        }
+        #expect(try await coordinator.repository.jobs(in: JobState.allCases).count == 1, "no second job")
+        // A new key for the changed request is a new job.
+        guard case .submitted(let second) = try await submit("key-2", changed[0].0, output, nil) else {
+            throw TestFailure("a new key was refused")
+        }
+        #expect(second.job != first.job)
         await client.close()
         try await coordinator.stop()
     }

@@ -43,6 +43,11 @@ private struct DataLink {
                         dealer: dealer, coordinator: coordinator, worker: worker, tasks: tasks, otherKeys: otherKeys)
     }
 
+    /// The worker as the coordinator's side addresses it: its routing id and authenticated key.
+    var workerRoute: WirePeer {
+        WirePeer(routingID: RoutingID("w:" + workerKeys.publicKey.z85), publicKey: workerKeys.publicKey)
+    }
+
     func stop() async {
         for task in tasks { task.cancel() }
         await dealer.close(linger: .zero)
@@ -96,16 +101,14 @@ struct TransferPortTests {
         #expect(down.bytes == 5_000_001)
         #expect(try Data(contentsOf: downloaded) == Data(contentsOf: excerpt))
 
-        // The result: the worker announces it, the coordinator fetches it from that peer.
+        // The result: the worker offers it, and the coordinator fetches it from the worker's route
+        // (its routing id and key), knowing size and SHA-256 from the COMPLETE, as the daemons do.
         let (result, resultSum) = try await randomFile(dir, "result.splseg", bytes: 1_234_567)
         let resultID = try #require(TransferFileID("result-7c1e9d2a"))
-        try await link.worker.announce(resultID, path: result.path, size: 1_234_567, checksum: resultSum)
-        var offers = link.coordinator.offersReceived.makeAsyncIterator()
-        let (offer, peer) = try #require(await offers.next())
-        #expect(offer.file == resultID && offer.size == 1_234_567 && offer.checksum == resultSum)
-        #expect(peer.publicKey == link.workerKeys.publicKey, "the peer is the authenticated worker key")
+        await link.worker.offer(resultID, path: result.path)
         let spooled = dir.appendingPathComponent("segment-00003.a1-7c1e9d2a.splseg")
-        _ = try await link.coordinator.fetch(resultID, size: offer.size, checksum: offer.checksum, from: peer, to: spooled)
+        _ = try await link.coordinator.fetch(resultID, size: 1_234_567, checksum: resultSum, from: link.workerRoute,
+                                             to: spooled)
         #expect(try Data(contentsOf: spooled) == Data(contentsOf: result))
         #expect(try leftovers(dir).isEmpty)
         // Received bytes count each chunk once; a sender may have sent one twice after a stall.
@@ -182,16 +185,21 @@ struct TransferPortTests {
         var link = try await DataLink.start(options: Self.small, alsoEnrolled: [try CurveKeyPair.generate()])
         let (result, sum) = try await randomFile(dir, "result.splseg", bytes: 200_000)
         let id = try #require(TransferFileID("result-of-the-worker"))
-        try await link.worker.announce(id, path: result.path, size: 200_000, checksum: sum)
-        var offers = link.coordinator.offersReceived.makeAsyncIterator()
-        let (offer, peer) = try #require(await offers.next())
+        // The worker has spoken on the data endpoint (it fetched its excerpt), so its route is known.
+        let (excerpt, excerptSum) = try await randomFile(dir, "excerpt.splseg", bytes: 1000)
+        let excerptID = try #require(TransferFileID("excerpt-of-the-worker"))
+        await link.coordinator.offer(excerptID, path: excerpt.path, to: link.workerKeys.publicKey)
+        _ = try await link.worker.fetch(excerptID, size: 1000, checksum: excerptSum, from: .upstream,
+                                        to: dir.appendingPathComponent("scratch-excerpt.splseg"))
+        await link.worker.offer(id, path: result.path)
+        let peer = link.workerRoute
         // The worker stops answering for a while; meanwhile an intruder with its own enrolled key
         // says the file is missing and sends a chunk of the right size with the wrong bytes.
         link.tasks[1].cancel()
         try await Task.sleep(for: .milliseconds(200))
         let coordinator = link.coordinator
         let destination = dir.appendingPathComponent("spooled.splseg")
-        let fetching = Task { try await coordinator.fetch(id, size: offer.size, checksum: offer.checksum, from: peer, to: destination) }
+        let fetching = Task { try await coordinator.fetch(id, size: 200_000, checksum: sum, from: peer, to: destination) }
         let intruder = DataEndpoint(try await WireEndpoint.connect(
             link.router.wire.endpoints[0], type: .dealer, context: link.context,
             options: .dealer(curve: .client(keys: link.otherKeys[0], serverKey: link.serverKeys.publicKey), immediate: false)))
@@ -266,6 +274,8 @@ struct TransferPortTests {
             chunkHeader + [Data(count: 3)],
             fetchHeader + [Data(count: 3)],
             [Data(), Data(), Data()],
+            // OFFER was once a message here; nothing sends it, so it is no longer accepted.
+            [Data(#"{"protocol":"splice-data","version":1,"type":"OFFER","body":{"file":"x","size":10,"checksum":"sha256:\#(String(repeating: "ab", count: 32))"}}"#.utf8)],
         ]
         for frames in hostile { try await link.dealer.wire.send(frames) }
         let router = link.router
@@ -279,6 +289,7 @@ struct TransferPortTests {
         #expect(dropped?[.outOfRange] == 2)
         #expect(dropped?[.missingFrames] == 1)
         #expect(dropped?[.tooManyFrames] == 2)
+        #expect(dropped?[.unknownType] == 1, "an OFFER")
         // Still serving.
         let (file, sum) = try await randomFile(dir, "after.splseg", bytes: 100_000)
         let id = try #require(TransferFileID("after"))

@@ -46,6 +46,9 @@ struct CoordinatorMetricsTests {
         metrics.committed(fail("encode-failed"), outcome: .recorded(.willRetry(at: Date())))
         metrics.committed(fail("spool-unwritable"), outcome: .recorded(.willRetry(at: Date())))
         metrics.committed(fail("made-up-code"), outcome: .recorded(.jobFailed(segmentState: .dead)))
+        // Transfer mode's two codes were once missing from a hand-copied list and counted as `other`.
+        metrics.committed(fail("transfer-failed"), outcome: .recorded(.willRetry(at: Date())))
+        metrics.committed(fail("scratch-full"), outcome: .recorded(.willRetry(at: Date())))
         metrics.committed(fail("encode-failed"), outcome: .staleLease)
         metrics.abandoned(reason: "the worker did not accept the assignment within 5.0 seconds", recorded: true)
         metrics.abandoned(reason: "the assignment could not be delivered: gone", recorded: true)
@@ -56,6 +59,8 @@ struct CoordinatorMetricsTests {
         #expect(failed.value(["encode-failed"]) == 1)
         #expect(failed.value(["spool-unwritable"]) == 1)
         #expect(failed.value(["other"]) == 1)
+        #expect(failed.value(["transfer-failed"]) == 1)
+        #expect(failed.value(["scratch-full"]) == 1)
         #expect(failed.value(["not-accepted"]) == 1)
         #expect(failed.value(["undeliverable"]) == 1)
         #expect(failed.value(["reregistered"]) == 0)
@@ -64,6 +69,20 @@ struct CoordinatorMetricsTests {
         #expect(metrics.leaseExpiries.value() == 3)
         #expect(AttemptFailure.reason(abandoned: "the worker left before its assignment was sent") == "worker-lost")
         #expect(AttemptFailure.reason(abandoned: "something new") == "abandoned")
+    }
+
+    @Test("every FAIL code this build knows counts under its own label, none as other")
+    func everyFailCode() {
+        let metrics = CoordinatorMetrics()
+        for code in Fail.Code.allCases {
+            let fail = Fail(attempt: opsAttempt(0), code: code, reason: "r", retryable: true)
+            metrics.committed(.fail(fail), outcome: .recorded(.willRetry(at: Date())))
+        }
+        #expect(Fail.Code.allCases.count == Set(Fail.Code.allCases).count)
+        for code in Fail.Code.allCases {
+            #expect(metrics.attemptsFailed.value([code.rawValue]) == 1, "\(code)")
+        }
+        #expect(metrics.attemptsFailed.value(["other"]) == 0)
     }
 
     @Test("dispatch latency runs from the claim to its ASSIGN going out, once per attempt")

@@ -527,7 +527,7 @@ struct FaultScenarioTests {
             #expect(cluster.workers.allSatisfy { $0.process.isRunning }, "a worker died")
             // The garbage reached the decoders (and was refused there), on both ports.
             let log = cluster.coordinator.output
-            for reason in ["garbled", "wrong-protocol", "unsupported-version", "unknown-type", "invalid-body"] {
+            for reason in ["garbled", "wrong-protocol", "unsupported-version", "unknown-type", "invalid-body", "oversized"] {
                 #expect(log.contains(#"msg="message dropped" reason=\#(reason)"#),
                         "worker port: no \(reason) drop logged")
                 #expect(log.contains(#"msg="API request dropped" reason=\#(reason)"#),

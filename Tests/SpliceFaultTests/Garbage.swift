@@ -45,7 +45,8 @@ struct Garbage: Sendable {
     // MARK: - ZeroMQ frames
 
     /// Sends each message (a list of frames) from a DEALER of its own, then one frame over the
-    /// 4 MiB limit (libzmq drops the connection that sent it). Returns the frames sent.
+    /// 4 MiB message limit (read, counted and logged as `oversized`; only a frame over 64 MiB
+    /// would end the connection). Returns the frames sent.
     private static func send(_ messages: [[Data]], to endpoint: String) async throws -> Int {
         let context = try WireContext()
         var sent = 0
@@ -55,7 +56,7 @@ struct Garbage: Sendable {
             try? await dealer.send(frames)
             sent += frames.count
         }
-        // Give the queued messages time to leave before the oversized frame ends the connection.
+        // Give the queued messages time to leave before the oversized frame.
         try await Task.sleep(for: .milliseconds(100))
         let oversized = try await WireEndpoint.connect(endpoint, type: .dealer, context: context,
                                                        options: .dealer(immediate: false))

@@ -114,3 +114,16 @@ func checkDeployFiles(against exposition: String, sourceLocation: SourceLocation
         }
     }
 }
+
+/// Every family a coordinator serves (`exposition`: its /metrics) has its row in docs/deploy.md's
+/// metrics table, so an operator reading the docs sees all of them.
+func checkDocumentedMetrics(coordinator exposition: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let docs = Fixtures.packageRoot.appendingPathComponent("docs/deploy.md")
+    let text = try String(contentsOf: docs, encoding: .utf8)
+    let table = text.split(separator: "\n").filter { $0.hasPrefix("| `splice_") || $0.hasPrefix("| `process_") }
+        .joined(separator: "\n")
+    for family in MetricsText(exposition).families.sorted() where family.hasPrefix("splice_") {
+        #expect(table.contains("`\(family)`") || table.contains("`\(family){"), "docs/deploy.md's metrics table has no \(family)",
+                sourceLocation: sourceLocation)
+    }
+}

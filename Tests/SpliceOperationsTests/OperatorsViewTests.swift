@@ -106,6 +106,7 @@ struct OperatorsViewTests {
             }
             let worker = try await scrape(workers[0])
             try checkDeployFiles(against: after.text + worker.text)
+            try checkDocumentedMetrics(coordinator: after.text)
             // One name, one meaning: a family both endpoints serve is described the same on both.
             let coordinatorHelp = helpLines(after.text), workerHelp = helpLines(worker.text)
             for (family, help) in coordinatorHelp {

@@ -1,4 +1,5 @@
 import Foundation
+import SpliceCore
 import SpliceStore
 import SpliceTestSupport
 import Synchronization
@@ -68,6 +69,27 @@ private final class Acknowledged: Sendable {
             SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM job_events WHERE kind = 'job_created')
             """)
         #expect(try rows[0].decode(Int.self, at: 0) == 1 && rows[0].decode(Int.self, at: 1) == 1)
+    }
+
+    @Test func aSubmissionKeepsItsFingerprintBesideItsKey() async throws {
+        let store = try await StoreFixture()
+        let fingerprint = try #require(SHA256Digest("sha256:" + String(repeating: "7c", count: 32)))
+        let first = try await store.repository.createJob(JobSubmission(
+            idempotencyKey: "keyed", fingerprint: fingerprint, sourceURL: "a", outputURL: "b"))
+        #expect(first.created && first.job.submissionFingerprint == fingerprint)
+        // A second create with the key returns the first job with the first fingerprint: the
+        // coordinator compares it with the new request's.
+        let other = try #require(SHA256Digest("sha256:" + String(repeating: "0d", count: 32)))
+        let again = try await store.repository.createJob(JobSubmission(
+            idempotencyKey: "keyed", fingerprint: other, sourceURL: "c", outputURL: "d"))
+        #expect(!again.created && again.job.id == first.job.id && again.job.submissionFingerprint == fingerprint)
+        #expect(try await store.repository.job(idempotencyKey: "keyed")?.submissionFingerprint == fingerprint)
+        let unkeyed = try await store.repository.createJob(JobSubmission(idempotencyKey: "old", sourceURL: "a", outputURL: "b"))
+        #expect(unkeyed.job.submissionFingerprint == nil)
+        // Only a SHA-256 in its text form fits the column.
+        await #expect(throws: StoreError.self) {
+            try await store.query("UPDATE jobs SET submission_fingerprint = 'md5:1234' WHERE idempotency_key = 'old'")
+        }
     }
 
     @Test func valuesFullOfQuotesAndSQLAreStoredVerbatim() async throws {

@@ -121,7 +121,13 @@ struct RouterDealerTests {
         #expect(applied["immediate"] == 1)
         #expect(applied["reconnect_ivl"] == 120)
         #expect(applied["reconnect_ivl_max"] == 7000)
-        #expect(applied["maxmsgsize"] == 65536)
+        // libzmq reads frames up to 16 times the message limit (the endpoint counts and reports
+        // those as oversized); only a larger one ends the connection.
+        #expect(applied["maxmsgsize"] == 1_048_576)  // 16 × 65536
+        options.disconnectBytes = 100_000
+        #expect(try await appliedOptions(options, type: .dealer)["maxmsgsize"] == 100_000)
+        options.disconnectBytes = 1000
+        #expect(try await appliedOptions(options, type: .dealer)["maxmsgsize"] == 65536, "never below the message limit")
         await shutDown(context, dealer)
     }
 

@@ -218,6 +218,85 @@ struct RejectionTests {
             == .oversized)
     }
 
+    @Test("every rejection whose envelope id can be read carries it, so the API can answer it")
+    func requestIDs() throws {
+        let api = { (json: String) -> WireRejection? in
+            if case .failure(let rejection) = self.codec.decode([Data(json.utf8)], as: APIRequest.self) { rejection } else { nil }
+        }
+        let refused: [(String, WireRejection.Reason)] = [
+            (#"{"id": "q", "protocol": "splice-worker", "version": 2, "type": "WORKERS", "body": {}}"#, .wrongProtocol),
+            (#"{"id": "q", "protocol": "splice-api", "version": 7, "type": "WORKERS", "body": {}}"#, .unsupportedVersion),
+            (#"{"id": "q", "protocol": "splice-api", "version": 1, "type": "EXPLODE", "body": {}}"#, .unknownType),
+            (#"{"id": "q", "protocol": "splice-api", "version": 1, "type": "STATUS", "body": {"job": 42}}"#, .invalidBody),
+            (#"{"id": "q", "protocol": "splice-api", "version": 1, "type": "LIST", "body": {"limit": 0}}"#, .outOfRange),
+            (#"{"id": "q", "version": 1, "type": "LIST", "body": {}}"#, .garbled),
+            (#"{"body": {"limit": 1001}, "type": "LIST", "version": 1, "protocol": "splice-api", "id": "q"}"#, .outOfRange),
+        ]
+        for (json, expected) in refused {
+            let rejection = try #require(api(json), "\(json) decoded")
+            #expect(rejection.reason == expected, "\(json)")
+            #expect(rejection.requestID == "q", "\(json)")
+        }
+        // The field is named in the detail, as the API's ERROR says it.
+        #expect(api(refused[3].0)?.detail.contains("`body.job`") == true, "\(api(refused[3].0)?.detail ?? "")")
+        #expect(api(refused[4].0)?.detail == "LIST: `limit` is 0, outside 1…1000")
+        #expect(api(refused[2].0)?.detail.contains("CANCEL, ENROLL, LIST, REVOKE, STATUS, SUBMIT, WORKERS") == true)
+        // No id to read: not JSON, not an object, an id that is not a string.
+        #expect(api("not json")?.requestID == nil)
+        #expect(api(#"["id", "q"]"#)?.requestID == nil)
+        let numeric = api(#"{"id": 5, "protocol": "splice-api", "version": 1, "type": "WORKERS", "body": {}}"#)
+        #expect(numeric?.reason == .invalidBody && numeric?.requestID == nil)
+        // `null` is the same as no id.
+        guard case .success(let envelope) = codec.decode(
+            [Data(#"{"id": null, "protocol": "splice-api", "version": 1, "type": "WORKERS", "body": {}}"#.utf8)],
+            as: APIRequest.self) else {
+            Issue.record("a null id was refused")
+            return
+        }
+        #expect(envelope.requestID == nil)
+    }
+
+    @Test("an oversized envelope's id is found without parsing it, wherever it sits")
+    func oversizedRequestIDs() {
+        let pad = String(repeating: "x", count: 5000)
+        let oversized = { (json: String) -> WireRejection? in
+            if case .failure(let rejection) = self.codec.decode([Data(json.utf8)], as: APIRequest.self) { rejection } else { nil }
+        }
+        let cases: [(String, String?)] = [
+            // As WireCodec writes it: the body first, then the id.
+            (#"{"body":{"pad":"\#(pad)"},"id":"r1","protocol":"splice-api","type":"LIST","version":1}"#, "r1"),
+            // As Python writes it: the id first.
+            (#"{"id": "r2", "protocol": "splice-api", "body": {"pad": "\#(pad)"}}"#, "r2"),
+            // Brackets and quotes inside strings, nested ids, an escaped quote in the id.
+            (#"{"body":{"id":"inner","s":"}]\"{[","a":[{"id":"no"},[1,2]],"pad":"\#(pad)"},"id":"a\"b"}"#, "a\"b"),
+            // Nested only, a number, a truncated document, no object at all.
+            (#"{"body":{"id":"inner","pad":"\#(pad)"}}"#, nil),
+            (#"{"body":{"pad":"\#(pad)"},"id":7}"#, nil),
+            (#"{"body":{"pad":"\#(pad)"#, nil),
+            (#"["\#(pad)", {"id": "r3"}]"#, nil),
+            // An id too long to be worth echoing.
+            (#"{"body":{"pad":"\#(pad)"},"id":"\#(String(repeating: "i", count: 300))"}"#, nil),
+        ]
+        for (json, id) in cases {
+            let rejection = oversized(json)
+            #expect(rejection?.reason == .oversized)
+            #expect(rejection?.requestID == id, "\(json.prefix(60))…")
+        }
+    }
+
+    @Test("the API's answer to a refused request: a typed code and the detail naming the field")
+    func apiErrors() {
+        #expect(APIError(refusing: WireRejection(.oversized, "5000 bytes, over the 4096-byte limit")).code == .tooLarge)
+        #expect(APIError(refusing: WireRejection(.unsupportedVersion, "`version` is 7")).code == .unsupportedVersion)
+        let range = APIError(refusing: WireRejection(.outOfRange, "LIST: `limit` is 0, outside 1…1000"))
+        #expect(range.code == .invalidRequest)
+        #expect(range.message == "invalid request: LIST: `limit` is 0, outside 1…1000")
+        #expect(!range.isRetryable)
+        for reason in [WireRejection.Reason.garbled, .wrongProtocol, .unknownType, .invalidBody] {
+            #expect(APIError(refusing: WireRejection(reason, "x")).code == .invalidRequest)
+        }
+    }
+
     @Test("random bytes and mutated messages never crash the decoder")
     func fuzz() throws {
         let valid = try Samples.worker.map { try codec.encode($0)[0] }

@@ -1,5 +1,6 @@
 import Foundation
 import SpliceCluster
+import SpliceJSON
 import SpliceMedia
 import SpliceWire
 import Testing
@@ -55,6 +56,44 @@ struct ClientSubmitTests {
         #expect(try parse(["/in.mov", "/out.mp4"], as: SubmitCommand.self).submission().priority == nil)
     }
 
+    @Test("one set of defaults: a SUBMIT leaving a field out gets what `splice submit` sends without its flag",
+          arguments: ["/out.mp4", "/out.webm", "/out.mov", "/out.mkv"])
+    func defaults(output: String) throws {
+        let cli = try parse(["/in.mov", output], as: SubmitCommand.self).request
+        let fileType = try #require(OutputFileType(pathExtension: String(output.split(separator: ".").last!)))
+        // The least an integrator's client can send: the container.
+        let api = try JSON.decode(TranscodeRequest.self, from: Array(#"{"fileType": "\#(fileType.rawValue)"}"#.utf8))
+        #expect(api == cli)
+        #expect(api.audio != nil && api.audioTracks == .all, "every audio track, encoded")
+        #expect(api.video != nil)
+        // Leaving audio or video out is said, not implied.
+        let noAudio = try parse(["/in.mov", output, "--no-audio"], as: SubmitCommand.self).request
+        #expect(try JSON.decode(TranscodeRequest.self,
+                                from: Array(#"{"fileType": "\#(fileType.rawValue)", "audioTracks": "none"}"#.utf8)) == noAudio)
+        let noVideo = try parse(["/in.mov", output, "--no-video"], as: SubmitCommand.self).request
+        #expect(try JSON.decode(TranscodeRequest.self,
+                                from: Array(#"{"fileType": "\#(fileType.rawValue)", "includesVideo": false}"#.utf8)) == noVideo)
+        // What the CLI sends decodes to what it meant, whatever it leaves out.
+        for request in [cli, noAudio, noVideo] {
+            #expect(try JSONPayload(encoding: request).decode(TranscodeRequest.self) == request)
+        }
+    }
+
+    @Test("every export flag names the request field it sets, for the API's errors")
+    func requestFieldOfEveryFlag() {
+        // The coordinator names a refused setting by its field (`export.video.quality`); a flag
+        // the table does not know would be named by its CLI spelling there.
+        for flag in ExportOptions.flags {
+            let name = flag.declaration.spec.name
+            let key = SettingsError(field: name, value: "x", allowed: "y").requestKey
+            #expect(key != name || !name.contains("-"), "--\(name) has no request field")
+            let root = key.split(separator: ".").first.map(String.init) ?? key
+            #expect(TranscodeRequestFields.names.contains(root), "--\(name) → \(key), not a TranscodeRequest field")
+        }
+        #expect(SettingsError(field: "crf", value: "60", allowed: "from 0 to 51 for h264").message(under: "export")
+            == "invalid `export.video.quality` '60': must be from 0 to 51 for h264")
+    }
+
     @Test("bad flags are usage errors naming the flag, found before any connection", arguments: [
         (["--crf", "99"], "--crf: '99' is not valid"),
         (["--priority", "5000"], "--priority must be from -1000 to 1000"),
@@ -88,4 +127,13 @@ struct ClientSubmitTests {
         #expect(usageError(["clip.mov", "clip.avi"], for: SubmitCommand.self)?
             .hasPrefix("cannot tell the container of 'clip.avi'") == true)
     }
+}
+
+/// The request's top-level fields, as it encodes them (a request with no video adds `includesVideo`).
+enum TranscodeRequestFields {
+    static let names: Set<String> = {
+        var names = Set(Mirror(reflecting: TranscodeRequest(video: nil, audio: nil, fileType: .mp4)).children.compactMap(\.label))
+        names.insert("includesVideo")
+        return names
+    }()
 }

@@ -33,9 +33,6 @@ public actor TransferPort {
     private let logger: Logger
     /// Files offered: where each is, and the only key that may fetch it (nil: whoever asks).
     private var offers: [TransferFileID: (path: String, key: CurvePublicKey?)] = [:]
-    private let announced: AsyncStream<(Offer, WirePeer)>.Continuation
-    /// The OFFERs peers send (files they want this side to fetch), with the peer to fetch from.
-    public nonisolated let offersReceived: AsyncStream<(Offer, WirePeer)>
     private var inbox: [TransferFileID: AsyncStream<Arrival>.Continuation] = [:]
     /// Payload bytes received into fetches and sent to peers.
     public private(set) var bytesIn: Int64 = 0
@@ -60,14 +57,6 @@ public actor TransferPort {
         self.endpoint = endpoint
         self.options = options
         self.logger = logger
-        (offersReceived, announced) = AsyncStream.makeStream(of: (Offer, WirePeer).self, bufferingPolicy: .bufferingNewest(1024))
-    }
-
-    /// Tells `peer` that `file` is ready to be fetched from this side (and offers it).
-    public func announce(_ file: TransferFileID, path: String, size: Int64, checksum: SHA256Digest,
-                         to peer: WirePeer = .upstream) async throws(WireError) {
-        offers[file] = (path, peer.publicKey)
-        try await endpoint.send(.offer(Offer(file: file, size: size, checksum: checksum)), to: peer)
     }
 
     // MARK: - Serving
@@ -99,8 +88,6 @@ public actor TransferPort {
                     inbox[chunk.file]?.yield(.chunk(chunk, payload ?? Data(), from: peer))
                 case .message(.missing(let missing), _, let peer):
                     inbox[missing.file]?.yield(.missing(missing, from: peer))
-                case .message(.offer(let offer), _, let peer):
-                    announced.yield((offer, peer))
                 case .rejected(let rejection, let peer):
                     logger.warning("refused a message on the data endpoint", [
                         "peer": peer.description, "reason": rejection.reason.rawValue, "detail": rejection.detail,
@@ -108,7 +95,6 @@ public actor TransferPort {
                 }
             }
         }
-        announced.finish()
     }
 
     private func serve(_ fetch: Fetch, to peer: WirePeer) async {

@@ -58,7 +58,7 @@ public enum OutputDestination {
                 var source = stat()
                 if stat(inputPath, &source) == 0, source.st_dev == target.st_dev, source.st_ino == target.st_ino {
                     throw MediaError(.invalidSettings, "the output '\(output)' is the input '\(input)' (the same file); "
-                                     + "choose another output name; Splice never writes over its input, even with -y")
+                                     + "choose another output name; Splice never writes over its input, even when allowed to overwrite")
                 }
             }
             let type = target.st_mode & S_IFMT
@@ -77,8 +77,9 @@ public enum OutputDestination {
         try checkFolder(of: path, output: output)
     }
 
-    /// The error for an output that exists and may not be replaced.
-    static func exists(_ output: String) -> MediaError {
+    /// The error for an output that exists and may not be replaced, in the CLI's words (`splice
+    /// submit` says it for the coordinator's `output-exists`).
+    public static func exists(_ output: String) -> MediaError {
         MediaError(.outputExists, "'\(output)' already exists; pass -y (--overwrite) to replace it, or choose another name")
     }
 

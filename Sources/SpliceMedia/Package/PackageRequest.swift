@@ -34,7 +34,7 @@ public struct PackageRequest: Sendable, Codable, Hashable {
                                 allowed: "h264 for a streaming package (CMAF avc1 renditions need a video track)")
         }
         if video.quality != nil || video.bitrate != nil || video.width != nil || video.height != nil {
-            throw SettingsError(field: "ladder", value: "with --crf, --video-bitrate, --width or --height",
+            throw SettingsError(field: "ladder", value: "with a video quality, bit rate, width or height",
                                 allowed: "the only source of sizes and rates: each rung has its own")
         }
         if let ladder, ladder.isEmpty {

@@ -29,6 +29,13 @@ public struct AudioSettings: Sendable, Codable, Hashable {
         self.bitrate = bitrate
     }
 
+    /// What a `fileType` output's audio tracks get when no audio settings are given: aac, or opus
+    /// for WebM, everything else from the source (the CLI without audio flags, a SUBMIT without
+    /// `audio`).
+    public static func defaults(for fileType: OutputFileType) -> AudioSettings {
+        AudioSettings(codec: fileType == .webm ? .opus : .aac)
+    }
+
     /// Sample rates each codec accepts.
     static let aacRates = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200, 96000]
     static let opusRates = [8000, 12000, 16000, 24000, 48000]

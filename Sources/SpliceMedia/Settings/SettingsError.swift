@@ -24,6 +24,34 @@ public struct SettingsError: SpliceError, Hashable {
 
     public var code: Code { .invalidSettings }
     public var message: String { "invalid \(field) '\(value)': must be \(allowed)" }
+
+    /// The setting as ``TranscodeRequest`` spells it, the field path a client of the API sends
+    /// (`video.quality` for `crf`); the CLI's name for the few that have no such field.
+    public var requestKey: String { Self.requestKeys[field] ?? field }
+
+    /// The message for a client of the API: the same, naming the request's field under `root`
+    /// (`` invalid `export.video.quality` '60': … ``) instead of the CLI's flag.
+    public func message(under root: String) -> String {
+        "invalid `\(root).\(requestKey)` '\(value)': must be \(allowed)"
+    }
+
+    /// Each CLI name a setting is refused under, and the request field it sets (the flags'
+    /// table, `ExportOptions.flags`, says the same from the CLI's side).
+    static let requestKeys: [String: String] = [
+        "video-codec": "video.codec", "width": "video.width", "height": "video.height", "crf": "video.quality",
+        "video-bitrate": "video.bitrate", "max-bitrate": "video.maxBitrate", "buffer-size": "video.bufferSize",
+        "profile": "video.profile", "level": "video.level", "preset": "video.preset",
+        "keyframe-interval": "video.keyframeInterval", "frame-rate": "video.frameRate",
+        "pixel-format": "video.pixelFormat", "tone-map": "video.toneMap",
+        "audio-codec": "audio.codec", "audio-bitrate": "audio.bitrate", "sample-rate": "audio.sampleRate",
+        "channels": "audio.channels", "channel-layout": "audio.channelLayout",
+        "format": "fileType", "start": "range.start", "duration": "range.duration",
+        "segment-seconds": "segmentDuration", "audio-segment-seconds": "audioSegmentDuration",
+        "copy-video": "copiesVideo", "copy-audio": "copiesAudio", "audio-tracks": "audioTracks",
+        "no-video": "includesVideo", "no-audio": "audioTracks", "subtitles": "subtitles", "data-tracks": "dataTracks",
+        "annotations": "annotations", "metadata": "metadata", "faststart": "optimizesForNetworkUse",
+        "ladder": "package.ladder", "hls-segment-seconds": "package.segmentDuration", "dash": "package.dash",
+    ]
     public var isRetryable: Bool { false }
     public var description: String { message }
 

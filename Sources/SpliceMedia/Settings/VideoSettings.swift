@@ -70,6 +70,12 @@ public struct VideoSettings: Sendable, Codable, Hashable {
         self.toneMap = toneMap
     }
 
+    /// What a `fileType` output gets when no video settings are given: h264, or vp9 for WebM,
+    /// everything else from the source (the CLI without video flags, a SUBMIT without `video`).
+    public static func defaults(for fileType: OutputFileType) -> VideoSettings {
+        VideoSettings(codec: fileType == .webm ? .vp9 : .h264)
+    }
+
     static let x26xPresets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
                               "veryslow", "placebo"]
     static let profiles: [Codec: [String]] = [
@@ -110,7 +116,7 @@ public struct VideoSettings: Sendable, Codable, Hashable {
         if let quality {
             guard let range = qualityRange else {
                 throw SettingsError(field: "crf", value: "\(quality)",
-                                    allowed: "unset for prores (choose a --profile: proxy, lt, standard, hq, 4444, 4444xq)")
+                                    allowed: "unset for prores (choose a profile instead: proxy, lt, standard, hq, 4444, 4444xq)")
             }
             if !range.contains(quality) {
                 throw SettingsError(field: "crf", value: "\(quality)",
@@ -118,7 +124,7 @@ public struct VideoSettings: Sendable, Codable, Hashable {
             }
             if bitrate != nil {
                 throw SettingsError(field: "crf", value: "\(quality)",
-                                    allowed: "unset when --video-bitrate is given (choose quality or bitrate)")
+                                    allowed: "unset when a video bit rate is given (choose quality or bit rate)")
             }
         }
         if let bitrate, bitrate < 1000 || bitrate > 2_000_000_000 {
@@ -131,11 +137,11 @@ public struct VideoSettings: Sendable, Codable, Hashable {
             }
             if let bitrate, maxBitrate < bitrate {
                 throw SettingsError(field: "max-bitrate", value: "\(maxBitrate)",
-                                    allowed: "at least the average --video-bitrate (\(bitrate))")
+                                    allowed: "at least the average video bit rate (\(bitrate))")
             }
             if bufferSize == nil {
                 throw SettingsError(field: "max-bitrate", value: "\(maxBitrate)",
-                                    allowed: "given together with --buffer-size")
+                                    allowed: "given together with a buffer size")
             }
         }
         if let bufferSize, bufferSize < 1000 {

@@ -3,11 +3,20 @@
 /// `export`, stored with the job as its settings). Checked once where it enters
 /// (``validate()``: the CLI's `validate()`, the coordinator's SUBMIT) and typed from there on;
 /// planned by ``SegmentPlanner/plan(source:request:)`` in both modes.
+///
+/// **One set of defaults.** Decoding applies the defaults the CLI applies to flags not given, so
+/// every client that leaves a field out gets what `splice transcode` makes without that flag:
+/// video encoded (``VideoSettings/defaults(for:)``) unless `includesVideo` is false or it is
+/// copied, every audio track encoded (``AudioSettings/defaults(for:)``) unless `audioTracks` is
+/// `none` or it is copied, 10 s segments, no fast start, no tags. The JSON Schema of this type
+/// is docs/schema/transcode-request.json (docs/protocol.md, The export settings).
 public struct TranscodeRequest: Sendable, Codable, Hashable {
     /// Video settings; nil leaves video out of the output (or copies it, with ``copiesVideo``).
+    /// In JSON, an absent `video` is the default video unless `includesVideo` is false.
     public var video: VideoSettings?
     /// Audio settings for every selected audio track; nil leaves audio out (or copies it, with
-    /// ``copiesAudio``).
+    /// ``copiesAudio``): ``audioTracks`` is then `none` unless copied. In JSON, an absent `audio`
+    /// is the default audio unless `audioTracks` is `none`.
     public var audio: AudioSettings?
     public var fileType: OutputFileType
     /// Part of the source to transcode; nil for all of it.
@@ -41,10 +50,15 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
 
     /// The shortest segment a request may ask for.
     public static let minimumSegmentDuration = MediaTime(seconds: 1)
+    /// The segment length when none is asked for (`--segment-seconds`, `segmentDuration`).
+    public static let defaultSegmentDuration = MediaTime(seconds: 10)
+
+    /// Whether the output has video, encoded or copied (`includesVideo` in JSON).
+    public var includesVideo: Bool { video != nil || copiesVideo }
 
     public init(video: VideoSettings?, audio: AudioSettings?, fileType: OutputFileType, range: MediaTimeRange? = nil,
                 optimizesForNetworkUse: Bool = false, metadata: [String: String] = [:],
-                segmentDuration: MediaTime = MediaTime(seconds: 10), overwrite: Bool = false,
+                segmentDuration: MediaTime = TranscodeRequest.defaultSegmentDuration, overwrite: Bool = false,
                 audioTracks: AudioTrackSelection = .all, copiesVideo: Bool = false, copiesAudio: Bool = false,
                 subtitles: TrackPolicy = .copy, dataTracks: TrackPolicy = .copy, annotations: [TimedAnnotation] = [],
                 audioSegmentDuration: MediaTime? = nil, package: PackageRequest? = nil) {
@@ -56,7 +70,9 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
         self.metadata = metadata
         self.segmentDuration = segmentDuration
         self.overwrite = overwrite
-        self.audioTracks = audioTracks
+        // No audio settings and nothing copied is no audio, whatever the selection: said as
+        // `none`, so the request means the same once encoded and decoded.
+        self.audioTracks = audio == nil && !copiesAudio ? .none : audioTracks
         self.copiesVideo = copiesVideo
         self.copiesAudio = copiesAudio
         self.subtitles = subtitles
@@ -68,24 +84,32 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
 
     private enum CodingKeys: String, CodingKey {
         case video, audio, fileType, range, optimizesForNetworkUse, metadata, segmentDuration, overwrite, audioTracks,
-             copiesVideo, copiesAudio, subtitles, dataTracks, annotations, audioSegmentDuration, package
+             copiesVideo, copiesAudio, subtitles, dataTracks, annotations, audioSegmentDuration, package, includesVideo
     }
 
-    /// Decodes a request; fields added after the first release may be missing (jobs stored
-    /// before they existed) and take their defaults.
+    /// Decodes a request, with the defaults every client gets for what it leaves out (the type's
+    /// comment); only `fileType` is required. Jobs stored before a field existed decode the same way.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        video = try container.decodeIfPresent(VideoSettings.self, forKey: .video)
-        audio = try container.decodeIfPresent(AudioSettings.self, forKey: .audio)
         fileType = try container.decode(OutputFileType.self, forKey: .fileType)
-        range = try container.decodeIfPresent(MediaTimeRange.self, forKey: .range)
-        optimizesForNetworkUse = try container.decode(Bool.self, forKey: .optimizesForNetworkUse)
-        metadata = try container.decode([String: String].self, forKey: .metadata)
-        segmentDuration = try container.decode(MediaTime.self, forKey: .segmentDuration)
-        overwrite = try container.decodeIfPresent(Bool.self, forKey: .overwrite) ?? false
-        audioTracks = try container.decodeIfPresent(AudioTrackSelection.self, forKey: .audioTracks) ?? .all
         copiesVideo = try container.decodeIfPresent(Bool.self, forKey: .copiesVideo) ?? false
         copiesAudio = try container.decodeIfPresent(Bool.self, forKey: .copiesAudio) ?? false
+        audioTracks = try container.decodeIfPresent(AudioTrackSelection.self, forKey: .audioTracks) ?? .all
+        video = try container.decodeIfPresent(VideoSettings.self, forKey: .video)
+        audio = try container.decodeIfPresent(AudioSettings.self, forKey: .audio)
+        if try container.decodeIfPresent(Bool.self, forKey: .includesVideo) ?? true {
+            if video == nil && !copiesVideo { video = VideoSettings.defaults(for: fileType) }
+        } else if video != nil || copiesVideo {
+            throw DecodingError.dataCorruptedError(
+                forKey: .includesVideo, in: container, debugDescription: "false, yet `video` or `copiesVideo` is given")
+        }
+        if audio == nil && !copiesAudio && audioTracks != .none { audio = AudioSettings.defaults(for: fileType) }
+        range = try container.decodeIfPresent(MediaTimeRange.self, forKey: .range)
+        optimizesForNetworkUse = try container.decodeIfPresent(Bool.self, forKey: .optimizesForNetworkUse) ?? false
+        metadata = try container.decodeIfPresent([String: String].self, forKey: .metadata) ?? [:]
+        segmentDuration = try container.decodeIfPresent(MediaTime.self, forKey: .segmentDuration)
+            ?? Self.defaultSegmentDuration
+        overwrite = try container.decodeIfPresent(Bool.self, forKey: .overwrite) ?? false
         subtitles = try container.decodeIfPresent(TrackPolicy.self, forKey: .subtitles) ?? .copy
         dataTracks = try container.decodeIfPresent(TrackPolicy.self, forKey: .dataTracks) ?? .copy
         annotations = try container.decodeIfPresent([TimedAnnotation].self, forKey: .annotations) ?? []
@@ -93,8 +117,30 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
         package = try container.decodeIfPresent(PackageRequest.self, forKey: .package)
     }
 
-    /// Whether the output has video (encoded or copied) and audio.
-    var hasVideo: Bool { video != nil || copiesVideo }
+    /// Encodes every field, so that decoding gives the same request: no video is said
+    /// (`includesVideo: false`), no audio is `audioTracks: none` (the initializer sees to it).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(video, forKey: .video)
+        try container.encodeIfPresent(audio, forKey: .audio)
+        try container.encode(fileType, forKey: .fileType)
+        try container.encodeIfPresent(range, forKey: .range)
+        try container.encode(optimizesForNetworkUse, forKey: .optimizesForNetworkUse)
+        try container.encode(metadata, forKey: .metadata)
+        try container.encode(segmentDuration, forKey: .segmentDuration)
+        try container.encode(overwrite, forKey: .overwrite)
+        try container.encode(audioTracks, forKey: .audioTracks)
+        try container.encode(copiesVideo, forKey: .copiesVideo)
+        try container.encode(copiesAudio, forKey: .copiesAudio)
+        try container.encode(subtitles, forKey: .subtitles)
+        try container.encode(dataTracks, forKey: .dataTracks)
+        try container.encode(annotations, forKey: .annotations)
+        try container.encodeIfPresent(audioSegmentDuration, forKey: .audioSegmentDuration)
+        try container.encodeIfPresent(package, forKey: .package)
+        if !includesVideo { try container.encode(false, forKey: .includesVideo) }
+    }
+
+    /// Whether the output has audio (encoded or copied).
     var hasAudio: Bool { (audio != nil || copiesAudio) && audioTracks != .none }
 
     /// Checks every setting on its own terms and against the container (the source-dependent
@@ -111,11 +157,11 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
         if copiesAudio && audio != nil {
             throw SettingsError(field: "copy-audio", value: "with audio settings", allowed: "alone: copied audio is not encoded")
         }
-        guard hasVideo || hasAudio else {
-            throw SettingsError(field: "no-audio", value: "with --no-video", allowed: "not both: nothing would be made")
+        guard includesVideo || hasAudio else {
+            throw SettingsError(field: "no-video", value: "with no audio either", allowed: "not asked for: nothing would be made")
         }
         guard video != nil || (audio != nil && audioTracks != .none) else {
-            throw SettingsError(field: "copy-video", value: "with --copy-audio or no audio",
+            throw SettingsError(field: "copy-video", value: "with copied or no audio",
                                 allowed: "combined with something to encode; `splice export` copies tracks without segments")
         }
         guard segmentDuration >= Self.minimumSegmentDuration else {

@@ -50,9 +50,11 @@ public final class JobRepository: Sendable {
         try await client.transaction { connection in
             let inserted = try await connection.query("""
                 WITH job AS (
-                    INSERT INTO jobs (idempotency_key, source_url, output_url, settings, priority, max_attempts)
-                    VALUES (\(submission.idempotencyKey), \(submission.sourceURL), \(submission.outputURL),
-                            \(submission.settings), \(submission.priority), \(submission.maxAttempts))
+                    INSERT INTO jobs (idempotency_key, submission_fingerprint, source_url, output_url, settings,
+                                      priority, max_attempts)
+                    VALUES (\(submission.idempotencyKey), \(submission.fingerprint), \(submission.sourceURL),
+                            \(submission.outputURL), \(submission.settings), \(submission.priority),
+                            \(submission.maxAttempts))
                     ON CONFLICT (idempotency_key) DO NOTHING
                     RETURNING *
                 ), event AS (

@@ -27,9 +27,13 @@ extension PostgresDecodable where Self: RawRepresentable, RawValue == String {
 
 // MARK: - Jobs
 
-/// What a client submits. Submitting the same `idempotencyKey` again returns the first job.
+/// What a client submits. Submitting the same `idempotencyKey` again returns the first job
+/// (whose `submissionFingerprint` says whether it was the same request).
 public struct JobSubmission: Sendable, Equatable {
     public var idempotencyKey: String
+    /// The SHA-256 of the canonical request, kept with the key so a resend can be told from a
+    /// reuse of the key for another request.
+    public var fingerprint: SHA256Digest?
     public var sourceURL: String
     public var outputURL: String
     /// The job's settings as JSON, opaque to the store.
@@ -39,9 +43,10 @@ public struct JobSubmission: Sendable, Equatable {
     /// Attempts each segment gets before it is dead.
     public var maxAttempts: Int
 
-    public init(idempotencyKey: String, sourceURL: String, outputURL: String, settings: PostgresJSON = .emptyObject,
-                priority: Int = 0, maxAttempts: Int = 5) {
+    public init(idempotencyKey: String, fingerprint: SHA256Digest? = nil, sourceURL: String, outputURL: String,
+                settings: PostgresJSON = .emptyObject, priority: Int = 0, maxAttempts: Int = 5) {
         self.idempotencyKey = idempotencyKey
+        self.fingerprint = fingerprint
         self.sourceURL = sourceURL
         self.outputURL = outputURL
         self.settings = settings
@@ -54,6 +59,9 @@ public struct JobSubmission: Sendable, Equatable {
 public struct Job: Sendable, Equatable, Identifiable {
     public var id: JobID
     public var idempotencyKey: String
+    /// The submitted request's fingerprint (`JobSubmission.fingerprint`); nil for jobs submitted
+    /// without one, or before the store kept it (migration 0005).
+    public var submissionFingerprint: SHA256Digest?
     public var sourceURL: String
     public var outputURL: String
     public var settings: PostgresJSON

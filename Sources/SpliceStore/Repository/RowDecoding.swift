@@ -5,13 +5,14 @@ import SpliceCore
 
 extension Job {
     static let columns: PostgresQuery = """
-        id, idempotency_key, source_url, output_url, settings, plan, state, priority, max_attempts, \
-        segments_total, segments_done, error, created_at, updated_at, started_at, finished_at
+        id, idempotency_key, submission_fingerprint, source_url, output_url, settings, plan, state, priority, \
+        max_attempts, segments_total, segments_done, error, created_at, updated_at, started_at, finished_at
         """
 
     init(row: PostgresRow) throws(StoreError) {
         self.init(
             id: try row.decode(column: "id"), idempotencyKey: try row.decode(column: "idempotency_key"),
+            submissionFingerprint: try row.decode(column: "submission_fingerprint"),
             sourceURL: try row.decode(column: "source_url"), outputURL: try row.decode(column: "output_url"),
             settings: try row.decode(column: "settings"), plan: try row.decode(column: "plan"),
             state: try row.decode(column: "state"), priority: try row.decode(column: "priority"),

@@ -95,7 +95,7 @@ final class EndpointLoop {
         try socket.set(
             ZMQ_RECONNECT_IVL_MAX, options.reconnectIntervalMax.zmqMilliseconds, name: "ZMQ_RECONNECT_IVL_MAX"
         )
-        try socket.set(ZMQ_MAXMSGSIZE, Int64(options.maxMessageBytes), name: "ZMQ_MAXMSGSIZE")
+        try socket.set(ZMQ_MAXMSGSIZE, Int64(options.effectiveDisconnectBytes), name: "ZMQ_MAXMSGSIZE")
         switch options.curve {
         case .none:
             break
@@ -190,7 +190,8 @@ final class EndpointLoop {
                 // A ROUTER's first frame is the routing id (at most 255 bytes).
                 received = try socket.receive(
                     maxFrames: plan.options.maxFrames + (isRouter ? 1 : 0),
-                    maxBytes: plan.options.maxMessageBytes + (isRouter ? 255 : 0)
+                    maxBytes: plan.options.maxMessageBytes + (isRouter ? 255 : 0),
+                    payloadIndex: isRouter ? 1 : 0
                 )
             } catch {
                 return error.code != .contextTerminated && error.code != .closed
@@ -198,24 +199,43 @@ final class EndpointLoop {
             guard let received else { return true }
             channel.counters.recordReceived()
             switch admit(received) {
-            case .success(let delivery): channel.inbound.push(delivery)
-            case .failure(let rejection): channel.counters.recordDropped(rejection.reason)
+            case .success(let delivery):
+                // An oversized message is counted here and handed on as a notice (no frames), so
+                // that its receiver can log it and answer it (docs/protocol.md, Rejections).
+                if let rejection = delivery.rejection { channel.counters.recordDropped(rejection.reason) }
+                channel.inbound.push(delivery)
+            case .failure(let rejection):
+                channel.counters.recordDropped(rejection.reason)
             }
         }
         return true
     }
 
-    /// Splits off the routing id, enforces limits and authentication, and records the route.
+    /// Splits off the routing id, enforces limits and authentication, and records the route. An
+    /// oversized message from an admitted peer comes back as a notice: no frames, its rejection.
     private func admit(_ received: RawSocket.Received) -> Result<WireDelivery, WireRejection> {
-        if let overLimit = received.overLimit { return .failure(WireRejection(overLimit, "over the endpoint's limit")) }
+        var oversized: WireRejection?
+        switch received.overLimit {
+        case nil: break
+        case .oversized?:
+            let limit = plan.options.maxMessageBytes
+            oversized = WireRejection(.oversized, "\(received.totalBytes) bytes, over the \(limit)-byte limit",
+                                      requestID: received.requestID)
+        case let reason?:
+            return .failure(WireRejection(reason, "over the endpoint's limit"))
+        }
         var frames = received.frames
         var routingID: RoutingID?
         if plan.type == .router {
-            guard !frames.isEmpty else { return .failure(WireRejection(.missingFrames, "no routing id")) }
+            guard !frames.isEmpty else {
+                return .failure(oversized ?? WireRejection(.missingFrames, "no routing id"))
+            }
             routingID = RoutingID(frames.removeFirst())
         }
+        if oversized != nil { frames = [] }
         guard let domain = serverDomain else {
-            return .success(WireDelivery(peer: WirePeer(routingID: routingID, publicKey: nil), frames: frames))
+            return .success(WireDelivery(peer: WirePeer(routingID: routingID, publicKey: nil), frames: frames,
+                                         rejection: oversized))
         }
         // A CURVE server admits only messages whose session a ZAP handler authenticated. With
         // ZAP_ENFORCE_DOMAIN libzmq already refuses such sessions; this is the second lock.
@@ -226,7 +246,8 @@ final class EndpointLoop {
             return .failure(WireRejection(.revoked, "key \(key) is no longer authorized"))
         }
         if let routingID { noteRoute(routingID, key: key) }
-        return .success(WireDelivery(peer: WirePeer(routingID: routingID, publicKey: key), frames: frames))
+        return .success(WireDelivery(peer: WirePeer(routingID: routingID, publicKey: key), frames: frames,
+                                     rejection: oversized))
     }
 
     private func noteRoute(_ routingID: RoutingID, key: CurvePublicKey) {
@@ -249,7 +270,7 @@ final class EndpointLoop {
 
     private func readEvents() {
         guard let monitor else { return }
-        while let received = try? monitor.receive(maxFrames: 4, maxBytes: 4096) {
+        while let received = try? monitor.receive(maxFrames: 4, maxBytes: 4096, payloadIndex: -1) {
             if let event = WireEvent(monitorFrames: received.frames) { channel.events.yield(event) }
         }
     }

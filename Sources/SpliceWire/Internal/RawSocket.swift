@@ -119,24 +119,30 @@ final class RawSocket {
         var userID: String?
         /// Set when the message broke a limit; its frames were drained but not all kept.
         var overLimit: WireRejection.Reason?
+        /// Bytes of all its frames, kept or not.
+        var totalBytes = 0
+        /// An oversized message's request id, read where its payload frame lay (`RequestIDScan`).
+        var requestID: String?
     }
 
     /// Receives one multipart message without blocking; nil when none is waiting. Frames beyond
-    /// `maxFrames`, and bytes beyond `maxBytes`, are drained from the socket and not copied.
-    func receive(maxFrames: Int, maxBytes: Int) throws(WireError) -> Received? {
+    /// `maxFrames`, and bytes beyond `maxBytes`, are drained from the socket and not copied. Of an
+    /// oversized message the frames before the one that went over are kept (a ROUTER's routing
+    /// id: the sender can be answered), and when that one is the frame at `payloadIndex` (the
+    /// envelope) its request id is read in place.
+    func receive(maxFrames: Int, maxBytes: Int, payloadIndex: Int) throws(WireError) -> Received? {
         let socket = try open("receive")
         var received = Received()
-        var totalBytes = 0
         var more = true
-        var first = true
+        var index = 0
         while more {
             zmq_msg_init(frame)
             defer { zmq_msg_close(frame) }
             // The first frame may be absent (nothing waiting); the rest of a message is always
             // delivered with its first frame, so they never block.
-            if zmq_msg_recv(frame, socket, first ? ZMQ_DONTWAIT : 0) < 0 {
+            if zmq_msg_recv(frame, socket, index == 0 ? ZMQ_DONTWAIT : 0) < 0 {
                 let errno = zmq_errno()
-                if first && errno == EAGAIN { return nil }
+                if index == 0 && errno == EAGAIN { return nil }
                 throw WireError.zmq("receive", errno: errno)
             }
             // Ask every frame until one answers: a ROUTER's routing-id frame carries the session's
@@ -145,21 +151,25 @@ final class RawSocket {
             if received.userID == nil, let userID = zmq_msg_gets(frame, splice_ZMQ_MSG_PROPERTY_USER_ID()) {
                 received.userID = String(cString: userID)
             }
-            first = false
             more = zmq_msg_more(frame) != 0
             let size = zmq_msg_size(frame)
-            totalBytes += size
+            received.totalBytes += size
             if received.overLimit == nil {
                 if received.frames.count >= maxFrames {
                     received.overLimit = .tooManyFrames
-                } else if totalBytes > maxBytes {
+                } else if received.totalBytes > maxBytes {
                     received.overLimit = .oversized
+                    if index == payloadIndex {
+                        received.requestID = RequestIDScan.requestID(in: UnsafeRawBufferPointer(start: zmq_msg_data(frame),
+                                                                                                 count: size))
+                    }
                 } else {
                     received.frames.append(Data(bytes: zmq_msg_data(frame), count: size))
                 }
             }
+            index += 1
         }
-        if received.overLimit != nil { received.frames = [] }
+        if received.overLimit == .tooManyFrames { received.frames = [] }
         return received
     }
 }

@@ -346,6 +346,14 @@ public struct APIError: MessageBody, Hashable, SpliceError {
         public static let unavailable = Code(rawValue: "unavailable")
         /// The coordinator failed in a way it did not expect.
         public static let `internal` = Code(rawValue: "internal")
+        /// The request was larger than the coordinator reads (docs/protocol.md, Limits).
+        public static let tooLarge = Code(rawValue: "too-large")
+        /// The envelope's `version` is not the one the coordinator speaks.
+        public static let unsupportedVersion = Code(rawValue: "unsupported-version")
+        /// The SUBMIT's `submissionKey` already created a job from a different request.
+        public static let conflict = Code(rawValue: "conflict")
+        /// The SUBMIT's output exists and `export.overwrite` is false.
+        public static let outputExists = Code(rawValue: "output-exists")
     }
 
     public var code: Code
@@ -365,5 +373,18 @@ public struct APIError: MessageBody, Hashable, SpliceError {
     private enum CodingKeys: String, CodingKey {
         case code, message
         case isRetryable = "retryable"
+    }
+
+    /// The answer to a request the endpoint refused before it reached the handler (its request id
+    /// could be read): `too-large`, `unsupported-version`, or `invalid-request` naming the field.
+    public init(refusing rejection: WireRejection) {
+        switch rejection.reason {
+        case .oversized:
+            self.init(.tooLarge, "the request is \(rejection.detail) (docs/protocol.md, Limits)")
+        case .unsupportedVersion:
+            self.init(.unsupportedVersion, "unsupported envelope: \(rejection.detail)")
+        default:
+            self.init(.invalidRequest, "invalid request: \(rejection.detail)")
+        }
     }
 }

@@ -45,6 +45,8 @@ public final class MessageEndpoint<Inbound: WireMessage, Outbound: WireMessage>:
     }
 
     private func decode(_ delivery: WireDelivery) -> Received<Inbound> {
+        // Refused (and counted) by the socket thread: oversized.
+        if let rejection = delivery.rejection { return .rejected(rejection, from: delivery.peer) }
         switch codec.decode(delivery.frames, as: Inbound.self) {
         case .success(let envelope):
             counters.recordDelivered()

@@ -40,7 +40,8 @@ public struct WireCodec: Sendable {
             return .failure(WireRejection(.tooManyFrames, "\(frames.count) frames; the envelope is one frame"))
         }
         guard frame.count <= maxMessageBytes else {
-            return .failure(WireRejection(.oversized, "\(frame.count) bytes, over the \(maxMessageBytes)-byte limit"))
+            return .failure(WireRejection(.oversized, "\(frame.count) bytes, over the \(maxMessageBytes)-byte limit",
+                                          requestID: RequestIDScan.requestID(in: frame)))
         }
         do {
             let box = try JSON.decode(DecodingBox<M>.self, from: frame)
@@ -68,7 +69,8 @@ private struct EncodingBox<M: WireMessage>: Encodable {
     }
 }
 
-/// Checks the envelope field by field so each failure gets its own rejection reason.
+/// Checks the envelope field by field so each failure gets its own rejection reason. The request
+/// id is read first, so every later rejection carries it (a client API endpoint answers it).
 private struct DecodingBox<M: WireMessage>: Decodable {
     let message: M
     let requestID: String?
@@ -80,56 +82,43 @@ private struct DecodingBox<M: WireMessage>: Decodable {
         } catch {
             throw WireRejection(.garbled, "the message is not a JSON object")
         }
+        // `null` is the same as absent (docs/protocol.md, Encoding rules).
+        let requestID: String?
+        do {
+            requestID = try container.decodeIfPresent(String.self, forKey: .id)
+        } catch {
+            throw WireRejection(.invalidBody, "the request id `id` is not a string")
+        }
+        self.requestID = requestID
+        let reject = { (reason: WireRejection.Reason, detail: String) in
+            WireRejection(reason, detail, requestID: requestID)
+        }
         guard let name = try? container.decode(String.self, forKey: .protocol) else {
-            throw WireRejection(.garbled, "no protocol name")
+            throw reject(.garbled, "no `protocol` name")
         }
         guard name == M.protocolName else {
-            throw WireRejection(.wrongProtocol, "protocol \(name.prefix(64)), expected \(M.protocolName)")
+            throw reject(.wrongProtocol, "`protocol` is \(name.prefix(64)), expected \(M.protocolName)")
         }
         guard let version = try? container.decode(Int.self, forKey: .version) else {
-            throw WireRejection(.garbled, "no protocol version")
+            throw reject(.garbled, "no `version` number")
         }
         guard version == M.protocolVersion else {
-            throw WireRejection(.unsupportedVersion, "version \(version), this build speaks \(M.protocolVersion)")
+            throw reject(.unsupportedVersion,
+                         "`version` is \(version); this build speaks \(M.protocolName) \(M.protocolVersion)")
         }
         guard let type = try? container.decode(String.self, forKey: .type) else {
-            throw WireRejection(.garbled, "no message type")
+            throw reject(.garbled, "no `type`")
         }
         guard let entry = M.catalogue.entries[type] else {
-            throw WireRejection(.unknownType, "\(type.prefix(64)) is not a \(M.self) type")
-        }
-        var requestID: String?
-        if container.contains(.id) {
-            guard let id = try? container.decode(String.self, forKey: .id) else {
-                throw WireRejection(.invalidBody, "the request id is not a string")
-            }
-            requestID = id
+            throw reject(.unknownType, "`type` \(type.prefix(64)) is not one of "
+                         + M.catalogue.messageTypes.joined(separator: ", "))
         }
         do {
             message = try entry.decode(container)
         } catch let rejection as WireRejection {
-            throw rejection
+            throw reject(rejection.reason, rejection.detail)
         } catch {
-            throw WireRejection(.invalidBody, "\(type): \(Self.describe(error))")
-        }
-        self.requestID = requestID
-    }
-
-    /// Where in the body decoding failed, without quoting the body.
-    private static func describe(_ error: any Error) -> String {
-        guard let error = error as? DecodingError else { return "undecodable body" }
-        let path: (DecodingError.Context) -> String = { context in
-            context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
-        }
-        switch error {
-        case .keyNotFound(let key, let context):
-            return "missing \((path(context).isEmpty ? "" : path(context) + ".") + key.stringValue)"
-        case .typeMismatch(_, let context), .valueNotFound(_, let context):
-            return "wrong type at \(path(context))"
-        case .dataCorrupted(let context):
-            return "invalid value at \(path(context)): \(context.debugDescription)"
-        @unknown default:
-            return "undecodable body"
+            throw reject(.invalidBody, "\(type): \(DecodingFailure.describe(error))")
         }
     }
 }

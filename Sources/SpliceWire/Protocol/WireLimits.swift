@@ -38,14 +38,14 @@ public enum WireLimits {
     public static let chunkBytes: ClosedRange<Int> = 1...(3 << 20)
     /// A fetch's session number (FETCH, echoed by CHUNK and MISSING).
     public static let transferSession: ClosedRange<Int> = 1...Int(Int32.max)
-    /// How many jobs a LIST may ask for.
-    public static let listLimit: ClosedRange<Int> = 1...10_000
+    /// How many jobs a LIST may ask for (absent: 50).
+    public static let listLimit: ClosedRange<Int> = 1...1000
 
-    /// "`name` is `value`, outside `range`", or nil when inside.
+    /// "`` `name` `` is `value`, outside `range`", or nil when inside.
     static func check<T: Comparable & CustomStringConvertible>(_ name: String, _ value: T, _ range: ClosedRange<T>)
         -> String?
     {
-        range.contains(value) ? nil : "\(name) is \(value), outside \(range.lowerBound)…\(range.upperBound)"
+        range.contains(value) ? nil : "`\(name)` is \(value), outside \(range.lowerBound)…\(range.upperBound)"
     }
 
     /// The first violation of several checks.
@@ -102,7 +102,7 @@ extension Progress {
     public func rangeViolation() -> String? {
         WireLimits.first(
             attempt.rangeViolation(),
-            fraction.isFinite && (0...1).contains(fraction) ? nil : "fraction is \(fraction), outside 0…1",
+            fraction.isFinite && (0...1).contains(fraction) ? nil : "`fraction` is \(fraction), outside 0…1",
             WireLimits.check("frames", frames, WireLimits.frames),
             totalFrames.flatMap { WireLimits.check("totalFrames", $0, WireLimits.frames) })
     }

@@ -29,12 +29,17 @@ public struct WireRejection: Error, Sendable, Hashable, CustomStringConvertible 
     }
 
     public let reason: Reason
-    /// What exactly was wrong, for logs (never contains the message body).
+    /// What exactly was wrong, for logs and for the client API's ERROR reply: names the envelope or
+    /// body field in backticks (`` `body.limit` ``), never quotes the message body.
     public let detail: String
+    /// The envelope's request id (`id`), when it could be read: a client API endpoint answers the
+    /// rejection with an `ERROR` carrying it, so a client bug does not look like a dead server.
+    public let requestID: String?
 
-    public init(_ reason: Reason, _ detail: String) {
+    public init(_ reason: Reason, _ detail: String, requestID: String? = nil) {
         self.reason = reason
         self.detail = detail
+        self.requestID = requestID
     }
 
     public var description: String { "\(reason.rawValue): \(detail)" }

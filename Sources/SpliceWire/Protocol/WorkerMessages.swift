@@ -300,73 +300,116 @@ public struct Disconnect: MessageBody, Hashable {
 extension Fail {
     /// A FAIL's stable code: kebab-case text on the wire, defined here once with whose fault it
     /// is (`blame`). The set is open — a newer worker may send a code this build does not know,
-    /// which counts as the segment's — so it is a struct of constants, not an enum.
-    public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    /// which counts as the segment's — so it is a struct of constants, not an enum; the codes this
+    /// build knows are the enum ``Known``, from which every constant, `allCases` (the metric
+    /// labels) and `blame` (an exhaustive switch) are made, so a code cannot be added to one and
+    /// missed by the others.
+    public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible, CaseIterable {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
+        /// The codes this build knows, each documented at its constant below.
+        public enum Known: String, Sendable, Hashable, CaseIterable {
+            case outputOutsideSpool = "output-outside-spool"
+            case spoolUnwritable = "spool-unwritable"
+            case spoolFull = "spool-full"
+            case encoderMissing = "encoder-missing"
+            case sourceNotFound = "source-not-found"
+            case transferFailed = "transfer-failed"
+            case scratchFull = "scratch-full"
+            case drained
+            case notRegistered = "not-registered"
+            case noFreeSlot = "no-free-slot"
+            case invalidAssign = "invalid-assign"
+            case invalidSpec = "invalid-spec"
+            case invalidSettings = "invalid-settings"
+            case invalidMedia = "invalid-media"
+            case noUsableTrack = "no-usable-track"
+            case undecodableInput = "undecodable-input"
+            case encodeFailed = "encode-failed"
+            case writeFailed = "write-failed"
+            case outputExists = "output-exists"
+            case incompatibleSegments = "incompatible-segments"
+            case cancelled
+            case internalError = "internal-error"
+        }
+
+        public init(_ known: Known) { rawValue = known.rawValue }
+
+        /// The code as one this build knows; nil for a newer worker's code.
+        public var known: Known? { Known(rawValue: rawValue) }
+
+        /// Every code this build knows.
+        public static var allCases: [Code] { Known.allCases.map(Code.init) }
+
         // MARK: The worker's set-up (`Blame.worker`)
 
         /// The ASSIGN's output path is not inside this worker's spool.
-        public static let outputOutsideSpool = Code(rawValue: "output-outside-spool")
+        public static let outputOutsideSpool = Code(.outputOutsideSpool)
         /// The worker cannot create the job's directory in its spool.
-        public static let spoolUnwritable = Code(rawValue: "spool-unwritable")
+        public static let spoolUnwritable = Code(.spoolUnwritable)
         /// The spool (or the worker's quota on it) is full.
-        public static let spoolFull = Code(rawValue: "spool-full")
+        public static let spoolFull = Code(.spoolFull)
         /// The worker has no encoder for the settings.
-        public static let encoderMissing = Code(rawValue: "encoder-missing")
+        public static let encoderMissing = Code(.encoderMissing)
         /// The worker cannot open the source at its path.
-        public static let sourceNotFound = Code(rawValue: "source-not-found")
+        public static let sourceNotFound = Code(.sourceNotFound)
         /// A transfer-mode worker could not fetch the segment's source excerpt (the data endpoint
         /// is unreachable, the transfer stalled or arrived damaged), or its scratch is full.
-        public static let transferFailed = Code(rawValue: "transfer-failed")
+        public static let transferFailed = Code(.transferFailed)
         /// A transfer-mode worker's scratch (its `--scratch-limit`) has no room for the segment's
         /// source excerpt beside what it already holds.
-        public static let scratchFull = Code(rawValue: "scratch-full")
+        public static let scratchFull = Code(.scratchFull)
 
         // MARK: Nobody's (`Blame.nobody`)
 
         /// The worker is shutting down (or handed the attempt back at its drain timeout).
-        public static let drained = Code(rawValue: "drained")
+        public static let drained = Code(.drained)
         /// The ASSIGN reached the worker before its WELCOME.
-        public static let notRegistered = Code(rawValue: "not-registered")
+        public static let notRegistered = Code(.notRegistered)
         /// The worker was already encoding as many segments as it has slots.
-        public static let noFreeSlot = Code(rawValue: "no-free-slot")
+        public static let noFreeSlot = Code(.noFreeSlot)
 
         // MARK: The segment's (`Blame.segment`)
 
         /// The ASSIGN's lease or progress interval is not positive.
-        public static let invalidAssign = Code(rawValue: "invalid-assign")
+        public static let invalidAssign = Code(.invalidAssign)
         /// The ASSIGN's spec is not a valid work order.
-        public static let invalidSpec = Code(rawValue: "invalid-spec")
+        public static let invalidSpec = Code(.invalidSpec)
         /// The export settings cannot be used.
-        public static let invalidSettings = Code(rawValue: "invalid-settings")
+        public static let invalidSettings = Code(.invalidSettings)
         /// The source is not media the decoder can read.
-        public static let invalidMedia = Code(rawValue: "invalid-media")
+        public static let invalidMedia = Code(.invalidMedia)
         /// The source has no track of a kind the segment needs.
-        public static let noUsableTrack = Code(rawValue: "no-usable-track")
+        public static let noUsableTrack = Code(.noUsableTrack)
         /// The segment's range could not be decoded.
-        public static let undecodableInput = Code(rawValue: "undecodable-input")
+        public static let undecodableInput = Code(.undecodableInput)
         /// The encoder failed.
-        public static let encodeFailed = Code(rawValue: "encode-failed")
+        public static let encodeFailed = Code(.encodeFailed)
         /// Writing the output failed for a reason other than a full spool.
-        public static let writeFailed = Code(rawValue: "write-failed")
+        public static let writeFailed = Code(.writeFailed)
         /// A file was already where the output goes.
-        public static let outputExists = Code(rawValue: "output-exists")
+        public static let outputExists = Code(.outputExists)
         /// Segments do not belong together.
-        public static let incompatibleSegments = Code(rawValue: "incompatible-segments")
+        public static let incompatibleSegments = Code(.incompatibleSegments)
         /// The encode stopped without being asked to.
-        public static let cancelled = Code(rawValue: "cancelled")
+        public static let cancelled = Code(.cancelled)
         /// Something the worker did not expect.
-        public static let internalError = Code(rawValue: "internal-error")
+        public static let internalError = Code(.internalError)
 
-        /// Whose fault a failure with this code is.
+        /// Whose fault a failure with this code is; a code this build does not know is the segment's.
         public var blame: Blame {
-            switch self {
-            case .outputOutsideSpool, .spoolUnwritable, .encoderMissing, .sourceNotFound, .transferFailed, .scratchFull: .worker
-            case .drained, .notRegistered, .noFreeSlot: .nobody
-            default: .segment
+            guard let known else { return .segment }
+            switch known {
+            case .outputOutsideSpool, .spoolUnwritable, .encoderMissing, .sourceNotFound, .transferFailed, .scratchFull:
+                return .worker
+            case .drained, .notRegistered, .noFreeSlot:
+                return .nobody
+            case .spoolFull, .invalidAssign, .invalidSpec, .invalidSettings, .invalidMedia, .noUsableTrack,
+                 .undecodableInput, .encodeFailed, .writeFailed, .outputExists, .incompatibleSegments, .cancelled,
+                 .internalError:
+                return .segment
             }
         }
     }

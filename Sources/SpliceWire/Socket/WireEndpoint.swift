@@ -141,10 +141,14 @@ public final class WireEndpoint: Sendable {
 
     /// The next received message; nil once the endpoint is closed (and drained), or when the
     /// calling task is cancelled while waiting.
+    /// Oversized messages (notices, already counted as dropped) are skipped.
     public func receive() async -> WireDelivery? {
-        let delivery = await channel.inbound.next()
-        if delivery != nil { counters.recordDelivered() }
-        return delivery
+        while let delivery = await channel.inbound.next() {
+            guard delivery.rejection == nil else { continue }
+            counters.recordDelivered()
+            return delivery
+        }
+        return nil
     }
 
     /// The next received message without counting it as delivered (for `MessageEndpoint`,

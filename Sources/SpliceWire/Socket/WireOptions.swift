@@ -63,9 +63,16 @@ public struct WireOptions: Sendable, Hashable {
     public var reconnectInterval: Duration = .milliseconds(100)
     /// Reconnect backoff cap (`ZMQ_RECONNECT_IVL_MAX`); libzmq doubles the delay up to it.
     public var reconnectIntervalMax: Duration = .seconds(5)
-    /// Largest frame libzmq accepts from a peer (`ZMQ_MAXMSGSIZE`); a peer sending a larger one is
-    /// disconnected. Also the limit on a whole message's bytes checked by the endpoint.
+    /// Largest message (all its frames) the endpoint accepts. A larger one, up to
+    /// `disconnectBytes` a frame, is read by the socket thread without being copied, counted as
+    /// `oversized` and handed to the receiver as a rejection (to log, and on the client API to
+    /// answer `ERROR too-large` when its request id can be read).
     public var maxMessageBytes = 4 << 20
+    /// Largest frame libzmq reads from a peer at all (`ZMQ_MAXMSGSIZE`): a peer sending a larger
+    /// one is disconnected by libzmq before anything of it is seen (it may reconnect), which is
+    /// what bounds the memory a peer can make the endpoint hold. Nil: 16 × `maxMessageBytes`
+    /// (64 MiB by default). Never below `maxMessageBytes`.
+    public var disconnectBytes: Int?
     /// Largest number of frames (after the routing id) the endpoint accepts in one message.
     public var maxFrames = 16
     /// CURVE security.
@@ -80,6 +87,11 @@ public struct WireOptions: Sendable, Hashable {
     public var monitorEvents = true
 
     public init() {}
+
+    /// The frame size at which libzmq drops the connection (`disconnectBytes`, resolved).
+    var effectiveDisconnectBytes: Int {
+        max(disconnectBytes ?? maxMessageBytes.multipliedReportingOverflow(by: 16).partialValue, maxMessageBytes)
+    }
 
     /// Options for a worker's or client's DEALER. With `immediate` (the default, for workers)
     /// sends fail fast with `.wouldBlock` until the connection and handshake are up, so a worker

@@ -48,9 +48,13 @@ public struct WirePeer: Hashable, Sendable, CustomStringConvertible {
 public struct WireDelivery: Sendable {
     public let peer: WirePeer
     public let frames: [Data]
+    /// Set when the socket thread refused the message (it was oversized) and already counted it:
+    /// then `frames` is empty, and the delivery is only a notice its receiver may log or answer.
+    public let rejection: WireRejection?
 
-    public init(peer: WirePeer, frames: [Data]) {
+    public init(peer: WirePeer, frames: [Data], rejection: WireRejection? = nil) {
         self.peer = peer
         self.frames = frames
+        self.rejection = rejection
     }
 }

@@ -28,6 +28,8 @@ public final class DataEndpoint: Sendable {
     /// calling task is cancelled.
     public func receive(upTo limit: Int = 64) async -> [DataReceived] {
         await wire.receiveUncounted(upTo: limit).map { delivery in
+            // Refused (and counted) by the socket thread: oversized.
+            if let rejection = delivery.rejection { return .rejected(rejection, from: delivery.peer) }
             switch decode(delivery.frames) {
             case .success(let (message, payload)):
                 counters.recordDelivered()

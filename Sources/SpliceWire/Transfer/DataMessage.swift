@@ -14,7 +14,6 @@ public enum DataMessage: WireMessage, Hashable {
     case fetch(Fetch)
     case chunk(Chunk)
     case missing(Missing)
-    case offer(Offer)
 
     public static let protocolName = "splice-data"
     public static let protocolVersion = 1
@@ -22,7 +21,6 @@ public enum DataMessage: WireMessage, Hashable {
         .body(Fetch.self, DataMessage.fetch),
         .body(Chunk.self, DataMessage.chunk),
         .body(Missing.self, DataMessage.missing),
-        .body(Offer.self, DataMessage.offer),
     ])
 
     public var body: any MessageBody {
@@ -30,7 +28,6 @@ public enum DataMessage: WireMessage, Hashable {
         case .fetch(let body): body
         case .chunk(let body): body
         case .missing(let body): body
-        case .offer(let body): body
         }
     }
 }
@@ -125,11 +122,12 @@ public struct Chunk: MessageBody, Hashable {
     }
 }
 
-/// `file` (`size` bytes, `checksum`) is ready to be fetched from the sender: how a worker
-/// announces a result on the data endpoint (which also tells the coordinator's ROUTER the route
-/// back to it). Resent until the file has been fetched; duplicates are harmless.
-public struct Offer: MessageBody, Hashable {
-    public static let messageType = "OFFER"
+/// A file offered on the data endpoint: its name there, its size and SHA-256, which the side
+/// that fetches it checks before using it. The coordinator sends one in each ASSIGN to a
+/// transfer-mode worker (`Assign.excerpt`, the segment's source excerpt); a worker's result needs
+/// none, since its COMPLETE carries the size and SHA-256 and the coordinator fetches it from the
+/// worker's route. Not a message of its own: nothing on the data endpoint announces files.
+public struct Offer: Codable, Sendable, Hashable {
     public var file: TransferFileID
     public var size: Int64
     public var checksum: SHA256Digest
@@ -140,7 +138,7 @@ public struct Offer: MessageBody, Hashable {
         self.checksum = checksum
     }
 
-    public func rangeViolation() -> String? {
+    func rangeViolation() -> String? {
         WireLimits.check("size", size, WireLimits.bytes)
     }
 }

@@ -115,7 +115,7 @@ struct SubmitCommand: ClientCommand {
     func run(_ context: CommandContext) async throws -> ExitCode {
         let submission = try submission()
         return try await client.withClient { client in
-            let job = try await client.submit(submission)
+            let job = try await Self.submit(submission, with: client)
             guard wait else {
                 if json {
                     try context.output.writeJSON(JobSubmitted(job: job))
@@ -126,6 +126,16 @@ struct SubmitCommand: ClientCommand {
             }
             context.errorOutput.writeLine("job \(job) submitted; waiting for it (Ctrl-C stops waiting, not the job)")
             return try await waitForOutcome(of: job, client: client, context: context)
+        }
+    }
+
+    /// Submits, saying in the CLI's words what the coordinator refused in the API's: its ERROR
+    /// names the request's fields (`export.overwrite`), which are this command's flags here.
+    static func submit(_ submission: SubmitJob, with client: SpliceClient) async throws -> JobID {
+        do {
+            return try await client.submit(submission)
+        } catch where error.apiError?.code == .outputExists {
+            throw OutputDestination.exists(submission.output)
         }
     }
 

@@ -8,7 +8,7 @@ struct TranscodeCommand: Command {
     static let output = Positional<String>("output",
         help: "The file to write (.mp4, .mov, .mkv, .webm), or a streaming package: OUT.m3u8 (HLS) or OUT.mpd (DASH).") { $0 }
     static let segmentSeconds = Option<MediaTime>("segment-seconds", valueName: "time",
-        help: "Target segment length; cuts fall on source keyframes.", default: MediaTime(seconds: 10))
+        help: "Target segment length; cuts fall on source keyframes.", default: TranscodeRequest.defaultSegmentDuration)
     static let audioSegmentSeconds = Option<MediaTime>("audio-segment-seconds", valueName: "time",
         help: "Target length of audio segments, cut independently of the video (default: the longer of "
             + "--segment-seconds and 60; each AAC segment also encodes 12 s before its cut).")

@@ -199,8 +199,7 @@ struct ExportOptions: OptionGroup {
 
     /// Every flag applied over the defaults of a `type` output (h264/aac, or vp9/opus for WebM).
     func choices(defaultsFor type: OutputFileType) -> ExportChoices {
-        var choices = ExportChoices(video: VideoSettings(codec: type == .webm ? .vp9 : .h264),
-                                    audio: AudioSettings(codec: type == .webm ? .opus : .aac))
+        var choices = ExportChoices(video: .defaults(for: type), audio: .defaults(for: type))
         for flag in Self.flags { flag.apply(parsed, &choices) }
         return choices
     }

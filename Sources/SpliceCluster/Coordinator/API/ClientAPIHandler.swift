@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import SpliceConcurrency
 import SpliceCore
+import SpliceJSON
 import SpliceLog
 import SpliceMedia
 import SpliceStore
@@ -84,28 +85,36 @@ final class ClientAPIHandler: Sendable {
     private func submit(_ submit: SubmitJob) async throws -> APIReply {
         if let refusal = sourceProtocols.refusal(of: submit.input) { throw APIError(.invalidRequest, refusal) }
         guard submit.output.hasPrefix("/") else {
-            throw APIError(.invalidRequest, "output must be an absolute path, not '\(submit.output)'")
+            throw APIError(.invalidRequest, "`output` must be an absolute path, not '\(submit.output.prefix(200))'")
         }
+        // Errors name the request's fields (`export.video.quality`), not the CLI's flags: the CLI
+        // checked its own flags before it sent the request, and says its own words for the codes
+        // it knows (`output-exists`).
         let request: TranscodeRequest
         do {
             request = try submit.export.decode(TranscodeRequest.self)
             try request.validate()
         } catch let error as SettingsError {
-            throw APIError(.invalidRequest, "invalid settings: \(error)")
+            throw APIError(.invalidRequest, error.message(under: "export"))
         } catch {
-            throw APIError(.invalidRequest, "the export settings are not a valid TranscodeRequest: \(error)")
+            throw APIError(.invalidRequest, "`export` is not a valid TranscodeRequest (docs/protocol.md, The export "
+                + "settings): \(DecodingFailure.describe(error, under: "export"))")
         }
         let key = submit.submissionKey ?? UUID().uuidString
-        guard !key.isEmpty else { throw APIError(.invalidRequest, "the submission key is empty") }
+        guard !key.isEmpty else { throw APIError(.invalidRequest, "`submissionKey` is empty; omit it or send a UUID") }
+        let fingerprint = try SubmissionFingerprint.of(submit, request: request)
         // A resend of a SUBMIT that created its job gets that job, whatever the files look like now
-        // (its output may exist by now: the job wrote it).
+        // (its output may exist by now: the job wrote it) — if it is the same request.
         if let existing = try await repository.job(idempotencyKey: key) {
+            try SubmissionFingerprint.check(existing, key: key, against: fingerprint)
             return .submitted(JobSubmitted(job: existing.id))
         }
         try await checkPaths(input: submit.input, output: submit.output, overwrite: request.overwrite)
         let creation = try await repository.createJob(JobSubmission(
-            idempotencyKey: key, sourceURL: submit.input, outputURL: submit.output,
+            idempotencyKey: key, fingerprint: fingerprint, sourceURL: submit.input, outputURL: submit.output,
             settings: try PostgresJSON(encoding: request), priority: submit.priority ?? 0, maxAttempts: maxAttempts))
+        // Another SUBMIT with this key won the race to create the job.
+        if !creation.created { try SubmissionFingerprint.check(creation.job, key: key, against: fingerprint) }
         if creation.created {
             logger.info("job submitted", ["job": creation.job.id.description, "input": submit.input, "output": submit.output])
             plannerWake.signal()
@@ -122,39 +131,42 @@ final class ClientAPIHandler: Sendable {
     private func checkPaths(input: String, output: String, overwrite: Bool) async throws {
         let (inputRoots, outputRoots) = (self.inputRoots, self.outputRoots)
         let isURL = SourceProtocols.isURL(input)
-        let refusal: String? = try await FileSystemQueue.run {
+        let refusal: Refusal? = try await FileSystemQueue.run {
             // A URL is opened (and its failure reported) when the job is planned; the roots are for paths.
             if !inputRoots.isEmpty && !isURL {
                 guard let resolved = PathRoots.realPath(input), inputRoots.contains(resolved: resolved) else {
-                    return "input \(input) is not inside an input root of this coordinator ("
-                        + inputRoots.roots.joined(separator: ", ") + ")"
+                    return Refusal(.invalidRequest, "`input` \(input) is not inside an input root of this coordinator ("
+                        + inputRoots.roots.joined(separator: ", ") + ")")
                 }
             }
             if !outputRoots.isEmpty {
                 guard let resolved = PathRoots.resolvedOutput(output), outputRoots.contains(resolved: resolved) else {
-                    return "output \(output) is not inside an output root of this coordinator ("
-                        + outputRoots.roots.joined(separator: ", ") + ")"
+                    return Refusal(.invalidRequest, "`output` \(output) is not inside an output root of this coordinator ("
+                        + outputRoots.roots.joined(separator: ", ") + ")")
                 }
             }
             if !isURL {
                 let fd = open(input, O_RDONLY | O_CLOEXEC)
                 guard fd >= 0 else {
                     let reason = String(cString: strerror(errno))
-                    return "input \(input) cannot be read by the coordinator (\(reason)); the coordinator and the workers "
-                        + "must see it at this path"
+                    return Refusal(.invalidRequest, "`input` \(input) cannot be read by the coordinator (\(reason)); the "
+                        + "coordinator and the workers must see it at this path")
                 }
                 close(fd)
             }
             do {
                 try OutputDestination.check(output: output, inputs: isURL ? [] : [input], overwrite: overwrite)
+            } catch let error as MediaError where error.code == .outputExists {
+                return Refusal(.outputExists, "`output` \(output) already exists and `export.overwrite` is false; set it "
+                    + "to true to replace the file, or choose another output")
             } catch let error as MediaError {
-                return error.message
+                return Refusal(.invalidRequest, error.message)
             } catch {
-                return "\(error)"
+                return Refusal(.invalidRequest, "\(error)")
             }
             return nil
         }
-        if let refusal { throw APIError(.invalidRequest, refusal) }
+        if let refusal { throw APIError(refusal.code, refusal.message) }
     }
 
     private func status(of job: JobID) async throws -> JobStatus {
@@ -170,14 +182,15 @@ final class ClientAPIHandler: Sendable {
         let states: [JobState]
         if let name = list.state {
             guard let state = JobStatusMapping.state(named: name) else {
-                throw APIError(.invalidRequest, "unknown state '\(name)'; use one of "
+                throw APIError(.invalidRequest, "`state` '\(name.prefix(64))' is not a job state; use one of "
                     + JobStatusMapping.stateNames.joined(separator: ", "))
             }
             states = [state]
         } else {
             states = JobState.allCases
         }
-        let limit = min(max(list.limit ?? 50, 1), 1000)
+        // `limit` is within WireLimits.listLimit (1…1000) or the request never got here.
+        let limit = list.limit ?? 50
         // The store lists by priority and age; the API shows the newest first.
         let jobs = try await repository.jobs(in: states, limit: 10_000)
             .sorted { $0.createdAt > $1.createdAt }.prefix(limit)
@@ -272,5 +285,16 @@ final class ClientAPIHandler: Sendable {
         await shell.workAvailable()
         logger.info("worker key revoked", ["worker": key.z85, "sessions_closed": closed])
         return .workerKey(WorkerKeyChanged(publicKey: key, enrolled: false, sessionsClosed: closed))
+    }
+}
+
+/// Why the coordinator refuses a SUBMIT's files, with the code its ERROR carries.
+private struct Refusal: Sendable {
+    let code: APIError.Code
+    let message: String
+
+    init(_ code: APIError.Code, _ message: String) {
+        self.code = code
+        self.message = message
     }
 }

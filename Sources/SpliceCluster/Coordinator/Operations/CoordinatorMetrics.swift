@@ -181,13 +181,9 @@ enum AttemptFailure {
     static let leaseOrphaned = "lease-orphaned"
     static let workerLost = "worker-lost"
 
-    /// FAIL codes a worker sends (docs/protocol.md); anything else is `other`.
-    static let failCodes: Set<String> = [
-        "undecodable-input", "invalid-media", "no-usable-track", "encoder-missing", "source-not-found",
-        "output-outside-spool", "spool-unwritable", "spool-full", "invalid-spec", "invalid-settings", "encode-failed",
-        "write-failed", "output-exists", "incompatible-segments", "internal-error", "cancelled", "drained",
-        "not-registered", "no-free-slot", "invalid-assign",
-    ]
+    /// FAIL codes a worker sends, as `Fail.Code` defines them (docs/protocol.md); a code this build
+    /// does not know (a newer worker's) is `other`, so the label set stays bounded.
+    static let failCodes = Set(Fail.Code.allCases.map(\.rawValue))
 
     /// Reasons exposed at 0 from the start, so rates over them exist before the first failure.
     static let common = [leaseExpired, workerLost, "not-accepted", "encode-failed", "undecodable-input"]

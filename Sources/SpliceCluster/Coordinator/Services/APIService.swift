@@ -2,9 +2,12 @@ import SpliceConcurrency
 import SpliceLog
 import SpliceWire
 
-/// Serves the client API endpoint: every request is answered in a task of its own with exactly
-/// one reply carrying the request's id. Garbled requests are counted (`WireCounters`) and
-/// dropped. On graceful shutdown it stops reading, lets the requests in flight reply, and closes.
+/// Serves the client API endpoint: every request whose id can be read is answered with exactly
+/// one reply carrying that id — a decoded request in a task of its own, a refused one (garbled
+/// body, unknown type, a number out of range, another version, oversized: counted by
+/// `WireCounters` and logged) with `ERROR` at once. A message without a readable id cannot be
+/// answered and is only counted and logged. On graceful shutdown it stops reading, lets the
+/// requests in flight reply, and closes.
 final class APIService: Service {
     let name = "api"
     private let endpoint: APIServerEndpoint
@@ -43,7 +46,16 @@ final class APIService: Service {
                     if let suppressed = dropLog.admit(rejection.reason.rawValue) {
                         logger.warning("API request dropped", ["reason": rejection.reason.rawValue,
                                                                "detail": rejection.detail, "client": "\(peer)",
+                                                               "answered": rejection.requestID != nil,
                                                                "suppressed": suppressed])
+                    }
+                    guard let id = rejection.requestID else { continue }
+                    requests.start {
+                        do {
+                            try await endpoint.send(.error(APIError(refusing: rejection)), to: peer, requestID: id)
+                        } catch {
+                            logger.debug("API reply undeliverable", ["client": "\(peer)", "error": "\(error)"])
+                        }
                     }
                 }
             }
