@@ -25,7 +25,10 @@ let package = Package(
         .library(name: "SpliceMedia", targets: ["SpliceMedia"]),
         .library(name: "SpliceWire", targets: ["SpliceWire"]),
         .library(name: "SpliceStore", targets: ["SpliceStore"]),
-        .library(name: "SpliceCluster", targets: ["SpliceCluster"]),
+        .library(name: "SpliceDaemon", targets: ["SpliceDaemon"]),
+        .library(name: "SpliceCoordinator", targets: ["SpliceCoordinator"]),
+        .library(name: "SpliceWorker", targets: ["SpliceWorker"]),
+        .library(name: "SpliceClient", targets: ["SpliceClient"]),
         .library(name: "SpliceMetrics", targets: ["SpliceMetrics"]),
         .library(name: "SpliceHTTP", targets: ["SpliceHTTP"]),
     ],
@@ -78,27 +81,54 @@ let package = Package(
             swiftSettings: strict,
             plugins: ["EmbedMigrations"]
         ),
+        // What the two daemons share: the service group and its lifecycle, the operators' HTTP
+        // endpoint, the data endpoint's transfers (both sides) and the work order an ASSIGN carries.
         .target(
-            name: "SpliceCluster",
+            name: "SpliceDaemon",
+            dependencies: [
+                "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceLog", "SpliceConcurrency", "SpliceMetrics",
+                "SpliceHTTP", "CSpliceSystem",
+            ],
+            swiftSettings: strict
+        ),
+        // `splice coordinator`: the protocol state machine and its shell, planning and stitching
+        // tasks, the client API, the operators' view; the only daemon that links libpq.
+        .target(
+            name: "SpliceCoordinator",
             dependencies: [
                 "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog", "SpliceConcurrency",
-                "SpliceMetrics", "SpliceHTTP", "CSpliceSystem",
+                "SpliceMetrics", "SpliceHTTP", "SpliceDaemon", "CSpliceSystem",
             ],
+            swiftSettings: strict
+        ),
+        // `splice worker`: its state machine and daemon, the segment encode, its side of transfers.
+        .target(
+            name: "SpliceWorker",
+            dependencies: [
+                "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceLog", "SpliceConcurrency", "SpliceMetrics",
+                "SpliceHTTP", "SpliceDaemon", "CSpliceSystem",
+            ],
+            swiftSettings: strict
+        ),
+        // The client API over ZeroMQ that the CLI and the tests use: no FFmpeg, no libpq.
+        .target(
+            name: "SpliceClient",
+            dependencies: ["SpliceCore", "SpliceJSON", "SpliceWire", "SpliceConcurrency"],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "splice",
             dependencies: [
-                "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog",
-                "SpliceConcurrency", "SpliceHTTP", "CSpliceSystem",
+                "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCoordinator", "SpliceWorker",
+                "SpliceClient", "SpliceDaemon", "SpliceLog", "SpliceConcurrency", "SpliceHTTP", "CSpliceSystem",
             ],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "splice-bench",
             dependencies: [
-                "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog",
-                "SpliceConcurrency",
+                "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCoordinator", "SpliceClient",
+                "SpliceDaemon", "SpliceLog", "SpliceConcurrency",
                 "CZeroMQ",
             ],
             swiftSettings: strict
@@ -130,8 +160,21 @@ let package = Package(
         .testTarget(name: "SpliceWireTests", dependencies: ["SpliceCore", "SpliceJSON", "SpliceWire"], swiftSettings: strict),
         .testTarget(name: "SpliceStoreTests", dependencies: ["SpliceStore"], swiftSettings: strict),
         .testTarget(
-            name: "SpliceClusterTests",
-            dependencies: ["SpliceCore", "SpliceJSON", "SpliceCluster", "SpliceStore", "SpliceConcurrency", "SpliceTestSupport"],
+            name: "SpliceCoordinatorTests",
+            dependencies: ["SpliceCore", "SpliceJSON", "SpliceCoordinator", "SpliceDaemon", "SpliceWire", "SpliceStore",
+                           "SpliceConcurrency", "SpliceTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SpliceWorkerTests",
+            dependencies: ["SpliceCore", "SpliceJSON", "SpliceWorker", "SpliceDaemon", "SpliceWire", "SpliceConcurrency",
+                           "SpliceTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SpliceDaemonTests",
+            dependencies: ["SpliceCore", "SpliceJSON", "SpliceDaemon", "SpliceWire", "SpliceMedia", "SpliceConcurrency",
+                           "SpliceTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(name: "SpliceLogTests", dependencies: ["SpliceLog"], swiftSettings: strict),
@@ -142,7 +185,8 @@ let package = Package(
         .testTarget(
             name: "spliceTests",
             dependencies: [
-                "splice", "SpliceCore", "SpliceJSON", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCluster",
+                "splice", "SpliceCore", "SpliceJSON", "SpliceLog", "SpliceMedia", "SpliceWire", "SpliceCoordinator",
+                "SpliceWorker", "SpliceClient", "SpliceDaemon",
                 "SpliceConcurrency", "SpliceTestSupport",
             ],
             swiftSettings: strict
@@ -166,7 +210,8 @@ let package = Package(
         ),
         .testTarget(
             name: "SpliceClusterIntegrationTests",
-            dependencies: ["SpliceCore", "SpliceJSON", "SpliceCluster", "SpliceWire", "SpliceConcurrency", "SpliceTestSupport"],
+            dependencies: ["SpliceCore", "SpliceJSON", "SpliceCoordinator", "SpliceWorker", "SpliceClient", "SpliceDaemon",
+                           "SpliceWire", "SpliceStore", "SpliceConcurrency", "SpliceTestSupport"],
             swiftSettings: strict
         ),
         // The operators' view of real `splice` processes: metrics against a real job (promtool as
@@ -174,14 +219,16 @@ let package = Package(
         // deployment files (Kubernetes, KEDA, Prometheus, Grafana) checked without a cluster.
         .testTarget(
             name: "SpliceOperationsTests",
-            dependencies: ["SpliceCore", "SpliceCluster", "SpliceStore", "SpliceHTTP", "SpliceConcurrency", "SpliceTestSupport"],
+            dependencies: ["SpliceCore", "SpliceCoordinator", "SpliceWorker", "SpliceClient", "SpliceDaemon", "SpliceStore",
+                           "SpliceHTTP", "SpliceConcurrency", "SpliceTestSupport"],
             swiftSettings: strict
         ),
         // The real `splice` processes under faults (kill -9, SIGSTOP, database restarts, a full spool,
         // garbage on the ports, bad jobs), counted Jepsen-style from the store; docs/reliability.md.
         .testTarget(
             name: "SpliceFaultTests",
-            dependencies: ["SpliceCore", "SpliceCluster", "SpliceStore", "SpliceWire", "SpliceConcurrency", "SpliceTestSupport"],
+            dependencies: ["SpliceCore", "SpliceCoordinator", "SpliceClient", "SpliceDaemon", "SpliceStore", "SpliceWire",
+                           "SpliceConcurrency", "SpliceTestSupport"],
             swiftSettings: strict
         ),
     ],

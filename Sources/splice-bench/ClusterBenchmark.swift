@@ -1,5 +1,4 @@
 import Foundation
-import SpliceCluster
 import SpliceCore
 import SpliceJSON
 import SpliceLog
@@ -7,6 +6,7 @@ import SpliceMedia
 import SpliceStore
 import SpliceWire
 import Synchronization
+import SpliceCoordinator
 
 /// `splice-bench cluster`: the real coordinator (real ZeroMQ over loopback, a real embedded
 /// PostgreSQL) against in-process fake workers — DEALERs that answer every ASSIGN with an

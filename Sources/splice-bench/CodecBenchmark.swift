@@ -1,9 +1,9 @@
 import Foundation
-import SpliceCluster
 import SpliceCore
 import SpliceJSON
 import SpliceMedia
 import SpliceWire
+import SpliceDaemon
 
 /// `splice-bench codec [iterations] [only]`: what encoding and decoding the worker protocol's messages
 /// costs, message by message, on the cluster's hot path (per segment: one ASSIGN and two ACKs

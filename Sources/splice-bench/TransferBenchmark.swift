@@ -1,9 +1,9 @@
 import Foundation
-import SpliceCluster
 import SpliceCore
 import SpliceLog
 import SpliceMedia
 import SpliceWire
+import SpliceDaemon
 
 /// `splice-bench transfer`: one file fetched over the data endpoint (`splice-data` 1) on loopback,
 /// coordinator ROUTER → worker DEALER, both `TransferPort`s in this process (each side with a

@@ -1,5 +1,4 @@
 import Foundation
-import SpliceCluster
 import SpliceConcurrency
 import SpliceCore
 import SpliceJSON
@@ -7,6 +6,7 @@ import SpliceStore
 import SpliceTestSupport
 import SpliceWire
 import Testing
+import SpliceClient
 
 /// `SpliceClient` against a scripted API server over real ZeroMQ on loopback.
 @Suite("SpliceClient against a scripted coordinator", .timeLimit(.minutes(1)))

@@ -1,5 +1,4 @@
 import Foundation
-import SpliceCluster
 import SpliceCore
 import SpliceStore
 import SpliceTestSupport

@@ -1,5 +1,4 @@
 import Foundation
-import SpliceCluster
 import SpliceConcurrency
 import SpliceHTTP
 import SpliceLog

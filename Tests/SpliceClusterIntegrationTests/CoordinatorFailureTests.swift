@@ -1,10 +1,10 @@
 import Foundation
-import SpliceCluster
 import SpliceCore
 import SpliceStore
 import SpliceTestSupport
 import SpliceWire
 import Testing
+import SpliceCoordinator
 
 @Suite("Coordinator: cancel, poison segments, garbage", .timeLimit(.minutes(5)))
 struct CoordinatorFailureTests {

@@ -1,9 +1,9 @@
 import Foundation
-import SpliceCluster
 import SpliceStore
 import SpliceTestSupport
 import SpliceWire
 import Testing
+import SpliceCoordinator
 
 @Suite("Coordinator: jobs end to end over ZeroMQ and Postgres", .timeLimit(.minutes(5)))
 struct CoordinatorJobTests {

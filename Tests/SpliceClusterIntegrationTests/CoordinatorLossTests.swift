@@ -1,9 +1,9 @@
 import Foundation
-import SpliceCluster
 import SpliceStore
 import SpliceTestSupport
 import SpliceWire
 import Testing
+import SpliceCoordinator
 
 // What the coordinator does when a worker is lost or cannot work, with real sockets and a real
 // store: leases go back at once instead of at expiry, a worker's own trouble costs the segment

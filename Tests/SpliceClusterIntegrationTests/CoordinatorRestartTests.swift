@@ -1,5 +1,4 @@
 import Foundation
-import SpliceCluster
 import SpliceStore
 import SpliceTestSupport
 import SpliceWire
@@ -7,6 +6,7 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+import SpliceCoordinator
 #endif
 
 @Suite("Coordinator: kill -9 and restart", .timeLimit(.minutes(5)))

@@ -1,8 +1,8 @@
 import Foundation
-import SpliceCluster
 import SpliceTestSupport
 import SpliceWire
 import Testing
+import SpliceCoordinator
 
 /// The first event on `endpoint` matching `predicate`, or nil after `timeout`.
 private func firstEvent(

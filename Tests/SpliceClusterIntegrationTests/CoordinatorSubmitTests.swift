@@ -1,6 +1,5 @@
 import SpliceCore
 import Foundation
-import SpliceCluster
 import SpliceJSON
 import SpliceStore
 import SpliceTestSupport

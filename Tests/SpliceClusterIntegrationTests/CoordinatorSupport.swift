@@ -1,5 +1,4 @@
 import Foundation
-import SpliceCluster
 import SpliceConcurrency
 import SpliceCore
 import SpliceJSON
@@ -9,6 +8,8 @@ import SpliceStore
 import SpliceTestSupport
 import SpliceWire
 import Testing
+import SpliceCoordinator
+import SpliceDaemon
 
 // Shared pieces of the coordinator integration tests: a coordinator on a private database with
 // short timings, scripted workers that speak the worker protocol through SpliceWire's

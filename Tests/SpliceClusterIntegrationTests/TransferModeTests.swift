@@ -1,5 +1,4 @@
 import Foundation
-import SpliceCluster
 import SpliceWire
 import SpliceTestSupport
 import Testing

@@ -1,5 +1,4 @@
 import Foundation
-import SpliceCluster
 import SpliceConcurrency
 import SpliceCore
 import SpliceLog
@@ -7,6 +6,8 @@ import SpliceMedia
 import SpliceTestSupport
 import SpliceWire
 import Testing
+import SpliceCoordinator
+import SpliceDaemon
 
 /// Both ends of a data endpoint as the cluster runs them: the coordinator's ROUTER (CURVE server,
 /// a ZAP handler admitting the worker's key) and a worker's DEALER (CURVE client, routing id

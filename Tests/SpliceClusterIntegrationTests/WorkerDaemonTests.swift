@@ -1,10 +1,10 @@
 import Foundation
-import SpliceCluster
 import SpliceConcurrency
 import SpliceMedia
 import SpliceTestSupport
 import SpliceWire
 import Testing
+import SpliceWorker
 
 /// A real worker daemon against a scripted coordinator over ZeroMQ on loopback, encoding real
 /// segments of a generated clip.

@@ -1,5 +1,4 @@
 import Foundation
-import SpliceCluster
 import SpliceConcurrency
 import SpliceJSON
 import SpliceLog
@@ -8,6 +7,8 @@ import SpliceTestSupport
 import SpliceWire
 import struct SpliceWire.Progress
 import Testing
+import SpliceDaemon
+import SpliceWorker
 
 /// Plays the coordinator's side of `splice-worker` over a real ROUTER on loopback (through
 /// SpliceWire's `CoordinatorWorkerEndpoint`), so tests can script it and assert on what a real

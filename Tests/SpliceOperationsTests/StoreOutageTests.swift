@@ -1,10 +1,10 @@
 import Foundation
-import SpliceCluster
 import SpliceHTTP
 import SpliceLog
 import SpliceStore
 import SpliceTestSupport
 import Testing
+import SpliceCoordinator
 
 /// The operators' endpoint while the database is down: it must answer at once and say so, not
 /// hang a scrape or a probe for as long as PostgreSQL takes to come back.

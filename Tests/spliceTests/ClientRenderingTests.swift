@@ -1,11 +1,11 @@
 import Foundation
-import SpliceCluster
 import SpliceCore
 import SpliceTestSupport
 import SpliceWire
 import Testing
 
 @testable import splice
+import SpliceClient
 
 /// What `status`, `jobs`, `workers`, `cancel`, `keys` and `submit --wait` print, from values
 /// (no coordinator).

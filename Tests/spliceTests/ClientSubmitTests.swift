@@ -1,5 +1,4 @@
 import Foundation
-import SpliceCluster
 import SpliceJSON
 import SpliceMedia
 import SpliceWire

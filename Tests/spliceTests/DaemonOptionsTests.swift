@@ -1,4 +1,3 @@
-import SpliceCluster
 import SpliceHTTP
 import SpliceLog
 import Testing

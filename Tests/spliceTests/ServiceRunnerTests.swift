@@ -1,4 +1,3 @@
-import SpliceCluster
 import SpliceConcurrency
 import SpliceLog
 import Synchronization
@@ -8,6 +7,7 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+import SpliceDaemon
 #endif
 
 /// Log lines, kept.

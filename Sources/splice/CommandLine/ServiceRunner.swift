@@ -1,5 +1,5 @@
-import SpliceCluster
 import SpliceLog
+import SpliceDaemon
 
 /// How a daemon command (`splice coordinator`, `splice worker`) runs its ``Service`` and turns
 /// the signals into a graceful shutdown — one place for both.

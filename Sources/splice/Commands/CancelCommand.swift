@@ -1,4 +1,3 @@
-import SpliceCluster
 import SpliceCore
 import SpliceWire
 

@@ -1,7 +1,8 @@
 import Foundation
-import SpliceCluster
 import SpliceStore
 import SpliceWire
+import SpliceCoordinator
+import SpliceDaemon
 
 /// `splice coordinator`: the coordinator service. Runs until SIGTERM/SIGINT, then drains (stops
 /// accepting, finishes in-flight commits, tells the workers) and exits 0. Kill -9 is safe too:

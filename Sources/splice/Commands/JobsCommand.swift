@@ -1,4 +1,3 @@
-import SpliceCluster
 import SpliceWire
 
 /// `splice jobs [--state S] [--limit N] [--json]`: recent jobs, newest first.

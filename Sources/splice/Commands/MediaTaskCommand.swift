@@ -1,10 +1,10 @@
 import Foundation
-import SpliceCluster
 import SpliceMedia
 import CSpliceSystem
 
 #if canImport(Glibc)
 import Glibc
+import SpliceCoordinator
 #endif
 
 /// `splice media-task`: one planning or stitching step for the coordinator, in a process of its

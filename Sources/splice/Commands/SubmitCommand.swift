@@ -1,5 +1,4 @@
 import Foundation
-import SpliceCluster
 import SpliceCore
 import SpliceJSON
 import SpliceMedia
@@ -8,6 +7,7 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+import SpliceClient
 #endif
 
 /// `splice submit INPUT OUTPUT [export flags] [--segment-seconds S] [--priority P] [--wait]`:

@@ -1,7 +1,8 @@
 import Foundation
-import SpliceCluster
 import SpliceMedia
 import SpliceWire
+import SpliceDaemon
+import SpliceWorker
 
 /// `splice worker`: a worker daemon. Connects to the coordinator, encodes the segments it is
 /// assigned into the shared spool, and drains on SIGTERM (exit 0).

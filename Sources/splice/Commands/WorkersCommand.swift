@@ -1,4 +1,3 @@
-import SpliceCluster
 import SpliceWire
 
 /// `splice workers [--json]`: the workers the coordinator knows; `splice workers enroll KEY` and

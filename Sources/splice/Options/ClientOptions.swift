@@ -1,6 +1,6 @@
 import Foundation
-import SpliceCluster
 import SpliceWire
+import SpliceClient
 
 /// The flags of every command that talks to the coordinator's API (`submit`, `status`, `jobs`,
 /// `cancel`, `workers`): where it listens, the CURVE keys of a protected API, how long to wait.

@@ -1,6 +1,6 @@
-import SpliceCluster
 import SpliceHTTP
 import SpliceLog
+import SpliceDaemon
 
 /// What `splice coordinator` and `splice worker` share besides their own flags: where their
 /// operators' endpoint listens and how they log.
