@@ -38,7 +38,7 @@
 # A later phase is a function phase_NAME plus its name in `phases` below.
 #
 # Everything — namespaces, links, processes, working containers — is removed at the end, also on
-# failure or Ctrl-C (the logs are kept then). Needs root. Takes about 2 minutes on 2 cores once the
+# failure or Ctrl-C (the logs are kept then). Needs root. Takes 2 to 3 minutes on 2 cores once the
 # image is built; `--no-build` uses the image as it is instead of bringing it up to date first.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -18,7 +18,7 @@
 # Base images cannot be pulled here: Deploy/image.sh makes stand-ins under their names and keeps
 # them, and the build's layers, in /var/cache/splice-image (SPLICE_IMAGE_CACHE). The first run
 # takes about 32 minutes on 2 cores (debootstrap, the toolchain image, a release build), a rerun
-# after a change to the sources about 13, one with nothing changed under a minute. Needs root.
+# after a change to the sources 7 to 13, one with nothing changed under a minute. Needs root.
 # Prints the build time and the image's size.
 set -euo pipefail
 cd "$(dirname "$0")/.."

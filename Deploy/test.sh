@@ -9,9 +9,9 @@
 # to `swift test` as they are (e.g. `--filter TranscodeTests`), in one pass.
 #
 # `Deploy/test.sh --slow` runs the slow pass instead, which CI leaves out: the container image built
-# and checked (Deploy/test-image.sh: about 32 minutes the first time on 2 cores, 13 after a change
-# to the sources, under a minute with nothing changed) and the cluster of namespace hosts under
-# faults (Deploy/test-hosts.sh, about 2 minutes). Both need root; they install buildah and
+# and checked (Deploy/test-image.sh: about 32 minutes the first time on 2 cores, 7 to 13 after a
+# change to the sources, under a minute with nothing changed) and the cluster of namespace hosts
+# under faults (Deploy/test-hosts.sh, 2 to 3 minutes). Both need root; they install buildah and
 # debootstrap (Deploy/setup.sh --image).
 set -euo pipefail
 cd "$(dirname "$0")/.."
