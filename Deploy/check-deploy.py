@@ -114,6 +114,104 @@ def check_dockerfile(ports):
         check(port in exposed, f"Dockerfile: EXPOSE lacks {port}")
 
 
+def quantity(text, unit):
+    """A Kubernetes quantity ("4", "500m", "4Gi", "1536Mi") in cores (unit "cpu") or bytes."""
+    text = str(text)
+    suffixes = {"m": 0.001, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 1e3, "M": 1e6, "G": 1e9}
+    for suffix, factor in suffixes.items():
+        if text.endswith(suffix) and (unit == "cpu") == (suffix == "m"):
+            return float(text[: -len(suffix)]) * factor
+    return float(text)
+
+
+# What one slot needs: 2 cores (x264/x265 threads; the worker gives each slot the pod's usable cores
+# divided by its slots) and 1.5 GiB — a 1080p encode at preset medium peaked at 0.53 GiB (x264) and
+# 0.48 GiB (x265) resident in `splice export` with 2 threads; the rest is room for larger sources and
+# lookaheads — plus 1 GiB for the daemon itself and the transfers in flight.
+CORES_PER_SLOT = 2
+MEMORY_PER_SLOT = 1.5 * 2**30
+MEMORY_BASE = 2**30
+
+
+def check_worker_resources(worker):
+    """Requests equal limits (the cores the worker counts are the cores it gets) and both follow SPLICE_SLOTS."""
+    spec = container(worker, "worker")
+    slots = int({e.get("name"): e.get("value") for e in spec.get("env", [])}.get("SPLICE_SLOTS", "0"))
+    resources = spec.get("resources", {})
+    requests, limits = resources.get("requests", {}), resources.get("limits", {})
+    for resource in ("cpu", "memory"):
+        check(resource in limits and requests.get(resource) == limits.get(resource),
+              f"splice-worker: {resource} request and limit must be given and equal (Guaranteed QoS)")
+    if check(slots >= 1, "splice-worker: no SPLICE_SLOTS"):
+        cpu = quantity(limits.get("cpu", 0), "cpu")
+        check(cpu == slots * CORES_PER_SLOT,
+              f"splice-worker: {cpu:g} cores for {slots} slots; give {CORES_PER_SLOT} per slot ({slots * CORES_PER_SLOT})")
+        memory = quantity(limits.get("memory", 0), "bytes")
+        check(memory >= slots * MEMORY_PER_SLOT + MEMORY_BASE,
+              f"splice-worker: {limits.get('memory')} of memory for {slots} slots; "
+              f"give at least {(slots * MEMORY_PER_SLOT + MEMORY_BASE) / 2**30:g}Gi")
+
+
+def selects(selector, labels):
+    return bool(selector) and all(labels.get(key) == value for key, value in selector.items())
+
+
+def pod_labels(deployment):
+    return deployment.get("spec", {}).get("template", {}).get("metadata", {}).get("labels", {})
+
+
+def check_disruption_budget(documents, worker):
+    """Node drains evict workers one at a time, and never are blocked by the last one."""
+    budget = by_kind(documents, "PodDisruptionBudget", "splice-worker")
+    spec = budget.get("spec", {})
+    check(selects(spec.get("selector", {}).get("matchLabels", {}), pod_labels(worker)),
+          "PodDisruptionBudget splice-worker: does not select the worker pods")
+    check(spec.get("maxUnavailable") == 1 and "minAvailable" not in spec,
+          "PodDisruptionBudget splice-worker: maxUnavailable 1 expected (minAvailable would block draining the last worker)")
+
+
+def check_network_policies(documents, coordinator, worker):
+    """Workers reach the coordinator's 7450 and 7452 (and 7451 only for enrollment, until join
+    tokens); the API only from pods labelled splice-api-client; nothing else but metrics and DNS."""
+    policies = [d for d in documents if d.get("kind") == "NetworkPolicy"]
+    coordinator_labels, worker_labels = pod_labels(coordinator), pod_labels(worker)
+    allowed_in = {}  # port -> [peer description]
+    for policy in policies:
+        spec = policy.get("spec", {})
+        if not selects(spec.get("podSelector", {}).get("matchLabels", {}), coordinator_labels):
+            continue
+        check("Ingress" in spec.get("policyTypes", []), f"NetworkPolicy {policy['metadata']['name']}: not an Ingress policy")
+        for rule in spec.get("ingress", []):
+            check(rule.get("from") and rule.get("ports"),
+                  f"NetworkPolicy {policy['metadata']['name']}: an ingress rule open to every peer or port")
+            for port in rule.get("ports", []):
+                for peer in rule.get("from", []):
+                    allowed_in.setdefault(port.get("port"), []).append(peer)
+    check(set(allowed_in) <= {7450, 7451, 7452, 9450},
+          f"NetworkPolicy: the coordinator admits ports {sorted(allowed_in)}, not only 7450-7452 and 9450")
+    for port in (7450, 7452):
+        peers = allowed_in.get(port, [])
+        check(peers and all(selects(p.get("podSelector", {}).get("matchLabels"), worker_labels)
+                            and "namespaceSelector" not in p for p in peers),
+              f"NetworkPolicy: port {port} must admit the worker pods of this namespace, and only them")
+    for peer in allowed_in.get(7451, []):
+        labels = peer.get("podSelector", {}).get("matchLabels", {})
+        check(labels.get("splice-api-client") == "true" or selects(labels, worker_labels),
+              f"NetworkPolicy: port 7451 admits {peer}, not only pods labelled splice-api-client")
+    check(any(p.get("podSelector", {}).get("matchLabels", {}).get("splice-api-client") == "true"
+              for p in allowed_in.get(7451, [])), "NetworkPolicy: no way for labelled clients to reach the API")
+    egress = [rule for policy in policies
+              if selects(policy.get("spec", {}).get("podSelector", {}).get("matchLabels", {}), worker_labels)
+              and "Egress" in policy.get("spec", {}).get("policyTypes", [])
+              for rule in policy["spec"].get("egress", [])]
+    check(egress, "NetworkPolicy: the workers' egress is not restricted")
+    for rule in egress:
+        ports = {p.get("port") for p in rule.get("ports", [])}
+        to_coordinator = all(selects(p.get("podSelector", {}).get("matchLabels"), coordinator_labels) for p in rule.get("to", []))
+        check(rule.get("to") and ((to_coordinator and ports <= {7450, 7451, 7452}) or ports == {53}),
+              f"NetworkPolicy: workers may reach {rule.get('to')} on {sorted(ports)}: only the coordinator and DNS")
+
+
 def check_manifests(documents, built=False, endpoints=COORDINATOR_ENDPOINTS):
     """Returns the ports the containers listen on."""
     for document in documents:
@@ -131,18 +229,16 @@ def check_manifests(documents, built=False, endpoints=COORDINATOR_ENDPOINTS):
     check(service.get("spec", {}).get("publishNotReadyAddresses") is True,
           "the coordinator's Service must publish it while not ready (workers must reach it during an outage)")
     ports = check_coordinator_ports(coordinator, service, endpoints) + list(METRICS_PORTS.values())
-    # The worker divides its cgroup's CPU quota among its slots: without a limit it counts the node's cores.
-    limit = container(worker, "worker").get("resources", {}).get("limits", {}).get("cpu")
-    slots = {e.get("name"): e.get("value") for e in container(worker, "worker").get("env", [])}.get("SPLICE_SLOTS")
-    if check(limit is not None, "splice-worker: no CPU limit (the worker would divide the node's cores among its slots)"):
-        cores = float(str(limit)[:-1]) / 1000 if str(limit).endswith("m") else float(limit)
-        check(slots is None or cores >= int(slots),
-              f"splice-worker: a CPU limit of {limit} gives its {slots} slots less than a core each")
-    drain = worker.get("spec", {}).get("template", {}).get("spec", {}).get("terminationGracePeriodSeconds", 0)
+    # SIGTERM drains a worker for up to --drain-timeout (300 s unless given), then it waits for its
+    # results to be acknowledged: the grace period must cover that, or the kubelet kills a drain.
+    grace = worker.get("spec", {}).get("template", {}).get("spec", {}).get("terminationGracePeriodSeconds", 30)
     args = container(worker, "worker").get("args", [])
-    if "--drain-timeout" in args:
-        check(drain > int(args[args.index("--drain-timeout") + 1]),
-              "splice-worker: terminationGracePeriodSeconds must exceed --drain-timeout")
+    drain = int(args[args.index("--drain-timeout") + 1]) if "--drain-timeout" in args else 300
+    check(grace >= drain + 15,
+          f"splice-worker: terminationGracePeriodSeconds {grace} does not cover the {drain} s drain and the hand-back after it")
+    check_worker_resources(worker)
+    check_disruption_budget(documents, worker)
+    check_network_policies(documents, coordinator, worker)
 
     # KEDA: a ScaledObject on the worker Deployment, its PostgreSQL trigger authenticated by a
     # TriggerAuthentication whose Secret exists and holds the key it names.

@@ -5,8 +5,10 @@ import Testing
 
 /// The deployment files, checked without a cluster: `Deploy/check-deploy.py` (PyYAML) over the
 /// Kubernetes manifests as the kustomization assembles them, and over `kubectl kustomize`'s own
-/// output when kubectl is installed; `promtool` over the Prometheus configuration and alert
-/// rules; the KEDA role's privileges on a real database.
+/// output when kubectl is installed; `Deploy/validate-manifests.py` (kubernetes-validate, strict)
+/// against Kubernetes' own schemas and KEDA's CRD schemas (`KEDA/keda-crds.yaml` beside this file);
+/// `promtool` over the Prometheus configuration and alert rules; the KEDA role's privileges on a
+/// real database.
 @Suite("Deployment files", .timeLimit(.minutes(2)))
 struct DeployFilesTests {
     static let deploy = Fixtures.packageRoot.appendingPathComponent("Deploy")
@@ -32,6 +34,55 @@ struct DeployFilesTests {
         let check = try await ExternalTool.run(executable: URL(fileURLWithPath: Self.python), arguments)
         #expect(check.status == 0, "\(check.stderr)")
         #expect(check.text.contains("check-deploy: ok"))
+    }
+
+    @Test("Kubernetes' own schemas accept every manifest, strictly, and KEDA's CRD schemas accept its objects")
+    func schemas() async throws {
+        let python = try Self.toolsPython()
+        let script = Self.deploy.appendingPathComponent("validate-manifests.py").path
+        let check = try await ExternalTool.run(executable: python, [script])
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.text.contains("validate-manifests: ok"), "\(check.text)")
+        #expect(check.text.contains("2 of them KEDA's"), "the ScaledObject and its TriggerAuthentication: \(check.text)")
+        // kubectl's assembly too (namespace and image applied), when kubectl is installed.
+        if let kubectl = Self.onPath("kubectl") {
+            let built = try await ExternalTool.run(executable: URL(fileURLWithPath: kubectl),
+                                                   ["kustomize", Self.deploy.appendingPathComponent("kubernetes").path])
+            let file = Fixtures.temporaryDirectory("kustomize").appendingPathComponent("built.yaml")
+            try built.stdout.write(to: file)
+            let checkBuilt = try await ExternalTool.run(executable: python, [script, file.path])
+            #expect(checkBuilt.status == 0, "\(checkBuilt.stderr)")
+        }
+    }
+
+    @Test("the schema check refuses fields Kubernetes or KEDA does not know, and kinds it has no schema for")
+    func schemasRefuse() async throws {
+        let python = try Self.toolsPython()
+        let folder = Self.deploy.appendingPathComponent("kubernetes")
+        var manifests = ""
+        for file in ["coordinator.yaml", "worker.yaml", "keda.yaml"] {
+            manifests += try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8) + "\n---\n"
+        }
+        // Mistakes a YAML parser lets through: a field misspelt in a pod spec, one in a ScaledObject,
+        // a container port given as a string, a kind from nowhere (one per object: each object's
+        // first mistake is reported).
+        let broken = manifests
+            .replacing("terminationGracePeriodSeconds: 90", with: "terminationGracePeriod: 90")
+            .replacing("minReplicaCount: 1", with: "minReplicas: 1")
+            .replacing("containerPort: 9451", with: "containerPort: \"9451\"")
+            + "\n---\napiVersion: splice.example/v1\nkind: Encoder\nmetadata: {name: x}\n"
+        let file = Fixtures.temporaryDirectory("schemas").appendingPathComponent("broken.yaml")
+        try broken.write(to: file, atomically: true, encoding: .utf8)
+        let check = try await ExternalTool.run(executable: python,
+                                               [Self.deploy.appendingPathComponent("validate-manifests.py").path, file.path])
+        #expect(check.status == 1)
+        for expected in ["Deployment splice-coordinator: spec.template.spec: Additional properties are not allowed "
+                            + "('terminationGracePeriod' was unexpected)",
+                         "ScaledObject splice-worker: spec: Additional properties are not allowed ('minReplicas' was unexpected)",
+                         "spec.template.spec.containers.0.ports.0.containerPort: '9451' is not of type 'integer'",
+                         "Couldn't find schema for kind Encoder"] {
+            #expect(check.stderr.contains(expected), "\(expected): \(check.stderr)")
+        }
     }
 
     @Test("promtool accepts the Prometheus configuration and the alert rules, and the rules' unit tests pass")
@@ -85,6 +136,21 @@ struct DeployFilesTests {
     /// Debian's Python, which python3-yaml installs PyYAML for; else whatever `python3` is.
     static var python: String {
         FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : (onPath("python3") ?? "python3")
+    }
+
+    /// The Python that Deploy/setup.sh installed kubernetes-validate into (SPLICE_TOOLS, default /opt/splice-tools).
+    static func toolsPython() throws -> URL {
+        let tools = ProcessInfo.processInfo.environment["SPLICE_TOOLS"] ?? "/opt/splice-tools"
+        let python = URL(fileURLWithPath: tools).appendingPathComponent("bin/python3")
+        guard FileManager.default.isExecutableFile(atPath: python.path) else {
+            throw ToolMissing(message: "no \(python.path): run Deploy/setup.sh, which installs kubernetes-validate there")
+        }
+        return python
+    }
+
+    struct ToolMissing: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
     }
 
     static func onPath(_ tool: String) -> String? {
