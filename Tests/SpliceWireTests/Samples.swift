@@ -57,6 +57,10 @@ enum Samples {
         .ack(Ack(attempt: attempt, acknowledges: .accept, outcome: .duplicate)),
         .heartbeat(Heartbeat()),
         .disconnect(Disconnect(reason: .revoked)),
+        .welcome(Welcome(session: "c-2", heartbeatIntervalMilliseconds: 1000, heartbeatLiveness: 3, epoch: 7)),
+        .standby(Standby(epoch: 7, active: "tcp://b:7450")),
+        .standby(Standby()),
+        .active(Active(epoch: 8)),
     ]
 
     static let status = JobStatus(
@@ -97,5 +101,7 @@ enum Samples {
         )])),
         .workerKey(WorkerKeyChanged(publicKey: key, enrolled: false, sessionsClosed: 1)),
         .error(APIError(.notFound, "no job job-0", isRetryable: false)),
+        .error(APIError(.notActive, "this coordinator (b) is a standby; the active coordinator is a at tcp://a:7451",
+                        active: "tcp://a:7451")),
     ]
 }

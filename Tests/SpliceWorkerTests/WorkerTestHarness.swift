@@ -75,7 +75,7 @@ func complete(_ segment: Int) -> Complete {
 extension Array where Element == WorkerDirective {
     /// The messages sent, in order.
     var sent: [WorkerMessage] {
-        compactMap { if case .send(let message) = $0 { message } else { nil } }
+        compactMap { if case .send(let message, _) = $0 { message } else { nil } }
     }
 
     /// The envelope types of the messages sent, in order.
