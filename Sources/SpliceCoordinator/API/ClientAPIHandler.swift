@@ -11,34 +11,59 @@ import SpliceWire
 /// Answers the client API (`splice submit/status/jobs/cancel/workers`). Every request is safe to
 /// repeat: SUBMIT is keyed by its submission key, CANCEL/ENROLL/REVOKE are idempotent in the
 /// store, and the others only read.
+///
+/// The active coordinator answers everything through its term (the epoch's fenced pool, the live
+/// sessions). A standby answers the reads (STATUS, LIST, WORKERS) from the database and every write
+/// with `ERROR not-active` naming the active coordinator's API endpoint, which the client follows
+/// (docs/coordinator.md, Standby coordinators).
 final class ClientAPIHandler: Sendable {
-    private let repository: JobRepository
-    private let shell: CoordinatorShell
+    private let role: CoordinatorRole
+    /// The read-only pool a standby answers from.
+    private let reads: JobRepository
     private let workerEndpoint: CoordinatorWorkerEndpoint
     /// The worker keys the ZAP handler admits; nil without CURVE.
     private let enrolledKeys: EnrolledKeys?
     private let maxAttempts: Int
-    private let plannerWake: WakeSignal
+    /// This coordinator's name, for the `not-active` answer.
+    private let name: String
     private let logger: Logger
     private let sourceProtocols: SourceProtocols
     private let inputRoots: PathRoots
     private let outputRoots: PathRoots
 
     init(
-        repository: JobRepository, shell: CoordinatorShell, workerEndpoint: CoordinatorWorkerEndpoint,
-        enrolledKeys: EnrolledKeys?, maxAttempts: Int, plannerWake: WakeSignal, sourceProtocols: SourceProtocols,
+        role: CoordinatorRole, reads: JobRepository, workerEndpoint: CoordinatorWorkerEndpoint,
+        enrolledKeys: EnrolledKeys?, maxAttempts: Int, name: String, sourceProtocols: SourceProtocols,
         inputRoots: PathRoots, outputRoots: PathRoots, logger: Logger
     ) {
         self.sourceProtocols = sourceProtocols
         self.inputRoots = inputRoots
         self.outputRoots = outputRoots
-        self.repository = repository
-        self.shell = shell
+        self.role = role
+        self.reads = reads
         self.workerEndpoint = workerEndpoint
         self.enrolledKeys = enrolledKeys
         self.maxAttempts = maxAttempts
-        self.plannerWake = plannerWake
+        self.name = name
         self.logger = logger
+    }
+
+    /// The active term, or the `not-active` refusal of a write.
+    private func activeTerm() throws -> CoordinatorTerm {
+        guard let term = role.term else { throw notActive() }
+        return term
+    }
+
+    /// `ERROR not-active`: where the active coordinator is, when one is.
+    private func notActive() -> APIError {
+        if let active = role.leader?.active, active.holder != nil, let api = active.apiEndpoint {
+            return APIError(
+                .notActive, "this coordinator (\(name)) is a standby; the active coordinator is "
+                    + "\(active.holderName ?? "unnamed") at \(api) (epoch \(active.epoch))", active: api)
+        }
+        return APIError(
+            .notActive, "this coordinator (\(name)) is a standby and no coordinator is active right now (one is taking "
+                + "over, or the database does not answer); try again", isRetryable: true)
     }
 
     /// How long a read waits on the store before it answers `unavailable`: less than a client's
@@ -71,6 +96,11 @@ final class ClientAPIHandler: Sendable {
             }
         } catch let error as APIError {
             return .error(error)
+        } catch let error as StoreError where error.code == .fenced {
+            // The term ended under the request: another coordinator took over.
+            return .error(notActive())
+        } catch is CancellationError {
+            return .error(APIError(.unavailable, "the coordinator is changing roles; try again", isRetryable: true))
         } catch let error as StoreError where error.isRetryable {
             return .error(APIError(.unavailable, "the job store is unreachable; try again",
                                    isRetryable: true))
@@ -102,6 +132,8 @@ final class ClientAPIHandler: Sendable {
         }
         let key = submit.submissionKey ?? UUID().uuidString
         guard !key.isEmpty else { throw APIError(.invalidRequest, "`submissionKey` is empty; omit it or send a UUID") }
+        let term = try activeTerm()
+        let repository = term.repository
         let fingerprint = try SubmissionFingerprint.of(submit, request: request)
         // A resend of a SUBMIT that created its job gets that job, whatever the files look like now
         // (its output may exist by now: the job wrote it) — if it is the same request.
@@ -117,7 +149,7 @@ final class ClientAPIHandler: Sendable {
         if !creation.created { try SubmissionFingerprint.check(creation.job, key: key, against: fingerprint) }
         if creation.created {
             logger.info("job submitted", ["job": creation.job.id.description, "input": submit.input, "output": submit.output])
-            plannerWake.signal()
+            term.plannerWake.signal()
         }
         return .submitted(JobSubmitted(job: creation.job.id))
     }
@@ -170,12 +202,15 @@ final class ClientAPIHandler: Sendable {
     }
 
     private func status(of job: JobID) async throws -> JobStatus {
+        let term = role.term
+        let repository = term?.repository ?? reads
         guard let stored = try await repository.job(id: job) else { throw notFound(job) }
         let waiting = stored.state == .running ? try await repository.waitingReason(ofJob: job) : nil
         let progress = try await repository.progress(ofJobs: [job])[job]
         let segments = try await repository.segmentReports(ofJob: job)
-        return JobStatusMapping.status(of: stored, running: await shell.runningProgress(ofJob: job),
-                                       progress: progress, waiting: waiting, segments: segments)
+        let running = await term?.shell.runningProgress(ofJob: job) ?? RunningProgress([])
+        return JobStatusMapping.status(of: stored, running: running, progress: progress, waiting: waiting,
+                                       segments: segments)
     }
 
     private func list(_ list: ListJobs) async throws -> APIReply {
@@ -191,19 +226,23 @@ final class ClientAPIHandler: Sendable {
         }
         // `limit` is within WireLimits.listLimit (1…1000) or the request never got here.
         let limit = list.limit ?? 50
+        let term = role.term
+        let repository = term?.repository ?? reads
         // The store lists by priority and age; the API shows the newest first.
         let jobs = try await repository.jobs(in: states, limit: 10_000)
             .sorted { $0.createdAt > $1.createdAt }.prefix(limit)
         let progress = try await repository.progress(ofJobs: jobs.map(\.id))
         var statuses: [JobStatus] = []
         for job in jobs {
-            statuses.append(JobStatusMapping.status(of: job, running: await shell.runningProgress(ofJob: job.id),
-                                                    progress: progress[job.id]))
+            let running = await term?.shell.runningProgress(ofJob: job.id) ?? RunningProgress([])
+            statuses.append(JobStatusMapping.status(of: job, running: running, progress: progress[job.id]))
         }
         return .jobs(JobList(jobs: statuses))
     }
 
     private func cancel(_ job: JobID) async throws -> APIReply {
+        let term = try activeTerm()
+        let repository = term.repository
         let stored: Job
         do {
             stored = try await repository.cancelJob(jobID: job, reason: "cancelled on request")
@@ -216,7 +255,7 @@ final class ClientAPIHandler: Sendable {
         }
         if stored.state == .cancelled {
             logger.info("job cancelled", ["job": job.description])
-            await shell.jobEnded(job, reason: .jobCancelled)
+            await term.shell.jobEnded(job, reason: .jobCancelled)
         }
         return .cancelled(JobCancelled(job: job, state: JobStatusMapping.name(of: stored.state)))
     }
@@ -228,7 +267,9 @@ final class ClientAPIHandler: Sendable {
     // MARK: - Workers
 
     private func workers() async throws -> [WorkerInfo] {
-        let sessions = await shell.sessions
+        let term = role.term
+        let repository = term?.repository ?? reads
+        let sessions = await term?.shell.sessions ?? []
         var infos: [WorkerInfo] = []
         for worker in try await repository.workers() {
             let session = sessions.first { $0.workerID == worker.id }
@@ -248,7 +289,7 @@ final class ClientAPIHandler: Sendable {
                 quarantineRemainingMilliseconds: session?.quarantineRemaining?.wholeMilliseconds,
                 quarantineReason: session?.quarantineReason, usableCores: session?.usableCores,
                 threadsPerSlot: session?.threadsPerSlot, metricsEndpoint: session?.metricsEndpoint)
-            if let session {
+            if let session, let shell = term?.shell {
                 (info.storage, info.bytesIn, info.bytesOut) = await shell.storage(of: session.identity)
             }
             infos.append(info)
@@ -257,6 +298,7 @@ final class ClientAPIHandler: Sendable {
     }
 
     private func enroll(_ enroll: EnrollWorker) async throws -> APIReply {
+        let repository = try activeTerm().repository
         let key = enroll.publicKey
         let existing = try await repository.worker(publicKey: key.z85)
         if existing?.state == .revoked {
@@ -274,6 +316,8 @@ final class ClientAPIHandler: Sendable {
     /// Commits the revoke (which also takes back the worker's leases), then refuses the key's
     /// handshakes and messages, ends its live sessions with DISCONNECT `revoked`, and forgets them.
     private func revoke(_ key: CurvePublicKey) async throws -> APIReply {
+        let term = try activeTerm()
+        let repository = term.repository
         guard let worker = try await repository.worker(publicKey: key.z85) else {
             throw APIError(.notFound, "no worker with key \(key); `splice workers` lists them")
         }
@@ -281,8 +325,8 @@ final class ClientAPIHandler: Sendable {
         enrolledKeys?.revoke(key)
         let farewell = CoordinatorMessage.disconnect(Disconnect(reason: .revoked, detail: "key revoked"))
         let closed = await workerEndpoint.disconnect(key: key, farewell: farewell)
-        await shell.workerRevoked(.key(key))
-        await shell.workAvailable()
+        await term.shell.workerRevoked(.key(key))
+        await term.shell.workAvailable()
         logger.info("worker key revoked", ["worker": key.z85, "sessions_closed": closed])
         return .workerKey(WorkerKeyChanged(publicKey: key, enrolled: false, sessionsClosed: closed))
     }
