@@ -89,6 +89,7 @@ public final class Coordinator: Service {
         // Ready once the leadership has decided: a coordinator alone on its database is active then.
         let announce = Task {
             await runtime.decided()
+            guard !Task.isCancelled else { return }
             let (waiters, endpoints) = self.state.withLock { state in
                 state.decided = true
                 defer { state.readyWaiters.removeAll() }

@@ -159,7 +159,9 @@ final class LeadershipService: Service {
     // MARK: - Holding it
 
     private func hold(_ term: CoordinatorTerm) async throws {
-        var nextRenewal = ContinuousClock.now + policy.renewInterval
+        // Renewals every interval from the last one that succeeded (the acquisition counts); a
+        // failed one is tried again a quarter interval later, until the deadline.
+        var nextRenewal = (clock.lastRenewal ?? .now) + policy.renewInterval
         while !stopping.isOpen {
             guard let deadline = clock.deadline else {
                 await standDown(term, reason: "the lease lapsed")
@@ -182,13 +184,13 @@ final class LeadershipService: Service {
                 continue
             }
             let sent = ContinuousClock.now
-            nextRenewal = sent + policy.renewInterval
             let renewed = await call(within: deadline - sent, { connection in
                 try await self.lease.renew(epoch: term.epoch, on: connection)
             })
             switch renewed {
             case true?:
                 clock.renewed(sentAt: sent, lease: policy.lease)
+                nextRenewal = sent + policy.renewInterval
             case false?:
                 let current = await call(within: .seconds(1), { connection in try await self.lease.current(on: connection) })
                 role.read(current)
@@ -202,7 +204,8 @@ final class LeadershipService: Service {
                 }
                 return
             case nil:
-                break  // the database did not answer: try again until the deadline
+                // The database did not answer: again soon, until the deadline.
+                nextRenewal = ContinuousClock.now + min(.milliseconds(250), policy.renewInterval / 4)
             }
         }
     }

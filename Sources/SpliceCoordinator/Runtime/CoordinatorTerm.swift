@@ -166,7 +166,7 @@ final class CoordinatorTerm: Sendable {
 /// sending time plus the lease, less a margin — measured on this process's monotonic clock, never
 /// compared with the database's. Claims stop when it says so.
 final class LeaseClock: Sendable {
-    private let validUntil = Mutex<ContinuousClock.Instant?>(nil)
+    private let validUntil = Mutex<(until: ContinuousClock.Instant?, sent: ContinuousClock.Instant?)>((nil, nil))
     let margin: Duration
 
     init(margin: Duration) {
@@ -178,19 +178,23 @@ final class LeaseClock: Sendable {
     func renewed(sentAt sent: ContinuousClock.Instant, lease: Duration) {
         validUntil.withLock { current in
             let until = sent + lease - margin
-            current = max(current ?? until, until)
+            current.until = max(current.until ?? until, until)
+            current.sent = max(current.sent ?? sent, sent)
         }
     }
 
     /// The lease is gone (stood down, released).
     func lapse() {
-        validUntil.withLock { $0 = nil }
+        validUntil.withLock { $0 = (nil, nil) }
     }
 
     /// When this coordinator must stand down at the latest; nil when it holds no lease.
-    var deadline: ContinuousClock.Instant? { validUntil.withLock { $0 } }
+    var deadline: ContinuousClock.Instant? { validUntil.withLock { $0.until } }
+
+    /// When the last renewal that succeeded (or the acquisition) was sent.
+    var lastRenewal: ContinuousClock.Instant? { validUntil.withLock { $0.sent } }
 
     func isValid(at now: ContinuousClock.Instant) -> Bool {
-        validUntil.withLock { $0.map { now < $0 } ?? false }
+        validUntil.withLock { $0.until.map { now < $0 } ?? false }
     }
 }
