@@ -139,14 +139,17 @@ enum ClusterBenchmark {
             submitted.append(job.job)
         }
         for job in submitted {
-            while true {
+            polling: while true {
                 let reply = try await client.request(.status(JobStatusQuery(job: job)))
                 guard case .status(let status) = reply else { throw ClusterBenchmarkError("STATUS answered \(reply)") }
-                if status.state == "running" { break }
-                guard ["queued", "planning"].contains(status.state) else {
-                    throw ClusterBenchmarkError("job \(job) is \(status.state): \(status.error ?? "")")
+                switch status.state {
+                case .running:
+                    break polling
+                case .queued, .planning:
+                    try await Task.sleep(for: .milliseconds(50))
+                case .stitching, .succeeded, .failed, .cancelled:
+                    throw ClusterBenchmarkError("job \(job) is \(status.state.rawValue): \(status.error ?? "")")
                 }
-                try await Task.sleep(for: .milliseconds(50))
             }
         }
         await client.close(linger: .zero)

@@ -172,7 +172,7 @@ final class CoordinatorSite: OperationsSite {
         families.append(.gauge(
             "splice_jobs", help: "Jobs in the database by state (succeeded is the store's completed).",
             labelNames: ["state"],
-            JobState.allCases.map { (labels: [JobStatusMapping.name(of: $0)], value: Double(overview.jobs[$0] ?? 0)) }))
+            JobState.allCases.map { (labels: [$0.rawValue], value: Double(overview.jobs[$0] ?? 0)) }))
         let priorities = overview.pendingSegments.isEmpty ? [0: 0] : overview.pendingSegments
         families.append(.gauge(
             "splice_queue_segments", help: "Segments waiting to be leased (pending), by their job's priority.",

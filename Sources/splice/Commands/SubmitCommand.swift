@@ -154,7 +154,7 @@ struct SubmitCommand: ClientCommand {
             display.stop(succeeded: false)
             throw error
         }
-        display.stop(succeeded: final.state == "succeeded")
+        display.stop(succeeded: final.state == .succeeded)
         if json { try context.output.writeJSON(final) }
         return Self.report(final, commandPath: context.commandPath, output: context.output,
                            errorOutput: context.errorOutput, quiet: json)
@@ -165,14 +165,18 @@ struct SubmitCommand: ClientCommand {
                        quiet: Bool = false) -> ExitCode {
         let name = commandPath.joined(separator: " ")
         switch status.state {
-        case "succeeded":
+        case .succeeded:
             if !quiet { output.writeLine("job \(status.job) succeeded: \(status.output)") }
             return .success
-        case "cancelled":
+        case .cancelled:
             errorOutput.writeLine("\(name): job \(status.job) was cancelled")
             return jobCancelled
-        default:
+        case .failed:
             errorOutput.writeLine("\(name): job \(status.job) failed: \(status.error ?? "no reason was recorded")")
+            return jobFailed
+        case .queued, .planning, .running, .stitching:
+            // Only a finished job is reported; a wait never returns one that still runs.
+            errorOutput.writeLine("\(name): job \(status.job) is still \(status.state.rawValue)")
             return jobFailed
         }
     }
