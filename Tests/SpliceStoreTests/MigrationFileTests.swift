@@ -1,4 +1,5 @@
 import Foundation
+import SpliceCore
 import Testing
 @testable import SpliceStore
 

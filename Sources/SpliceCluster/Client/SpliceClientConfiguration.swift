@@ -1,4 +1,4 @@
-public import SpliceStore
+public import SpliceConcurrency
 public import SpliceWire
 
 /// How a `SpliceClient` reaches the coordinator's API endpoint and how patient it is.

@@ -1,4 +1,5 @@
 public import Foundation
+public import SpliceConcurrency
 public import SpliceHTTP
 public import SpliceLog
 public import SpliceStore

@@ -1,4 +1,5 @@
 public import Foundation
+import SpliceCore
 
 /// One schema change: the file `Migrations/NNNN_name.sql`, carried inside the binary by the
 /// EmbedMigrations build-tool plugin.

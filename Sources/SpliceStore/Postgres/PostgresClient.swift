@@ -1,3 +1,4 @@
+public import SpliceConcurrency
 import Synchronization
 
 /// A pool of PostgreSQL connections that retries work the server says may succeed if tried again.

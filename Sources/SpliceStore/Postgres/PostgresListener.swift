@@ -1,4 +1,5 @@
 import Foundation
+public import SpliceConcurrency
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import Foundation
+public import SpliceConcurrency
 public import SpliceCore
 
 /// The coordinator's view of the job store: every method is one transaction (retried by the

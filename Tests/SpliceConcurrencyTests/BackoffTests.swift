@@ -1,5 +1,5 @@
 import Testing
-@testable import SpliceStore
+import SpliceConcurrency
 
 /// A deterministic generator so jitter bounds can be checked exactly.
 private struct SplitMix: RandomNumberGenerator {
