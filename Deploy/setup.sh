@@ -3,16 +3,22 @@
 # packages the build, the tests and the quick start need (only those that are missing). The tests
 # also use promtool (package prometheus: it lints the metrics; on a host with systemd it installs a
 # Prometheus service too, `systemctl disable --now prometheus` if you do not want it), headless
-# chromium (the status page in a real browser) and PyYAML (Deploy/check-deploy.py).
+# chromium (the status page in a real browser) and PyYAML (Deploy/check-deploy.py). The
+# object-storage tests and `splice-bench s3` run moto's S3 emulator and botocore's signer
+# (Deploy/s3-emulator.py) from a virtual environment made here: .venv beside Package.swift, with
+# the pinned PyPI packages below (python3-venv provides pip inside it).
 # Safe to run any number of times. Sourced by quickstart.sh and test.sh; can also run alone.
 set -euo pipefail
 
 splice_packages=(
     pkg-config
     libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev
-    libzmq3-dev libpq-dev postgresql ffmpeg
-    prometheus chromium python3-yaml
+    libzmq3-dev libpq-dev libcurl4-openssl-dev postgresql ffmpeg
+    prometheus chromium python3-yaml python3-venv
 )
+
+# The S3 emulator and the independent SigV4 signer, pinned so the oracle does not move under the tests.
+splice_python_packages=("moto[server]==5.2.5" "boto3==1.44.8")
 
 splice_find_swift() {
     if ! command -v swift >/dev/null 2>&1; then
@@ -52,5 +58,18 @@ splice_install_packages() {
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+splice_python_env() {
+    local venv
+    venv="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.venv"
+    if "$venv/bin/python3" -c 'import moto, boto3, sys; sys.exit(moto.__version__ != "5.2.5" or boto3.__version__ != "1.44.8")' \
+        2>/dev/null; then
+        return 0
+    fi
+    echo "setup: making $venv with ${splice_python_packages[*]}" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "${splice_python_packages[@]}"
+}
+
 splice_find_swift
 splice_install_packages
+splice_python_env
