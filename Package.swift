@@ -177,6 +177,13 @@ let package = Package(
             dependencies: ["SpliceCore", "SpliceStore", "SpliceTestSupport"],
             swiftSettings: strict
         ),
+        // Against moto's S3 in server mode on loopback (started by the tests, auth enforced), with
+        // botocore's signer as the independent judge of every signature (Deploy/s3-emulator.py).
+        .testTarget(
+            name: "SpliceObjectStoreIntegrationTests",
+            dependencies: ["SpliceCore", "SpliceObjectStore", "SpliceConcurrency", "SpliceTestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "SpliceClusterIntegrationTests",
             dependencies: ["SpliceCore", "SpliceJSON", "SpliceCluster", "SpliceWire", "SpliceConcurrency", "SpliceTestSupport"],
