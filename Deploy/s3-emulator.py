@@ -16,7 +16,8 @@ with moto[server] and boto3). Subcommands:
                         the answer relayed. Prints {endpoint}; then the stdin command
                         `fail METHOD STATUS COUNT` answers the next COUNT requests of METHOD with
                         STATUS instead (fault injection; STATUS 0: no answer for 5 s, then the
-                        connection is closed). Exits when stdin closes.
+                        connection is closed; STATUS 1: the real answer, cut off halfway through its
+                        body). Exits when stdin closes.
   sign LOG KEY SECRET REGION [TOKEN]
                         for each request in LOG, the Authorization header botocore's S3SigV4Auth
                         computes for the same method, URL, headers, body and X-Amz-Date; prints
@@ -24,7 +25,9 @@ with moto[server] and boto3). Subcommands:
   presign ENDPOINT BUCKET KEY ACCESS SECRET REGION EXPIRES TIMESTAMP [TOKEN]
                         botocore's presigned GET URL (path-style) at TIMESTAMP (YYYYMMDDTHHMMSSZ).
   bench ENDPOINT ACCESS SECRET MEGABYTES
-                        boto3's own upload and download MB/s against ENDPOINT (the emulator's ceiling).
+                        boto3's own MB/s against ENDPOINT (the emulator's ceiling): upload_fileobj (8 MiB
+                        parts, 4 at once), download_fileobj (8 MiB ranged GETs, 4 at once) and one
+                        get_object streamed; readMBps is the better of the two reads.
 """
 import base64
 import datetime
@@ -151,11 +154,12 @@ def tap(upstream, log_path):
                 inject = faults["count"] > 0 and faults["method"] == self.command
                 if inject:
                     faults["count"] -= 1
+            cut = inject and faults["status"] == 1
             if inject and faults["status"] == 0:
                 time.sleep(5)  # a stall: say nothing, then hang up
                 self.close_connection = True
                 return
-            if inject:
+            if inject and not cut:
                 error = b"<?xml version=\"1.0\"?><Error><Code>InternalError</Code><Message>injected</Message></Error>"
                 self.answer(faults["status"], [("Content-Type", "application/xml")], error)
                 return
@@ -165,8 +169,19 @@ def tap(upstream, log_path):
             data = response.read()
             headers = [(k, v) for k, v in response.getheaders()
                        if k.lower() not in ("content-length", "transfer-encoding", "connection")]
-            self.answer(response.status, headers, data)
             connection.close()
+            if cut:
+                # The real answer's head and half its body, then the connection drops.
+                self.send_response(response.status)
+                for name, value in headers:
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[:len(data) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            self.answer(response.status, headers, data)
 
         def answer(self, status, headers, data):
             self.send_response(status)
@@ -286,11 +301,19 @@ def bench(endpoint, access_key, secret, megabytes):
     sink = io.BytesIO()
     start = time.monotonic()
     client.download_fileobj(bucket, "bench.bin", sink, Config=config)
-    read = len(data) / (time.monotonic() - start) / 1e6
+    ranged = len(data) / (time.monotonic() - start) / 1e6
     assert sink.getvalue() == data
+    start = time.monotonic()
+    body = client.get_object(Bucket=bucket, Key="bench.bin")["Body"]
+    streamed = bytearray()
+    for chunk in iter(lambda: body.read(1 << 20), b""):
+        streamed += chunk
+    stream = len(data) / (time.monotonic() - start) / 1e6
+    assert bytes(streamed) == data
     client.delete_object(Bucket=bucket, Key="bench.bin")
     client.delete_bucket(Bucket=bucket)
-    print(json.dumps({"writeMBps": write, "readMBps": read}))
+    print(json.dumps({"writeMBps": write, "readMBps": max(ranged, stream), "rangedReadMBps": ranged,
+                      "streamReadMBps": stream}))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ public import SpliceLog
 ///     let store = try ObjectStore(configuration: .fromEnvironment())   // AWS_* and ~/.aws
 ///     let input = try ObjectLocation(parsing: "s3://media/in.mov")
 ///     guard let info = try await store.info(input) else { … }         // HEAD
-///     let reader = try await store.openReader(input)                  // ranged GETs, read-ahead
+///     let reader = try await store.openReader(input)                  // one streaming GET per seek
 ///     let url = try store.presignedURL(for: input)                    // for FFmpeg's http reader
 ///     let writer = try await store.openWriter(for: output, overwrite: false)
 ///     try await writer.write(bytes); try await writer.finish()        // multipart, atomic

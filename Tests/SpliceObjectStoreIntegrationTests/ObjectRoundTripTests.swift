@@ -52,7 +52,7 @@ struct ObjectRoundTripTests {
         #expect(try await s3.store.info(s3.location("double/slash")) == nil)
     }
 
-    @Test("the reader serves random reads and a sequential read across read-ahead windows, byte for byte")
+    @Test("the reader serves random reads and a sequential read, byte for byte")
     func reader() async throws {
         let s3 = try await S3Fixture.make { $0.readAheadBytes = 1 << 20 }
         let bytes = S3Fixture.bytes(5 << 20 + 12_345, seed: 7)
@@ -75,6 +75,35 @@ struct ObjectRoundTripTests {
         }
         #expect(sequential == bytes)
         #expect(try await reader.read(at: Int64(bytes.count), count: 10).isEmpty, "nothing past the end")
+    }
+
+    @Test("a sequential read is one streaming GET; a seek back is one more; a GET cut midway resumes where it broke")
+    func streaming() async throws {
+        let server = try await TestS3.server()
+        let tap = try await S3Tap(upstream: server.endpoint)
+        let s3 = try await S3Fixture.make(endpoint: tap.endpoint) { $0.readAheadBytes = 512 << 10 }
+        let bytes = S3Fixture.bytes(3 << 20, seed: 5)
+        let location = try s3.location("stream.bin")
+        try await s3.store.put(bytes, at: location, overwrite: false)
+        func gets() throws -> [String] { try tap.records().filter { $0.method == "GET" }.compactMap { $0.header("Range") } }
+
+        let reader = try await s3.store.openReader(location)
+        var sequential: [UInt8] = []
+        while sequential.count < bytes.count { sequential += try await reader.read(at: Int64(sequential.count), count: 65_536) }
+        #expect(sequential == bytes)
+        #expect(try gets() == ["bytes=0-3145727"], "one request for the whole sequential read")
+        #expect(try await reader.read(at: 10, count: 5) == Array(bytes[10..<15]))
+        #expect(try gets().count == 2, "a seek far back starts one more GET there")
+        #expect(try gets().last == "bytes=10-3145727")
+
+        try await tap.fail("GET", status: 1, count: 1)  // the next GET breaks halfway through its body
+        let resumed = try await s3.store.openReader(location)
+        var again: [UInt8] = []
+        while again.count < bytes.count { again += try await resumed.read(at: Int64(again.count), count: 100_000) }
+        #expect(again == bytes)
+        let after = try gets().dropFirst(2)
+        #expect(after.count == 2 && after.first == "bytes=0-3145727")
+        #expect(after.last != "bytes=0-3145727" && after.last?.hasSuffix("-3145727") == true, "resumed past 0: \(after)")
     }
 
     @Test("the blocking read from a thread of its own fills a caller's buffer")

@@ -50,7 +50,9 @@ public struct ObjectStoreConfiguration: Sendable, CustomStringConvertible {
     public var partSize: Int
     /// Parts uploaded at once by one writer (memory: about `partSize` × (this + 1)).
     public var concurrentParts: Int
-    /// Bytes a reader fetches per ranged GET; the next such window is fetched while this one is read.
+    /// How far a reader's streaming GET may run ahead of what has been read (its memory, besides
+    /// the socket's buffers); a forward seek within this distance waits for the stream instead
+    /// of starting a new GET.
     public var readAheadBytes: Int
     /// Requests in flight at once across the whole store (each on a dedicated thread).
     public var maxConnections: Int

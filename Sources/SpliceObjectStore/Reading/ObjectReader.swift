@@ -1,89 +1,94 @@
 import Dispatch
-import Synchronization
+import Foundation
 
-/// Reads one object by ranged GETs, as a file is read with `pread`: any offset, in any order,
-/// with read-ahead for the sequential case — the shape of an FFmpeg `AVIOContext` read/seek
-/// pair (``size`` answers `AVSEEK_SIZE`).
+/// Reads one object as a file is read with `pread` — any offset, in any order — shaped for an
+/// FFmpeg `AVIOContext` read/seek pair (``size`` answers `AVSEEK_SIZE`).
 ///
-///     let reader = try await store.openReader(input)      // HEAD: size and ETag
-///     let n = try reader.readBlocking(at: 0, into: buffer) // from an FFmpeg I/O thread
+///     let reader = try await store.openReader(input)       // HEAD: size and ETag
+///     let n = try reader.readBlocking(at: 0, into: buffer)  // from an FFmpeg I/O thread
 ///     let bytes = try await reader.read(at: 4096, count: 65536)
 ///
-/// It keeps one window of ``ObjectStoreConfiguration/readAheadBytes`` (8 MiB) and, while that
-/// window is being read, already fetches the next one; a read elsewhere (a seek) drops both and
-/// fetches the window at the new offset. Every GET carries `If-Match` with the ETag seen when
-/// the reader opened, so an object replaced mid-read fails with `.objectChanged` instead of
-/// mixing two versions.
+/// Sequential reads are served from one streaming GET (from the offset to the end), which runs
+/// up to ``ObjectStoreConfiguration/readAheadBytes`` ahead of the reader and is held back by TCP
+/// beyond that — one request per seek, as FFmpeg's own http reader does, instead of one per
+/// window. A read elsewhere (behind the last megabyte kept, or more than the read-ahead ahead)
+/// stops that GET and starts one at the new offset. A GET that breaks midway is resumed where
+/// the reader is (up to `maxAttempts` times in a row without progress). Every GET carries
+/// `If-Match` with the ETag seen when the reader opened, so an object replaced mid-read fails
+/// with `.objectChanged` instead of mixing two versions.
 ///
-/// Safe to call from several threads, but reads are served one at a time.
+/// Safe to call from several threads; reads are served one at a time.
 public final class ObjectReader: Sendable {
     /// The object, its size and the ETag every read is pinned to.
     public let info: ObjectInfo
     private let client: S3Client
-    private let windowBytes: Int
+    private let state: ReaderState
     /// Where ``read(at:count:)`` runs the blocking read (a Dispatch thread, not the cooperative pool).
     private let queue = DispatchQueue(label: "splice.objectstore.reader")
-    /// Serialises reads (they share the window); held while a window is fetched.
-    private let reading = Mutex<Windows>(Windows())
 
-    /// The current window and the one being fetched ahead.
-    private struct Windows: Sendable {
-        var current: Window?
-        var ahead: Pending?
-    }
-
-    private struct Window: Sendable {
-        var start: Int64
-        var bytes: [UInt8]
-        var range: Range<Int64> { start..<(start + Int64(bytes.count)) }
-    }
-
-    /// A window being fetched on a transfer thread.
-    private final class Pending: Sendable {
-        let start: Int64
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<[UInt8], ObjectStoreError>?>(nil)
-        let cancellation = CancellationFlag()
-        init(start: Int64) { self.start = start }
-
-        /// Blocks until the fetch is done.
-        func wait() -> Result<[UInt8], ObjectStoreError> {
-            done.wait()
-            done.signal()  // stays signalled for any later waiter
-            return result.withLock { $0! }
-        }
+    /// The current stream, guarded by `condition` (shared with the stream's producer).
+    private final class ReaderState: @unchecked Sendable {
+        let condition = NSCondition()
+        let serial = NSLock()  // one read at a time
+        var stream: ReadStream?
     }
 
     init(info: ObjectInfo, client: S3Client) {
         self.info = info
         self.client = client
-        windowBytes = client.configuration.readAheadBytes
+        state = ReaderState()
     }
 
     deinit {
-        reading.withLock { $0.ahead?.cancellation.cancel() }
+        state.condition.lock()
+        let stream = state.stream
+        state.condition.unlock()
+        stream?.cancel()
     }
 
     /// The object's length in bytes.
     public var size: Int64 { info.size }
 
     /// Copies up to `buffer.count` bytes at `offset` into `buffer`; the count copied, 0 at or
-    /// past the end. Blocks the calling thread while a window is fetched: call it from a thread
+    /// past the end. Blocks the calling thread while the bytes arrive: call it from a thread
     /// that may block (an FFmpeg read callback), never from a task — use ``read(at:count:)``.
     public func readBlocking(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws(ObjectStoreError) -> Int {
         guard offset >= 0, offset < info.size, buffer.count > 0 else { return 0 }
-        return try reading.withLock { (windows) throws(ObjectStoreError) -> Int in
-            if windows.current?.range.contains(offset) != true {
-                windows.current = try fetchWindow(at: offset, &windows)
+        state.serial.lock()
+        defer { state.serial.unlock() }
+        let condition = state.condition
+        condition.lock()
+        defer { condition.unlock() }
+        var resumes = 0
+        let lookAhead = Int64(client.configuration.readAheadBytes)
+        while true {
+            if let stream = state.stream {
+                if offset >= stream.bufferStart && offset < stream.bufferEnd {
+                    return stream.take(at: offset, into: buffer)
+                }
+                let coming = offset >= stream.bufferEnd && offset < stream.bufferEnd + lookAhead
+                if coming && !stream.isOver {
+                    stream.moveConsumer(to: offset)
+                    condition.wait()  // the bytes are on their way
+                    continue
+                }
+                if stream.isOver, let failure = stream.failure, !Self.isResumable(failure) {
+                    state.stream = nil
+                    throw failure
+                }
+                if stream.isOver, offset == stream.bufferEnd, stream.bufferEnd > stream.start {
+                    // It broke (or stalled) after delivering something: resume here.
+                    resumes += 1
+                    if resumes > client.configuration.maxAttempts {
+                        throw stream.failure ?? ObjectStoreError(.connectionFailed, "GetObject \(info.location): the "
+                            + "transfer keeps breaking", isRetryable: true)
+                    }
+                } else if stream.isOver, let failure = stream.failure, offset == stream.start {
+                    throw failure  // failed before its first byte, already retried by the client
+                }
+                stream.cancelHoldingLock()
             }
-            let window = windows.current!
-            prefetch(after: window, &windows)
-            let from = Int(offset - window.start)
-            let count = min(buffer.count, window.bytes.count - from)
-            window.bytes.withUnsafeBytes { bytes in
-                buffer.baseAddress!.copyMemory(from: bytes.baseAddress! + from, byteCount: count)
-            }
-            return count
+            state.stream = startStream(at: offset)
         }
     }
 
@@ -108,47 +113,26 @@ public final class ObjectReader: Sendable {
         }
     }
 
-    // MARK: - Windows
+    // MARK: - Streams
 
-    /// The window holding `offset`: the one fetched ahead if it starts there, else a new GET.
-    private func fetchWindow(at offset: Int64, _ windows: inout Windows) throws(ObjectStoreError) -> Window {
-        if let ahead = windows.ahead {
-            windows.ahead = nil
-            if ahead.start == offset || (ahead.start <= offset && offset < ahead.start + Int64(windowBytes)) {
-                let bytes = try ahead.wait().get()
-                let window = Window(start: ahead.start, bytes: bytes)
-                if window.range.contains(offset) { return window }
-            } else {
-                ahead.cancellation.cancel()  // a seek elsewhere: that window is not needed
-            }
-        }
-        let pending = startFetch(at: offset)
-        return Window(start: offset, bytes: try pending.wait().get())
-    }
-
-    /// Starts fetching the window after `window`, unless it is the last or already fetching.
-    private func prefetch(after window: Window, _ windows: inout Windows) {
-        let next = window.range.upperBound
-        guard windows.ahead == nil, next < info.size else { return }
-        windows.ahead = startFetch(at: next)
-    }
-
-    /// A GET of the window starting at `start` on a transfer thread.
-    private func startFetch(at start: Int64) -> Pending {
-        let pending = Pending(start: start)
-        let end = min(info.size, start + Int64(windowBytes))
-        let request = client.getRequest(info.location, range: start..<end, etag: info.etag)
+    /// A GET from `offset` to the end, streaming into a new ``ReadStream`` on a thread of its own.
+    private func startStream(at offset: Int64) -> ReadStream {
+        let stream = ReadStream(start: offset, capacity: client.configuration.readAheadBytes, condition: state.condition)
+        var request = client.getRequest(info.location, range: offset..<info.size, etag: info.etag)
+        request.expectedResponseBytes = 0
+        request.sink = stream
         let location = info.location
-        let expected = Int(end - start)
-        client.start(request, cancellation: pending.cancellation) { result in
-            let bytes = result.mapError { S3Client.readError($0, location) }.flatMap { response in
-                response.body.count == expected ? .success(response.body)
-                    : .failure(ObjectStoreError(.invalidResponse, "GetObject \(location): asked for \(expected) bytes at "
-                        + "\(start), got \(response.body.count); the object may have been replaced", httpStatus: response.status))
+        client.startOnOwnThread(request, cancellation: stream.cancellation) { result in
+            switch result {
+            case .success: stream.finish(nil)
+            case .failure(let error): stream.finish(S3Client.readError(error, location))
             }
-            pending.result.withLock { $0 = bytes }
-            pending.done.signal()
         }
-        return pending
+        return stream
+    }
+
+    /// Whether reading can go on after `failure` by starting a new GET where the reader is.
+    private static func isResumable(_ failure: ObjectStoreError) -> Bool {
+        failure.isRetryable || failure.code == .cancelled
     }
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import SpliceLog
 
 /// Sends S3 requests with retries: each request runs, retries included, on a transfer thread
@@ -34,6 +35,19 @@ final class S3Client: Sendable {
         threads.submit { [self] easy in
             completion(perform(request, on: easy, cancellation: cancellation))
         }
+    }
+
+    /// Runs `request` (with retries) on a thread of its own, for a transfer that may last as long
+    /// as its consumer takes (a streaming read): it must not hold one of the shared transfer
+    /// threads, which other requests — the same reader's next one included — may be waiting for.
+    func startOnOwnThread(_ request: S3Request, cancellation: CancellationFlag,
+                          completion: @escaping @Sendable (Result<HTTPResponse, ObjectStoreError>) -> Void) {
+        let thread = Thread { [self] in
+            completion(perform(request, on: CurlEasy(), cancellation: cancellation))
+        }
+        thread.name = "splice-s3-stream"
+        thread.stackSize = 512 << 10
+        thread.start()
     }
 
     /// Sends `request` and awaits the answer without occupying a cooperative thread; cancelling
@@ -92,7 +106,7 @@ final class S3Client: Sendable {
             case .failure(let failure):
                 error = mapper.error(for: failure, of: request)
             }
-            guard error.isRetryable, attempt < configuration.maxAttempts else {
+            guard error.isRetryable, attempt < configuration.maxAttempts, (request.sink?.delivered ?? 0) == 0 else {
                 return .failure(attempt == 1 ? error : Self.after(attempt, error))
             }
             let delay = configuration.retryBackoff.delay(attempt: attempt)

@@ -20,6 +20,9 @@ struct S3Request: Sendable {
     var accepting: Set<Int> = []
     /// A ranged GET's length, to size the receive buffer once.
     var expectedResponseBytes = 0
+    /// Where a successful answer's body streams to (``ObjectReader``); such a request is not
+    /// retried once the sink has taken bytes (the reader resumes from where it is instead).
+    var sink: (any ResponseSink)?
 
     init(_ operation: String, _ method: HTTPRequest.Method, bucket: String, key: String = "") {
         self.operation = operation
@@ -52,6 +55,6 @@ struct S3Request: Sendable {
                                           secretAccessKey: credentials.secretAccessKey)
         }
         return HTTPRequest(method: method, url: endpoint.url(bucket: bucket, key: key, query: query), headers: headers,
-                           body: body, signing: signing, expectedResponseBytes: expectedResponseBytes)
+                           body: body, signing: signing, expectedResponseBytes: expectedResponseBytes, sink: sink)
     }
 }

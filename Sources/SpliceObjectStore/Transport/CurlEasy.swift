@@ -33,7 +33,7 @@ final class CurlEasy: @unchecked Sendable {
     {
         curl_easy_reset(handle)
         errorBuffer[0] = 0
-        let state = TransferState(body: request.body, cancellation: cancellation)
+        let state = TransferState(body: request.body, cancellation: cancellation, sink: request.sink)
         state.received.reserveCapacity(request.expectedResponseBytes)
         let context = Unmanaged.passUnretained(state).toOpaque()
         var headers: UnsafeMutablePointer<curl_slist>?
@@ -126,8 +126,8 @@ final class CurlEasy: @unchecked Sendable {
         let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
         let kind: TransportFailure.Kind
         switch code {
-        case CURLE_ABORTED_BY_CALLBACK where cancelled:
-            kind = .cancelled
+        case _ where cancelled:
+            kind = .cancelled  // by the progress callback, or a sink that stopped taking bytes
         case CURLE_OPERATION_TIMEDOUT:
             kind = .timeout
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT, CURLE_SEND_ERROR,
@@ -147,11 +147,15 @@ private final class TransferState {
     var bodyOffset = 0
     var received: [UInt8] = []
     var headers: [(name: String, value: String)] = []
+    /// The status of the response being received (from its status line).
+    var status = 0
     let cancellation: CancellationFlag
+    let sink: (any ResponseSink)?
 
-    init(body: [UInt8], cancellation: CancellationFlag) {
+    init(body: [UInt8], cancellation: CancellationFlag, sink: (any ResponseSink)?) {
         self.body = body
         self.cancellation = cancellation
+        self.sink = sink
     }
 
     static func from(_ context: UnsafeMutableRawPointer?) -> TransferState {
@@ -164,7 +168,12 @@ private final class TransferState {
 private let receiveBody: curl_write_callback = { data, size, count, context in
     let state = TransferState.from(context)
     let length = size * count
-    if length > 0, let data { state.received.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length)) }
+    guard length > 0, let data else { return length }
+    let bytes = UnsafeRawBufferPointer(start: data, count: length)
+    if let sink = state.sink, (200..<300).contains(state.status) {
+        return sink.accept(bytes) ? length : 0  // 0: libcurl stops with a write error
+    }
+    state.received.append(contentsOf: bytes)
     return length
 }
 
@@ -175,6 +184,7 @@ private let receiveHeader: curl_write_callback = { data, size, count, context in
     let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
     if line.hasPrefix("HTTP/") {
         state.headers = []  // a new response (after 100 Continue, say): only the final one counts
+        state.status = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
     } else if let colon = line.firstIndex(of: ":") {
         let name = line[..<colon].lowercased()
         let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)

@@ -15,6 +15,9 @@ struct HTTPRequest: Sendable {
     var signing: Signing?
     /// How many body bytes the caller expects (a ranged GET's length), to size the buffer once.
     var expectedResponseBytes: Int = 0
+    /// Where a 2xx answer's body goes as it arrives, instead of into ``HTTPResponse/body``
+    /// (error bodies are still collected, to be read).
+    var sink: (any ResponseSink)?
 
     /// SigV4 signing parameters handed to CURLOPT_AWS_SIGV4.
     struct Signing: Sendable {
@@ -59,4 +62,13 @@ struct TransportFailure: Error, Sendable {
     var curlCode: Int
     /// libcurl's own explanation (its error buffer, else curl_easy_strerror).
     var message: String
+}
+
+/// Takes a response body as it arrives, on the transfer thread. It may block (the transfer then
+/// waits, and TCP slows the sender down); returning false aborts the transfer.
+protocol ResponseSink: AnyObject, Sendable {
+    /// Takes the next bytes of the body; false to stop the transfer.
+    func accept(_ bytes: UnsafeRawBufferPointer) -> Bool
+    /// How many body bytes it has taken so far (a request that delivered some is not retried).
+    var delivered: Int64 { get }
 }
