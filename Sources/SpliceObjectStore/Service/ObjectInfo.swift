@@ -30,36 +30,3 @@ public struct ObjectInfo: Sendable, Hashable {
         etag.count >= 2 && etag.hasPrefix("\"") && etag.hasSuffix("\"") ? String(etag.dropFirst().dropLast()) : etag
     }
 }
-
-/// A multipart upload that was started and neither completed nor aborted: its parts cost
-/// storage until it is aborted (``ObjectStore/abortMultipartUpload(_:)``).
-public struct MultipartUploadInfo: Sendable, Hashable {
-    /// The object it would create.
-    public let location: ObjectLocation
-    /// The service's id for it.
-    public let uploadID: String
-    /// When it was started, as the service wrote it (ISO 8601).
-    public let initiated: String?
-
-    /// An upload's description from its parts.
-    public init(location: ObjectLocation, uploadID: String, initiated: String?) {
-        self.location = location
-        self.uploadID = uploadID
-        self.initiated = initiated
-    }
-}
-
-/// A URL that lets any HTTP client GET one object until it expires, with no credentials of
-/// its own: what FFmpeg's http reader is given. Its `description` hides the signature (the
-/// URL is a bearer token until then); use ``url`` where it must be handed over.
-public struct PresignedURL: Sendable, Hashable, CustomStringConvertible {
-    /// The full URL, signature included.
-    public let url: String
-    /// The object it reads.
-    public let location: ObjectLocation
-
-    public var description: String {
-        guard let query = url.firstIndex(of: "?") else { return url }
-        return String(url[..<query]) + "?<presigned>"
-    }
-}
