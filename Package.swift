@@ -109,8 +109,8 @@ let package = Package(
             name: "splice-bench",
             dependencies: [
                 "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCluster", "SpliceLog",
-                "SpliceConcurrency",
-                "CZeroMQ",
+                "SpliceConcurrency", "SpliceObjectStore",
+                "CZeroMQ", "CFFmpeg", "CFFmpegShims",
             ],
             swiftSettings: strict
         ),
