@@ -90,7 +90,7 @@ struct ObjectStoreFailureTests {
     func stall() async throws {
         let server = try await TestS3.server()
         let tap = try await S3Tap(upstream: server.endpoint)
-        let s3 = try await S3Fixture.make(endpoint: tap.endpoint) { $0.stallTimeout = .seconds(1) }
+        let s3 = try await S3Fixture.make(endpoint: tap.endpoint) { $0.stallTimeout = .seconds(3) }  // the tap stalls 5 s
         let location = try s3.location("stalled.bin")
         try await s3.store.put([7, 7, 7], at: location, overwrite: false)
         try await tap.fail("GET", status: 0, count: 1)
