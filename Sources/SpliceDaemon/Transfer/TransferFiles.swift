@@ -2,7 +2,6 @@ internal import Dispatch
 internal import Foundation
 internal import Glibc
 package import SpliceCore
-internal import SpliceMedia
 
 /// The file-system side of transfers. Every call may block (a slow disk, NFS), so each runs on
 /// a Dispatch queue of its own, never on Swift's cooperative pool.

@@ -64,7 +64,7 @@ final class SegmentFileWriter: PacketWriter {
     let destination: String
     private let temporaryPath: String
     private var file: UnsafeMutablePointer<FILE>?
-    private let hash = ContentHash()
+    private var hash = SHA256()
     private var header: SegmentFile.Header
     private var timeBases: [AVRational] = []
     private var trailer = SegmentFile.Trailer(packetCounts: [], videoTimestamps: [])
@@ -231,13 +231,13 @@ final class SegmentFileReader {
     /// Closes the file in its deinit: the one owner, whether this init finishes or throws.
     private let handle: ReadOnlyFile
     private var file: UnsafeMutablePointer<FILE> { handle.pointer }
-    private let hash: ContentHash?
+    private var hash: SHA256?
     private let size: Int64
     private var atEnd = false
 
     init(path: String, verifying: Bool = true) throws(MediaError) {
         self.path = path
-        hash = verifying ? ContentHash() : nil
+        hash = verifying ? SHA256() : nil
         guard let f = fopen(path, "rb") else {
             throw MediaError(.fileNotFound, "cannot open segment '\(path)': \(String(cString: strerror(errno)))", isRetryable: true)
         }
