@@ -92,7 +92,7 @@ public enum SQLState {
     public static let deadlockDetected = "40P01"
     /// 42P04: CREATE DATABASE of a name that exists.
     public static let duplicateDatabase = "42P04"
-    /// SP001: the fence refused a coordinator's write (Migrations/0006_coordinator_leadership.sql).
+    /// SP001: the fence refused a coordinator's write (Migrations/0008_coordinator_leadership.sql).
     public static let fenced = "SP001"
     /// 55P03: a lock was not granted within `lock_timeout`.
     public static let lockNotAvailable = "55P03"

@@ -129,6 +129,7 @@ public actor WorkerDaemon: Service {
             throw error
         }
         self.endpoints = endpoints
+        figures.connected(endpoints.map(\.counters))
         if spool == nil {
             do {
                 transfer = try await WorkerTransfer.start(configuration, context: context, logger: logger)
@@ -219,11 +220,6 @@ public actor WorkerDaemon: Service {
                                   "the operations endpoint (--metrics-endpoint) cannot start: \(error)")
             }
         }
-    }
-
-    /// The endpoint's message counters (received, delivered, dropped by reason); zero before `run()`.
-    public func wireCounters() -> WireCounters.Snapshot {
-        endpoints.first?.counters.snapshot() ?? WireCounters.Snapshot()
     }
 
     // MARK: - Event sources

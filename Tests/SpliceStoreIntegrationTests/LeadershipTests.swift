@@ -5,7 +5,7 @@ import SpliceTestSupport
 import Testing
 
 /// The coordinators' leadership lease and its fence, against a real PostgreSQL
-/// (Migrations/0006_coordinator_leadership.sql, docs/store.md, Leadership and the fence).
+/// (Migrations/0008_coordinator_leadership.sql, docs/store.md, Leadership and the fence).
 @Suite("Leadership: the lease, its epoch and the fence")
 struct LeadershipTests {
     static func candidate(_ name: String) -> LeaderLease.Candidate {

@@ -2,7 +2,7 @@ public import Foundation
 
 /// The coordinators' leadership in the store: one row (`coordinator_leader`) that the active
 /// coordinator holds by a lease it renews, and an epoch raised by one at every take-over — the
-/// fencing token every write of a coordinator carries (Migrations/0006_coordinator_leadership.sql,
+/// fencing token every write of a coordinator carries (Migrations/0008_coordinator_leadership.sql,
 /// docs/store.md, Leadership and the fence).
 ///
 /// Every call runs on the connection it is given: a coordinator keeps one connection of its own

@@ -56,14 +56,6 @@ public struct ConnectionConfiguration: Sendable, Equatable, CustomStringConverti
         secrets = []
     }
 
-    /// Reads the URL from an environment variable (by default `SPLICE_DATABASE_URL`); nil when unset or empty.
-    public static func fromEnvironment(
-        _ variable: String = "SPLICE_DATABASE_URL"
-    ) throws(StoreError) -> ConnectionConfiguration? {
-        guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else { return nil }
-        return try ConnectionConfiguration(value)
-    }
-
     /// The database name, when the string names one.
     public var database: String? { value(of: "dbname") }
 
@@ -88,7 +80,7 @@ public struct ConnectionConfiguration: Sendable, Equatable, CustomStringConverti
     }
 
     /// A session of the coordinator holding `epoch`: every write it makes is fenced by that epoch
-    /// (Migrations/0006_coordinator_leadership.sql) and refused once another coordinator has taken
+    /// (Migrations/0008_coordinator_leadership.sql) and refused once another coordinator has taken
     /// over. Its `application_name` names the epoch, so the sessions of a deposed epoch are known.
     public func fenced(epoch: Int64) -> ConnectionConfiguration {
         addingOptions("-c splice.fence=on -c splice.epoch=\(epoch)")
