@@ -61,14 +61,23 @@ final class LeadershipService: Service {
             decided.open()
             stopped.open()
         }
-        while !stopping.isOpen {
+        // Cancelled (an abrupt stop, as close to kill -9 as a process gets): every wait returns at
+        // once from then on, so the loops end instead of spinning, and a term is abandoned.
+        while !stopping.isOpen && !Task.isCancelled {
             if let term = role.term {
                 try await hold(term)
             } else {
                 try await standBy()
             }
         }
-        if let term = role.term { await endGracefully(term) }
+        guard let term = role.term else { return }
+        if Task.isCancelled {
+            clock.lapse()
+            role.ended(term)
+            await term.abandon()
+        } else {
+            await endGracefully(term)
+        }
     }
 
     func shutdown() async {
@@ -162,7 +171,7 @@ final class LeadershipService: Service {
         // Renewals every interval from the last one that succeeded (the acquisition counts); a
         // failed one is tried again a quarter interval later, until the deadline.
         var nextRenewal = (clock.lastRenewal ?? .now) + policy.renewInterval
-        while !stopping.isOpen {
+        while !stopping.isOpen && !Task.isCancelled {
             guard let deadline = clock.deadline else {
                 await standDown(term, reason: "the lease lapsed")
                 return

@@ -140,6 +140,16 @@ final class CoordinatorTerm: Sendable {
         await client.close()
     }
 
+    /// Abandons the term (the coordinator's task was cancelled: an abrupt stop): its services are
+    /// cancelled, nothing is drained and nothing said to the workers — what kill -9 would leave.
+    func abandon() async {
+        outcome.withLock { $0.ended = true }
+        let task = running.withLock { $0 }
+        task?.cancel()
+        if let task { _ = await SpliceConcurrency.value(of: task, within: .seconds(2)) }
+        await client.close()
+    }
+
     /// Stands down: every session is told STANDBY (what is known of the active coordinator) or,
     /// if it is older, DISCONNECT; nothing more is sent or written; the store work in flight is
     /// cancelled and the loops stopped without waiting for calls a silent database holds. Returns
