@@ -6,7 +6,9 @@ import SpliceWire
 /// it gives no work and writes nothing. A worker that says it is `standbyAware` gets STANDBY — the
 /// active coordinator's epoch and worker endpoint, as last read — in answer to its HELLO (and, at
 /// most once a second, to anything else it sends here); an older worker is left unanswered and
-/// says HELLO again until this coordinator is the active one. Every worker heard from is
+/// says HELLO again until this coordinator is the active one. A worker that sends anything else
+/// without having said HELLO here (it had a session with the process this endpoint had before)
+/// is told DISCONNECT `reregister`. Every worker heard from is
 /// remembered (and those of this coordinator's own last term), so that on taking over the desk
 /// tells them ACTIVE and they come at once instead of noticing the old coordinator is gone.
 actor StandbyDesk {
@@ -57,6 +59,17 @@ actor StandbyDesk {
                     // Something other than HELLO: answered at most once a second.
                     if let last = lastAnswered[identity], now - last < .seconds(1) { continue }
                 } else {
+                    // A worker that believes it has a session here: with the process this endpoint
+                    // had before (killed, and this one started in its place) or with this one's
+                    // own last term. Told to say HELLO, as an active coordinator tells an unknown
+                    // session, so it looks for the active one and this desk learns of it (and
+                    // tells it ACTIVE on taking over) instead of the worker waiting out its
+                    // coordinator's silence. At most once a second.
+                    if case .disconnect = envelope.message { continue }
+                    if let last = lastAnswered[identity], now - last < .seconds(1) { continue }
+                    lastAnswered[identity] = now
+                    replies.append((.disconnect(Disconnect(reason: .reregister,
+                                                           detail: "this coordinator stands by: send HELLO")), peer))
                     continue
                 }
                 guard aware else { continue }
