@@ -22,8 +22,10 @@ extension FaultScenarioTests {
     func activeCoordinatorPausedPastLease() async throws {
         var figures = ScenarioFigures("coordinator-paused-past-lease")
         for _ in 0..<FaultRuns.count {
+            let database = try await TestPostgres.makeDatabase()
+            try await Self.auditWrites(on: database)
             let cluster = try await LocalCluster.start(
-                workers: 2, leaseSeconds: nil, coordinatorFlags: Self.failoverFlags, standbys: 1)
+                workers: 2, leaseSeconds: nil, database: database, coordinatorFlags: Self.failoverFlags, standbys: 1)
             let (first, firstEpoch) = try #require(try await cluster.activeCoordinator(), "nobody active\n\(cluster.logs)")
             let job = try await FaultJob.submit(to: cluster, output: cluster.outputPath("paused-coordinator.mp4"))
             let id = try await job.id()
@@ -56,10 +58,10 @@ extension FaultScenarioTests {
             let (result, wall) = await job.finish(within: .seconds(300))
             #expect(result.status == 0, "submit: \(result.stderr)\n\(cluster.logs)")
 
-            // Not a single write of the old epoch after the new one's first: every event is
-            // stamped with the epoch it was written under (and the fence refuses the rest).
+            // Not a single write of the old epoch after the new one's first, in any coordinator
+            // table: the audit trigger saw every row that landed, with its session's epoch.
             let late = try await Self.lateWrites(of: firstEpoch, after: nextEpoch, in: cluster)
-            #expect(late == 0, "\(late) events of epoch \(firstEpoch) written after epoch \(nextEpoch) began\n\(cluster.logs)")
+            #expect(late.isEmpty, "rows written under epoch \(firstEpoch) after epoch \(nextEpoch) began: \(late)\n\(cluster.logs)")
             let refused = paused.output.split(separator: "\n").filter { $0.contains("no longer the current one") }.count
             let operators = try #require(paused.metrics)
             let pausedActive = await HTTPFetch.get(operators, "/metrics")?.body
@@ -72,7 +74,7 @@ extension FaultScenarioTests {
             let (run, _) = try await conclude(
                 job: id, in: cluster, output: job.output, wall: wall,
                 extra: [("take_over_s", String(format: "%.2f", RunFigures.seconds(takeOver))),
-                        ("late_writes", "\(late)"), ("refused_writes", "\(refused)"),
+                        ("late_writes", "\(late.count)"), ("refused_writes", "\(refused)"),
                         ("redone", "\(encodes - segments)")])
             figures.record(run, logs: cluster.logs)
             try await cluster.stop()
@@ -94,6 +96,7 @@ extension FaultScenarioTests {
             let job = try await FaultJob.submit(to: cluster, output: cluster.outputPath("active-kill-storm.mp4"))
             let id = try await job.id()
             var takeOvers: [Duration] = []
+            var seen: [String: Int] = [:]
             var (active, epoch) = try #require(try await cluster.activeCoordinator())
             // Dispatching under an epoch: a lease issued under it.
             _ = try await eventually(within: .seconds(120)) {
@@ -104,6 +107,17 @@ extension FaultScenarioTests {
                     Issue.record("the job ended after only \(kill - 1) coordinator kills\n\(cluster.logs)")
                     break
                 }
+                // The worker is stopped inside an encode across the take-over, so it is still
+                // running that segment when it meets the new active coordinator (an encode takes a
+                // tenth of a second; a take-over seconds): the attempt must be adopted, not re-leased.
+                guard let start = await cluster.nextSegmentStart(seen: &seen, within: .seconds(120),
+                                                                 giveUp: { !job.isRunning })
+                else {
+                    Issue.record("no segment started before kill \(kill)\n\(cluster.logs)")
+                    break
+                }
+                let worker = cluster.workers[start.index].process
+                worker.signal(SIGSTOP)
                 cluster.coordinators[active].signal(SIGKILL)
                 let killedAt = ContinuousClock.now
                 let status = await cluster.coordinators[active].exitStatus()
@@ -113,6 +127,10 @@ extension FaultScenarioTests {
                 try await cluster.restartCoordinator(at: active)
                 // Taken over: the other coordinator holds the next epoch and issues leases (or,
                 // with every segment leased already, commits the adopted attempts' results).
+                _ = try await eventually(within: .seconds(60)) {
+                    (try await cluster.activeCoordinator()).map { $0.epoch > epoch } ?? false
+                }
+                worker.signal(SIGCONT)
                 var successor: (index: Int, epoch: Int64)?
                 let dispatching = try await eventually(within: .seconds(60)) {
                     successor = try? await cluster.activeCoordinator()
@@ -133,13 +151,13 @@ extension FaultScenarioTests {
             #expect(result.stdout == "job \(id) succeeded: \(job.output)\n")
             #expect(!result.stderr.lowercased().contains("error"), "submit showed an error: \(result.stderr)")
             #expect(takeOvers.count == kills)
-            // Adopted, not redone: every encode a worker finished is a segment of the output.
-            // (The job's segments: the 24 of video and the audio tail's.)
-            let encodes = Self.encodes(in: cluster)
+            // Adopted, not redone: each of the job's segments (the 24 of video and the audio tail's)
+            // was started once and encoded once, the ten stopped across a take-over included.
+            let encodes = Self.encodes(in: cluster), starts = Self.starts(in: cluster)
             let segments = try await cluster.segments(of: id).count
             let events = try await cluster.events(of: id)
-            #expect(encodes == segments, """
-                \(encodes) encodes for \(segments) segments; \(Self.releasedTwice(events))
+            #expect(starts == segments && encodes == segments, """
+                \(starts) encodes started and \(encodes) finished for \(segments) segments; \(Self.releasedTwice(events))
                 \(cluster.logs)
                 """)
             // Leases a killed coordinator claimed but whose ASSIGN never left it: released after the
@@ -148,7 +166,7 @@ extension FaultScenarioTests {
             let sorted = takeOvers.map(RunFigures.seconds).sorted()
             let (run, _) = try await conclude(
                 job: id, in: cluster, output: job.output, wall: wall,
-                extra: [("kills", "\(takeOvers.count)"), ("redone", "\(encodes - segments)"),
+                extra: [("kills", "\(takeOvers.count)"), ("redone", "\(starts - segments)"),
                         ("orphaned_leases", "\(released.count)"),
                         ("take_over_max_s", String(format: "%.2f", sorted.last ?? 0)),
                         ("take_over_median_s", String(format: "%.2f", sorted.isEmpty ? 0 : sorted[sorted.count / 2]))])
@@ -179,20 +197,52 @@ extension FaultScenarioTests {
         return Int(try rows.first?.decode(Int64.self, at: 0) ?? 0)
     }
 
-    /// Events written under `old` after the first one of `new` (every job's, the leader changes'
-    /// `coordinator_changed` included).
-    static func lateWrites(of old: Int64, after new: Int64, in cluster: LocalCluster) async throws -> Int {
+    /// An independent record of every row a coordinator writes: an AFTER trigger of the test's own
+    /// on each fenced table logs the table, the operation and the writing session's epoch into
+    /// `test_epoch_writes` — in the same transaction, so only what landed is logged, in the
+    /// order the rows were written.
+    static func auditWrites(on database: ConnectionConfiguration) async throws {
+        try await PostgresConnection.withConnection(database) { connection in
+            try await connection.query("""
+                CREATE TABLE test_epoch_writes (id bigserial PRIMARY KEY, epoch bigint, tbl text, op text)
+                """)
+            try await connection.query("""
+                CREATE FUNCTION test_epoch_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    INSERT INTO test_epoch_writes (epoch, tbl, op)
+                    VALUES (nullif(current_setting('splice.epoch', true), '')::bigint, TG_TABLE_NAME, TG_OP);
+                    RETURN NULL;
+                END;
+                $$
+                """)
+            for table in ["jobs", "segments", "job_events", "workers"] {
+                try await connection.query("""
+                    CREATE TRIGGER \(identifier: table + "_test_audit") AFTER INSERT OR UPDATE OR DELETE
+                    ON \(identifier: table) FOR EACH ROW EXECUTE FUNCTION test_epoch_audit()
+                    """)
+            }
+        }
+    }
+
+    /// Rows (`table op`) written under `old` after the first one written under `new`.
+    static func lateWrites(of old: Int64, after new: Int64, in cluster: LocalCluster) async throws -> [String] {
         let rows = try await cluster.repository.client.query("""
-            SELECT count(*) FROM job_events
-            WHERE epoch = \(old) AND id > (SELECT min(id) FROM job_events WHERE epoch = \(new))
+            SELECT tbl || ' ' || op FROM test_epoch_writes
+            WHERE epoch = \(old) AND id > (SELECT min(id) FROM test_epoch_writes WHERE epoch = \(new))
+            ORDER BY id
             """)
-        return Int(try rows.first?.decode(Int64.self, at: 0) ?? 0)
+        return try rows.map { try $0.decode(String.self, at: 0) }
     }
 
     /// Encodes the workers finished (`segment encoded`), the killed and replaced ones included.
-    static func encodes(in cluster: LocalCluster) -> Int {
+    static func encodes(in cluster: LocalCluster) -> Int { lines(#"msg="segment encoded""#, in: cluster) }
+
+    /// Encodes the workers started (`segment started`).
+    static func starts(in cluster: LocalCluster) -> Int { lines(#"msg="segment started""#, in: cluster) }
+
+    private static func lines(_ text: String, in cluster: LocalCluster) -> Int {
         (cluster.retiredWorkers + cluster.workers).map { worker in
-            worker.process.output.split(separator: "\n").filter { $0.contains(#"msg="segment encoded""#) }.count
+            worker.process.output.split(separator: "\n").filter { $0.contains(text) }.count
         }.reduce(0, +)
     }
 }
