@@ -17,6 +17,11 @@ import SpliceCoordinator
 /// the number of workers (docs/coordinator.md, Dispatch at farm scale).
 ///
 ///     splice-bench cluster [--workers 1,16,256,1024] [--slots 1] [--segments 10000] [--jobs 8] [--fast] [--statements]
+///                          [--standby]
+///
+/// `--standby` runs a second coordinator on the same database beside the first, standing by (it
+/// reads the leadership row every 250 ms and answers nothing for the workers): what a standby
+/// costs the active one's dispatch (docs/coordinator.md, Standby coordinators).
 ///
 /// Jobs are submitted through the client API and planned by the coordinator from a generated
 /// clip with a keyframe every second (one segment per second). Their stitches fail afterwards
@@ -30,6 +35,8 @@ enum ClusterBenchmark {
         var fast = false
         /// Print the statements Postgres spent its time on (pg_stat_statements).
         var statements = false
+        /// A standby coordinator beside the active one.
+        var standby = false
 
         init(_ arguments: [String]) throws {
             var iterator = arguments.makeIterator()
@@ -57,6 +64,7 @@ enum ClusterBenchmark {
                 case "--jobs": jobs = try number()
                 case "--fast": fast = true
                 case "--statements": statements = true
+                case "--standby": standby = true
                 default: throw ClusterBenchmarkError("unknown option \(argument)")
                 }
             }
@@ -78,7 +86,7 @@ enum ClusterBenchmark {
             let clip = try makeClip(seconds: perJob, in: directory)
             print("""
                 splice-bench cluster: \(options.segments) segments per run (\(options.jobs) jobs × \(perJob)), \
-                \(options.slots) slots per fake worker
+                \(options.slots) slots per fake worker\(options.standby ? ", a standby coordinator beside the active one" : "")
                   durability: \(options.fast ? "fsync off (--fast)" : "full (fsync on every commit)")
                 """)
             for (run, workers) in options.workers.enumerated() {
@@ -89,7 +97,7 @@ enum ClusterBenchmark {
                 let result = try await measure(
                     database: database, clip: clip, jobs: options.jobs, segmentsPerJob: perJob, workers: workers,
                     slots: options.slots, scratch: URL(fileURLWithPath: directory).appendingPathComponent("run-\(run)"),
-                    server: server.dataDirectory)
+                    server: server.dataDirectory, standby: options.standby)
                 print(result)
                 if options.statements { try await printStatements(inspector) }
                 await inspector.close()
@@ -115,13 +123,25 @@ enum ClusterBenchmark {
 
     private static func measure(
         database: ConnectionConfiguration, clip: String, jobs: Int, segmentsPerJob: Int, workers: Int, slots: Int,
-        scratch: URL, server: String
+        scratch: URL, server: String, standby: Bool
     ) async throws -> String {
-        let coordinator = Coordinator(configuration: CoordinatorConfiguration(
+        let configuration = CoordinatorConfiguration(
             database: .server(database), spool: scratch.appendingPathComponent("spool"),
-            workersEndpoint: "tcp://127.0.0.1:*", apiEndpoint: "tcp://127.0.0.1:*", pollInterval: .milliseconds(100), logger: logger))
+            workersEndpoint: "tcp://127.0.0.1:*", apiEndpoint: "tcp://127.0.0.1:*", pollInterval: .milliseconds(100),
+            logger: logger)
+        let coordinator = Coordinator(configuration: configuration)
         let running = Task { try await coordinator.run() }
         let endpoints = try await coordinator.ready()
+        // Started second, so it stands by.
+        var second: (coordinator: Coordinator, running: Task<Void, any Error>)?
+        if standby {
+            var standbyConfiguration = configuration
+            standbyConfiguration.name = "standby"
+            standbyConfiguration.metricsEndpoint = nil
+            let standby = Coordinator(configuration: standbyConfiguration)
+            second = (standby, Task { try await standby.run() })
+            _ = try await standby.ready()
+        }
         let context = try WireContext(ioThreads: 2)
 
         // Submit and wait until every job is planned, before any worker is there to take segments.
@@ -168,6 +188,10 @@ enum ClusterBenchmark {
             + "\n      CPU per segment: coordinator \(perSegment(cpu - fakesCPU)) µs, "
             + "fake workers \(perSegment(fakesCPU)) µs, PostgreSQL \(perSegment(serverCPU)) µs"
         await fakes.stop()
+        if let second {
+            await second.coordinator.shutdown()
+            try await second.running.value
+        }
         await coordinator.shutdown()
         try await running.value
         await context.terminate()
