@@ -16,6 +16,9 @@ struct VideoEncoding: Sendable, Hashable, Codable {
     var contentY: Int
     var contentWidth: Int
     var contentHeight: Int
+    /// The output's pixel aspect ratio (upright): 1:1, or an anamorphic source's kept (turned with
+    /// the picture: a quarter turn swaps its terms).
+    var sampleAspectRatio = Rational(1, 1)
     var pixelFormat: String
     /// Encoder time base: the source's (timestamps kept) or 1/rate for a constant rate.
     var timeBase: Rational
@@ -100,9 +103,18 @@ struct VideoEncoding: Sendable, Hashable, Codable {
         }
 
         // Size: upright source display size, a requested box, or one side with the aspect kept.
-        guard let display = source.displaySize, display.width > 0, display.height > 0 else {
+        guard var display = source.displaySize, display.width > 0, display.height > 0,
+              let storedWidth = source.width, let storedHeight = source.height else {
             throw SettingsError(field: "video-codec", value: settings.codec.rawValue,
                                 allowed: "used on a source whose picture size is known")
+        }
+        // An anamorphic source with no size asked for keeps its stored pixels and their shape:
+        // scaling 720×480 up to 854×480 adds pixels to encode and detail to none.
+        var sampleAspectRatio = Rational(1, 1)
+        if let sar = source.sampleAspectRatio, settings.width == nil, settings.height == nil, settings.squarePixels != true {
+            let quarterTurned = source.rotation % 180 != 0
+            display = quarterTurned ? (storedHeight, storedWidth) : (storedWidth, storedHeight)
+            sampleAspectRatio = quarterTurned ? Rational(sar.denominator, sar.numerator) : sar
         }
         var width: Int, height: Int
         switch (settings.width, settings.height) {
@@ -243,7 +255,8 @@ struct VideoEncoding: Sendable, Hashable, Codable {
 
         return VideoEncoding(
             codec: settings.codec, encoderName: encoderName, width: width, height: height, rotation: rotation,
-            contentX: cx, contentY: cy, contentWidth: cw, contentHeight: ch, pixelFormat: pixelFormat,
+            contentX: cx, contentY: cy, contentWidth: cw, contentHeight: ch, sampleAspectRatio: sampleAspectRatio,
+            pixelFormat: pixelFormat,
             timeBase: timeBase, constantFrameRate: settings.frameRate, nominalFrameRate: nominal,
             bitrate: bitrate, maxBitrate: settings.maxBitrate, bufferSize: settings.bufferSize,
             keyframeInterval: keyframeInterval,

@@ -104,6 +104,9 @@ struct ExportOptions: OptionGroup {
             { $0.width = $1 },
         .video(Option<Int>("height", valueName: "pixels",
             help: "Output height; with --width the picture is fitted and padded.")) { $0.height = $1 },
+        .video(Flag("square-pixels", help: "Scale an anamorphic source (pixels not square: 720x480 DVD, 1440x1080 HDV) "
+            + "to square pixels at its display width. Without it and without a size, the output keeps the stored size "
+            + "and writes the pixel aspect ratio; a size, and every streaming rung, is always square.")) { $0.squarePixels = true },
         .video(Option<Int>("crf", valueName: "quality",
             help: "Constant quality (h264/hevc 0-51, vp9/av1 0-63; lower is better). The default when no rate is "
                 + "given: h264 23, hevc 28, vp9 31, av1 35 (SVT) or 32 (libaom). Even across segment joins.")) { $0.quality = $1 },
