@@ -167,11 +167,20 @@ struct ResolveTests {
         hevc.codec = .hevc
         let x265 = try VideoEncoding.resolve(hevc, source: track, fileType: .mp4, threads: 1, closedGOP: true, notices: &notices)
         #expect(x265.options["x265-params"]?.split(separator: ":").contains("vbv-init=0.50") == true)
-        // Without a peak rate there is no buffer model to start; a bit-rate segment keeps to its
-        // share more tightly than x264's default tolerance, a whole file keeps x264's default.
+        // Without a peak rate there is no buffer model to start; a bit-rate segment keeps x264's
+        // own rate tolerance, as a whole file does (a tighter one made joins dip: ``RateControl``).
         let rate = VideoSettings(codec: .h264, bitrate: 900_000)
         let plain = try VideoEncoding.resolve(rate, source: track, fileType: .mp4, threads: 1, closedGOP: true, notices: &notices)
-        #expect(plain.options["x264-params"] == "ratetol=0.25")
+        #expect(plain.options["x264-params"] == nil)
+        // A short segment keeps to its share more tightly: a quarter per second, x264's own from 4 s.
+        let short = try VideoEncoding.resolve(rate, source: track, fileType: .mp4, threads: 1, closedGOP: true,
+                                              segmentLength: MediaTime(seconds: 2), notices: &notices)
+        #expect(short.options["x264-params"] == "ratetol=0.50")
+        #expect(RateControl.segmentRateTolerance(length: MediaTime(seconds: 1)) == "0.25")
+        #expect(RateControl.segmentRateTolerance(length: MediaTime(value: 1500, timescale: 1000)) == "0.37")
+        #expect(RateControl.segmentRateTolerance(length: MediaTime(value: 100, timescale: 1000)) == "0.10")
+        #expect(RateControl.segmentRateTolerance(length: MediaTime(seconds: 4)) == nil)
+        #expect(RateControl.segmentRateTolerance(length: MediaTime(seconds: 10)) == nil)
         let whole = try VideoEncoding.resolve(rate, source: track, fileType: .mp4, threads: 1, notices: &notices)
         #expect(whole.options["x264-params"] == nil)
     }

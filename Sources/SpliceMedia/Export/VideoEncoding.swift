@@ -61,9 +61,11 @@ struct VideoEncoding: Sendable, Hashable, Codable {
     /// Resolves `settings` for `source`. Adds human-readable notes to `notices` for anything it
     /// had to adjust (odd sizes rounded for chroma subsampling).
     /// `closedGOP` (for segments) makes every keyframe a clean entry point (x265 defaults to open
-    /// GOPs) and sets the rate control up for joining (``RateControl``).
+    /// GOPs) and sets the rate control up for joining (``RateControl``); `segmentLength`, the
+    /// length of the segment this encoder codes, sets x264's rate tolerance for an average rate.
     static func resolve(_ settings: VideoSettings, source: Track, fileType: OutputFileType?,
-                        threads: Int, closedGOP: Bool = false, notices: inout [String]) throws(SettingsError) -> VideoEncoding {
+                        threads: Int, closedGOP: Bool = false, segmentLength: MediaTime? = nil,
+                        notices: inout [String]) throws(SettingsError) -> VideoEncoding {
         try settings.validate()
         if let fileType { try settings.validate(for: fileType) }
         let encoderName = try encoderName(for: settings.codec)
@@ -173,15 +175,16 @@ struct VideoEncoding: Sendable, Hashable, Codable {
         // writes its parameters into the codec headers the stitcher compares.
         var x264: [String] = []
         var x265: [String] = ["log-level=error"]
+        if closedGOP && settings.bitrate != nil, let length = segmentLength,
+           let tolerance = RateControl.segmentRateTolerance(length: length) {
+            x264.append("ratetol=\(tolerance)")
+        }
         if closedGOP && settings.maxBitrate != nil && settings.bufferSize != nil {
             switch settings.codec {
             case .h264: x264.append("vbv-init=\(RateControl.segmentBufferFill)")
             case .hevc: x265.append("vbv-init=\(RateControl.segmentBufferFill)")
             default: break
             }
-        }
-        if closedGOP && settings.bitrate != nil {
-            x264.append("ratetol=\(RateControl.segmentRateTolerance)")
         }
         var profileNumber: Int?
         switch settings.codec {

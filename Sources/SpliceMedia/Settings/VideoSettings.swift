@@ -25,7 +25,7 @@ public struct VideoSettings: Sendable, Codable, Hashable {
     /// Exclusive with ``bitrate``. Not used by prores (pick a profile instead).
     public var quality: Int?
     /// Average bit rate in bits per second (segments after the first warm their rate control up
-    /// on the second before them: ``RateControl``).
+    /// on the two seconds before them: ``RateControl``).
     public var bitrate: Int?
     /// Peak bit rate in bits per second (VBV/HRD max rate); requires ``bufferSize``.
     public var maxBitrate: Int?

@@ -112,7 +112,7 @@ struct ExportOptions: OptionGroup {
                 + "given: h264 23, hevc 28, vp9 31, av1 35 (SVT) or 32 (libaom). Even across segment joins.")) { $0.quality = $1 },
         .video(Option<BitRate>("video-bitrate", valueName: "rate",
             help: "Average video bit rate (e.g. 4M) instead of constant quality. In segments, each one after the "
-                + "first warms its rate control up on the second before it, so joins do not dip.")) { $0.bitrate = $1.bitsPerSecond },
+                + "first warms its rate control up on the two seconds before it, so joins do not dip.")) { $0.bitrate = $1.bitsPerSecond },
         .video(Option<BitRate>("max-bitrate", valueName: "rate",
             help: "Peak video bit rate (VBV/HRD), with --crf or --video-bitrate; needs --buffer-size. A stitched "
                 + "file keeps to one buffer over its whole length (each segment starts it half full; the stitch is "
