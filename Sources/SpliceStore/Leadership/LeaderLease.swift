@@ -134,23 +134,23 @@ public struct LeaderLease: Sendable {
                       attempts: Int = 20) async throws -> Int {
         let wait = max(1, Int64(lockWait.components.seconds) * 1000
             + Int64(lockWait.components.attoseconds / 1_000_000_000_000_000))
-        var terminated = 0
+        // The sessions signalled, each once however many tries it takes to exit (a loaded server).
+        var terminated = Set<Int32>()
         for _ in 0..<attempts {
             do {
                 try await connection.withTransaction { connection in
                     try await connection.query("SELECT set_config('lock_timeout', \(String(wait)), true)")
                     try await connection.query("SELECT pg_advisory_xact_lock(\(Self.fenceLockKey))")
                 }
-                return terminated
+                return terminated.count
             } catch let error as StoreError where error.sqlState == SQLState.lockNotAvailable {
                 let rows = try await connection.query("""
-                    SELECT count(*) FILTER (WHERE pg_terminate_backend(l.pid, \(wait)))
-                    FROM pg_locks l
+                    SELECT l.pid, pg_terminate_backend(l.pid, \(wait)) FROM pg_locks l
                     WHERE l.locktype = 'advisory' AND l.classid = \(Self.fenceLockKey >> 32)::oid
                         AND l.objid = \(Self.fenceLockKey & 0xFFFF_FFFF)::oid AND l.objsubid = 1
                         AND l.mode = 'ShareLock' AND l.granted AND l.pid <> pg_backend_pid()
                     """)
-                terminated += Int(try rows.first?.decode(Int64.self, at: 0) ?? 0)
+                for row in rows { terminated.insert(try row.decode(Int32.self, at: 0)) }
             }
         }
         throw StoreError(.fenced, "epoch \(epoch): writes of an earlier epoch were still in flight after "
