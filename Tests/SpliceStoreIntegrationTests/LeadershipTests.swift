@@ -75,7 +75,7 @@ struct LeadershipTests {
         }
         try await a.fence(epoch: first, on: leadership)
         let old = JobRepository(client: PostgresClient(configuration: database.fenced(epoch: first), maxConnections: 2))
-        let created = try await old.createJob(JobSubmission(idempotencyKey: "under-1", sourceURL: "a", outputURL: "b"))
+        let created = try await old.createJob(JobSubmission(idempotencyKey: "under-1", input: "a", output: "b"))
         #expect(created.created)
 
         try await Task.sleep(for: .milliseconds(400))
@@ -86,7 +86,7 @@ struct LeadershipTests {
         try await b.fence(epoch: second, on: leadership)
         let started = ContinuousClock.now
         let refused = await #expect(throws: StoreError.self) {
-            try await old.createJob(JobSubmission(idempotencyKey: "under-1-late", sourceURL: "a", outputURL: "b"))
+            try await old.createJob(JobSubmission(idempotencyKey: "under-1-late", input: "a", output: "b"))
         }
         #expect(refused?.code == .fenced && refused?.isRetryable == false && refused?.sqlState == "SP001")
         #expect(ContinuousClock.now - started < .seconds(2), "a fenced write must fail at once, not be retried")
@@ -101,7 +101,7 @@ struct LeadershipTests {
         }?.code == .fenced)
         let current = JobRepository(client: PostgresClient(configuration: database.fenced(epoch: second),
                                                            maxConnections: 1))
-        #expect(try await current.createJob(JobSubmission(idempotencyKey: "under-2", sourceURL: "a", outputURL: "b"))
+        #expect(try await current.createJob(JobSubmission(idempotencyKey: "under-2", input: "a", output: "b"))
             .created)
         let tool = PostgresClient(configuration: database, maxConnections: 1)  // the tests' own: unfenced()
         let keys = try await tool.query("""
