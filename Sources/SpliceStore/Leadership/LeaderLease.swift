@@ -149,6 +149,7 @@ public struct LeaderLease: Sendable {
                     WHERE l.locktype = 'advisory' AND l.classid = \(Self.fenceLockKey >> 32)::oid
                         AND l.objid = \(Self.fenceLockKey & 0xFFFF_FFFF)::oid AND l.objsubid = 1
                         AND l.mode = 'ShareLock' AND l.granted AND l.pid <> pg_backend_pid()
+                        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
                     """)
                 for row in rows { terminated.insert(try row.decode(Int32.self, at: 0)) }
             }
