@@ -13,6 +13,12 @@ extension ObjectWriter {
     func cutParts(appending bytes: some Collection<UInt8>, to state: inout State) -> [(number: Int, bytes: [UInt8])] {
         var full: [(number: Int, bytes: [UInt8])] = []
         var index = bytes.startIndex
+        if let head = state.head, head.count < partSize(1) {
+            // The held first part fills first; it is sent by finish().
+            let end = bytes.index(index, offsetBy: partSize(1) - head.count, limitedBy: bytes.endIndex) ?? bytes.endIndex
+            state.head!.append(contentsOf: bytes[index..<end])
+            index = end
+        }
         while index != bytes.endIndex {
             let size = partSize(state.nextPart)
             if state.buffer.isEmpty { state.buffer.reserveCapacity(size) }
