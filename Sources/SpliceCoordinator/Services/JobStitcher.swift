@@ -36,8 +36,8 @@ final class JobStitcher: Sendable {
     }
 
     private func stitch(_ job: Job) async {
-        let output = Self.outputURL(job.outputURL)
-        logger.info("stitching job", ["job": job.id.description, "output": output.path])
+        let output = Self.output(job.outputURL)
+        logger.info("stitching job", ["job": job.id.description, "output": output])
         let summary: StitchSummary
         let started = ContinuousClock.now
         var written = [output]
@@ -56,7 +56,7 @@ final class JobStitcher: Sendable {
             }
             // Replacing: after a restart the job's own earlier stitch may already be there. (A file
             // someone else put there was refused at SUBMIT unless the client said -y.)
-            summary = try await media.stitch(plan: plan, segments: paths, checksums: checksums, output: output.path,
+            summary = try await media.stitch(plan: plan, segments: paths, checksums: checksums, output: output,
                                              overwrite: true)
         } catch let error as MediaError where !error.isRetryable {
             await fail(job, reason: "stitching failed: \(error.message)")
@@ -76,9 +76,9 @@ final class JobStitcher: Sendable {
             // Cancelled (or failed) while it was being stitched: the output must not outlive it. A
             // package goes manifests first, so no playlist ever names a folder already gone.
             var removed = true
-            for path in written.reversed() { removed = await FileRemoval.remove(path.path) && removed }
+            for path in written.reversed() { removed = await FileRemoval.remove(path) && removed }
             logger.info("job ended while it was stitched; its output removed",
-                        ["job": job.id.description, "output": output.path, "removed": removed])
+                        ["job": job.id.description, "output": output, "removed": removed])
             rounds.succeeded(job)
             await cleanUp(job.id)
             return
@@ -92,7 +92,7 @@ final class JobStitcher: Sendable {
         if let finished = completed.finishedAt {
             metrics.jobDuration.observe(max(0, finished.timeIntervalSince(completed.createdAt)))
         }
-        logger.info("job completed", ["job": job.id.description, "output": output.path, "frames": summary.videoFrames,
+        logger.info("job completed", ["job": job.id.description, "output": output, "frames": summary.videoFrames,
                                       "bytes": summary.bytes])
         if let dry = summary.videoBufferUnderflow {
             logger.warning("stitched video runs its buffer model dry", ["job": job.id.description, "at": "\(dry)",
@@ -110,18 +110,26 @@ final class JobStitcher: Sendable {
         await cleaner.removeJob(job)
     }
 
-    /// The job's output as a file URL (`file://` URLs and plain paths both work).
-    static func outputURL(_ text: String) -> URL {
-        if text.hasPrefix("file://"), let url = URL(string: text) { return url }
-        return URL(fileURLWithPath: text)
+    /// The job's output as a path (`file://` URLs and plain paths both work) or an object location.
+    static func output(_ text: String) -> String {
+        if text.hasPrefix("file://"), let url = URL(string: text) { return url.path }
+        return text
     }
 }
 
-/// Removes a file off Swift's cooperative pool (the output folder may be on NFS).
+/// Removes an output off Swift's cooperative pool (the output folder may be on NFS, the object
+/// behind a network).
 enum FileRemoval {
-    /// Removes the file at `path`, or the folder with everything in it; true when it is gone.
+    /// Removes the file at `path`, or the folder with everything in it — or the object at a
+    /// location in storage, or every object under it taken as a folder (a package's rendition
+    /// folder); true when it is gone.
     static func remove(_ path: String) async -> Bool {
         (try? await FileSystemQueue.run {
+            if let storage = try StorageRegistry.storage(for: path) {
+                for object in try storage.list(prefix: path + "/") { try storage.remove(object) }
+                try storage.remove(path)
+                return true
+            }
             if unlink(path) == 0 { return true }
             guard errno == EISDIR || errno == EPERM else { return false }
             return (try? FileManager.default.removeItem(atPath: path)) != nil
