@@ -76,8 +76,17 @@ struct JobLocations: Sendable {
             }
             close(fd)
         }
-        try OutputDestination.check(output: output, inputs: isWebURL ? [] : [input], overwrite: overwrite)
-        return nil
+        let refused: MediaError?
+        do {
+            try OutputDestination.check(output: output, inputs: isWebURL ? [] : [input], overwrite: overwrite)
+            refused = nil
+        } catch {
+            refused = error
+        }
+        guard let refused else { return nil }
+        // A path's refusal names the path already; a storage's names the request it made.
+        guard outputStorage != nil, refused.code != .outputExists else { throw refused }
+        return Refusal(.invalidRequest, "`output` \(output) cannot be written by the coordinator: \(refused.message)")
     }
 }
 
