@@ -238,6 +238,13 @@ let package = Package(
             dependencies: ["SpliceCore", "SpliceObjectStore", "SpliceConcurrency", "SpliceTestSupport"],
             swiftSettings: strict
         ),
+        // `s3://` inputs and outputs through the real `splice` binary (export, transcode, packages,
+        // a cluster whose workers hold no credentials) against moto, with ffmpeg and the bucket as judges.
+        .testTarget(
+            name: "SpliceObjectMediaIntegrationTests",
+            dependencies: ["SpliceCore", "SpliceStore", "SpliceObjectStore", "SpliceConcurrency", "SpliceTestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "SpliceClusterIntegrationTests",
             dependencies: ["SpliceCore", "SpliceJSON", "SpliceCoordinator", "SpliceWorker", "SpliceClient", "SpliceDaemon",

@@ -1,0 +1,76 @@
+import Foundation
+import SpliceCore
+import SpliceObjectStore
+import SpliceStore
+import SpliceTestSupport
+import Testing
+
+/// A cluster of real `splice` processes with `s3://` jobs: the coordinator holds the object
+/// store's credentials (its `AWS_*`), the workers none — one with the shared spool, one in
+/// transfer mode — and the bucket and ffmpeg judge.
+@Suite("Media in object storage: the cluster", .timeLimit(.minutes(5)))
+struct ObjectClusterTests {
+    @Test("a cluster job from s3:// to s3:// decodes like the same job on files; the workers never see a credential")
+    func clusterJobBetweenObjects() async throws {
+        let s3 = try await S3Media.make()
+        let server = try await TestS3.server()
+        var cluster = try await LocalCluster.start(workers: 1, coordinatorEnvironment: s3.environment)
+        try await cluster.addTransferWorker(named: "t0", isolated: false)
+        let source = try await ObjectCommandTests.clip()
+        try await s3.put(source, as: "in/clip.mov")
+        let flags = ["--preset", "ultrafast", "--segment-seconds", "1", "--wait", "--coordinator", cluster.coordinator.api]
+
+        // The client needs no credentials either: the coordinator reads and writes the bucket.
+        let stored = try await SpliceProcess.run(["submit", s3.url("in/clip.mov"), s3.url("out/job.mp4")] + flags,
+                                                 timeout: .seconds(180))
+        try #require(stored.status == 0, "\(stored.stderr)\n\(cluster.coordinatorLogs)")
+        let local = cluster.outputPath("job.mp4")
+        let onDisk = try await SpliceProcess.run(["submit", source, local] + flags, timeout: .seconds(180))
+        try #require(onDisk.status == 0, "\(onDisk.stderr)")
+
+        let fromBucket = try await Digests(of: try await s3.download("out/job.mp4"))
+        let fromFile = try await Digests(of: local)
+        // 3 s at 30 fps; AAC decodes in whole 1024-sample frames, the last one padded (as ffmpeg's own encode).
+        #expect(fromBucket.video.count == 90 && fromBucket.audioSamples == (3 * 48000 + 1023) / 1024 * 1024)
+        #expect(fromBucket.firstDifferences(from: fromFile) == (nil, nil) && fromBucket == fromFile)
+        #expect(try await s3.unfinishedUploads().isEmpty)
+
+        // Both workers' kinds read the object source through excerpts the coordinator cut.
+        let job = try #require(SpliceProcess.submittedJob(in: stored.stderr))
+        let segments = try await cluster.segments(of: job)
+        #expect(!segments.isEmpty && segments.allSatisfy { $0.state == .done })
+        let doers = Set(try await cluster.segmentsDone(job: job).values)
+        let spoolWorker = try #require(try await cluster.workerID(named: "w0"))
+        let transferWorker = try #require(try await cluster.workerID(named: "t0"))
+        #expect(doers == [spoolWorker, transferWorker], "the shared-spool worker and the transfer worker each encode segments")
+        #expect(cluster.coordinatorLogs.contains("source excerpt ready"))
+        // No credential in the job's row, the store's events, or any process's log.
+        let row = try #require(try await cluster.job(job))
+        let stored_ = "\(row) \(try await cluster.events(of: job)) \(cluster.logs)"
+        #expect(!stored_.contains(server.secretAccessKey) && !stored_.contains(server.accessKeyID))
+
+        // An output that is there now is refused at SUBMIT without -y.
+        let again = try await SpliceProcess.run(["submit", s3.url("in/clip.mov"), s3.url("out/job.mp4")] + flags)
+        #expect(again.status == 1 && again.stderr.contains("already exists"), "\(again.stderr)")
+        try await cluster.stop()
+    }
+
+    @Test("a coordinator with a wrong secret key refuses an s3:// job at SUBMIT, saying which key to check")
+    func wrongCredentialsAtSubmit() async throws {
+        let s3 = try await S3Media.make()
+        let source = try await ObjectCommandTests.clip()
+        try await s3.put(source, as: "in/clip.mov")
+        let wrong = try await TestS3.environment(secret: "not-the-secret-key-of-this-access-key")
+        let cluster = try await LocalCluster.start(workers: 0, coordinatorEnvironment: wrong)
+        let started = ContinuousClock.now
+        let result = try await SpliceProcess.run(["submit", s3.url("in/clip.mov"), s3.url("out/never.mp4"),
+                                                  "--coordinator", cluster.coordinator.api])
+        let elapsed = ContinuousClock.now - started
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("s3://\(s3.bucket)/in/clip.mov") && result.stderr.contains("AWS_SECRET_ACCESS_KEY"),
+                "\(result.stderr)")
+        print("wrong credentials refused by `splice submit` after \(elapsed) (the client process included)")
+        #expect(try await cluster.repository.jobs(in: [.queued, .planning, .running], limit: 10).isEmpty)
+        try await cluster.stop()
+    }
+}
