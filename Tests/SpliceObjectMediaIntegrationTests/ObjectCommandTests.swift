@@ -84,18 +84,30 @@ struct ObjectCommandTests {
         }
 
         // The order objects were created in, from what the tap saw: a PUT (not of a part) or a
-        // multipart completion, per key.
-        let created = try tap.records().compactMap { record -> String? in
-            let creates = (record.method == "PUT" && !record.path.contains("partNumber="))
-                || (record.method == "POST" && record.path.contains("uploadId="))
-            guard creates, let path = record.path.split(separator: "?").first,
-                  path.hasPrefix("/\(s3.bucket)/show/") else { return nil }
-            return String(path.dropFirst(s3.bucket.count + 2))
+        // multipart completion, per key. The master playlist's request came only after every
+        // other object was there (its creation answered), the DASH manifest's after every rendition's.
+        var created: [(seq: Int, key: String)] = []
+        var arrived: [Int: Int] = [:], answered: [Int: Int] = [:]
+        for (position, event) in try tap.timeline().enumerated() {
+            switch event {
+            case .answered(let seq, _): answered[seq] = position
+            case .request(let seq, let record):
+                arrived[seq] = position
+                let creates = (record.method == "PUT" && !record.path.contains("partNumber="))
+                    || (record.method == "POST" && record.path.contains("uploadId="))
+                guard creates, let path = record.path.split(separator: "?").first,
+                      path.hasPrefix("/\(s3.bucket)/show/") else { continue }
+                created.append((seq, String(path.dropFirst(s3.bucket.count + 2))))
+            }
         }
-        #expect(Set(created) == Set(keys) && created.count == keys.count, "\(created)")
-        #expect(created.last == "show/out.m3u8", "\(created)")
-        let manifest = try #require(created.firstIndex(of: "show/out.mpd"))
-        #expect(created.dropLast().allSatisfy { $0 == "show/out.mpd" || created.firstIndex(of: $0)! < manifest },
-                "a manifest was written before a rendition's file: \(created)")
+        #expect(Set(created.map(\.key)) == Set(keys) && created.count == keys.count, "\(created)")
+        let master = try #require(created.first { $0.key == "show/out.m3u8" })
+        let manifest = try #require(created.first { $0.key == "show/out.mpd" })
+        for other in created where other.key != master.key {
+            #expect((answered[other.seq] ?? .max) < arrived[master.seq]!, "\(other.key) was not there yet when the master playlist was sent")
+            if other.key != manifest.key {
+                #expect((answered[other.seq] ?? .max) < arrived[manifest.seq]!, "\(other.key) was not there yet when the MPD was sent")
+            }
+        }
     }
 }
