@@ -19,7 +19,9 @@ with moto[server] and boto3). Subcommands:
                         `fail METHOD STATUS COUNT` answers the next COUNT requests of METHOD with
                         STATUS instead (fault injection; STATUS 0: no answer for 5 s, then the
                         connection is closed; STATUS 1: the real answer, cut off halfway through its
-                        body). Exits when stdin closes.
+                        body); `delay METHOD MILLISECONDS COUNT` holds the next COUNT requests of
+                        METHOD that long before forwarding them (a slow upload, answered in the end).
+                        Exits when stdin closes.
   sign LOG KEY SECRET REGION [TOKEN]
                         for each request in LOG, the Authorization header botocore's S3SigV4Auth
                         computes for the same method, URL, headers, body and X-Amz-Date; prints
@@ -136,6 +138,7 @@ def tap(upstream, log_path):
     upstream_host = upstream.split("://", 1)[1].rstrip("/")
     log_lock = threading.Lock()
     faults = {"method": None, "status": 0, "count": 0}
+    delays = {"method": None, "milliseconds": 0, "count": 0}
     sequence = {"next": 0}
 
     def log_request(record):
@@ -170,6 +173,11 @@ def tap(upstream, log_path):
                 inject = faults["count"] > 0 and faults["method"] == self.command
                 if inject:
                     faults["count"] -= 1
+                held = delays["count"] > 0 and delays["method"] == self.command
+                if held:
+                    delays["count"] -= 1
+            if held:
+                time.sleep(delays["milliseconds"] / 1000)
             cut = inject and faults["status"] == 1
             if inject and faults["status"] == 0:
                 time.sleep(5)  # a stall: say nothing, then hang up
@@ -236,12 +244,17 @@ def tap(upstream, log_path):
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(json.dumps({"endpoint": f"http://127.0.0.1:{server.server_address[1]}"}), flush=True)
-    # Commands on stdin, one per line, each answered by one JSON line: `fail METHOD STATUS COUNT`.
+    # Commands on stdin, one per line, each answered by one JSON line: `fail METHOD STATUS COUNT`,
+    # `delay METHOD MILLISECONDS COUNT`.
     for line in sys.stdin:
         words = line.split()
         if words[:1] == ["fail"] and len(words) == 4:
             with log_lock:
                 faults.update({"method": words[1], "status": int(words[2]), "count": int(words[3])})
+            print(json.dumps({"ok": True}), flush=True)
+        elif words[:1] == ["delay"] and len(words) == 4:
+            with log_lock:
+                delays.update({"method": words[1], "milliseconds": int(words[2]), "count": int(words[3])})
             print(json.dumps({"ok": True}), flush=True)
         else:
             print(json.dumps({"ok": False, "error": f"unknown command {line.strip()}"}), flush=True)

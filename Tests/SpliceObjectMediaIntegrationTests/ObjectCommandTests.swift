@@ -67,6 +67,8 @@ struct ObjectCommandTests {
         let source = try await Self.clip()
         try await s3.put(source, as: "in/clip.mov")
         let flags = ["--dash", "--ladder", "320x240@400k,160x120@150k", "--hls-segment-seconds", "1", "--preset", "ultrafast"]
+        // The package's first upload (a rendition's file) is slow: the manifests must wait for it.
+        try await tap.delay("PUT", milliseconds: 1500, count: 1)
         let stored = try await SpliceProcess.run(["transcode", s3.url("in/clip.mov"), s3.url("show/out.m3u8")] + flags,
                                                  environment: s3.environment)
         try #require(stored.status == 0, "\(stored.stderr)")

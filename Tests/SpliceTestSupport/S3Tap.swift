@@ -45,6 +45,13 @@ public final class S3Tap: Sendable {
         try await ExternalTool.offPool { try helper.command("fail \(method) \(status) \(count)") }
     }
 
+    /// Holds the next `count` requests with `method` for `milliseconds` before forwarding them
+    /// (a slow transfer that does succeed), so what a client does meanwhile shows in the log.
+    public func delay(_ method: String, milliseconds: Int, count: Int) async throws {
+        let helper = self.helper
+        try await ExternalTool.offPool { try helper.command("delay \(method) \(milliseconds) \(count)") }
+    }
+
     /// Every request received so far, in order.
     public func records() throws -> [Record] {
         try timeline().compactMap { if case .request(_, let record) = $0 { record } else { nil } }
