@@ -283,10 +283,3 @@ public final class ExportSession: Sendable {
         }
     }
 }
-
-/// A thread-safe one-way flag the export thread polls between packets.
-final class CancelFlag: Sendable {
-    private let flag = Atomic<Bool>(false)
-    func set() { flag.store(true, ordering: .relaxed) }
-    var isSet: Bool { flag.load(ordering: .relaxed) }
-}

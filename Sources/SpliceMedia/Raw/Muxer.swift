@@ -29,6 +29,7 @@ final class Muxer: PacketWriter {
     /// Streaming into storage: the sink and the context's `pb` over it.
     private let sink: (any MediaByteSink)?
     private let io: StorageIO?
+    private let cancellation: CancelFlag?
     private var headerWritten = false
     private var finished = false
     /// The output's size, once finished.
@@ -39,15 +40,23 @@ final class Muxer: PacketWriter {
     /// `faststart`, appended tracks), so a storage destination is staged locally. Check the
     /// destination first (``OutputDestination/check(output:inputs:overwrite:)``); this only
     /// reports what FFmpeg (or the storage) says when it cannot create the output.
-    init(destination: String, formatName: String, replacing: Bool, rewritesFile: Bool = false) throws(MediaError) {
+    ///
+    /// `cancellation`: once it is set, ``finish()`` makes nothing appear — a sink is aborted at
+    /// once, even while `finish()` waits for its last parts to go up, and a finished file is not
+    /// moved into place nor uploaded.
+    init(destination: String, formatName: String, replacing: Bool, rewritesFile: Bool = false,
+         cancellation: CancelFlag? = nil) throws(MediaError) {
         FFmpeg.clearLastLog()
         self.destination = destination
         self.replacing = replacing
+        self.cancellation = cancellation
         let store = try StorageRegistry.storage(for: destination)
         storage = store
         let directory: String
         if let store, !rewritesFile {
             let opened = try store.openSink(destination, overwrite: replacing)
+            // Off the cancelling thread: an abort waits for the parts in flight to stop.
+            cancellation?.whenSet { Thread { opened.abort() }.start() }
             sink = opened
             io = StorageIO(writing: opened)
             temporaryPath = nil
@@ -231,6 +240,7 @@ final class Muxer: PacketWriter {
                 throw MediaError(.internalError, "'\(destination)' streams into storage but needs rewriting afterwards")
             }
             try io.flush()
+            try checkCancellation()
             try sink.finish()
             bytesWritten = sink.bytesWritten
             finished = true
@@ -244,6 +254,7 @@ final class Muxer: PacketWriter {
         }
         var info = stat()
         bytesWritten = stat(temporaryPath, &info) == 0 ? Int64(info.st_size) : 0
+        try checkCancellation()
         if let storage {
             try storage.upload(files: [(temporaryPath, destination)], overwrite: replacing)
             unlink(temporaryPath)
@@ -251,5 +262,10 @@ final class Muxer: PacketWriter {
             try OutputDestination.moveIntoPlace(temporaryPath, to: destination, replacing: replacing)
         }
         finished = true
+    }
+
+    /// Throws `cancelled` once the muxer's cancellation is set (deinit then drops the output).
+    private func checkCancellation() throws(MediaError) {
+        if cancellation?.isSet == true { throw MediaError.cancelled("writing '\(destination)'") }
     }
 }

@@ -59,7 +59,7 @@ public struct Stitcher: Sendable {
         return try await withTaskCancellationHandler {
             try await BlockingThread.run("splice.stitch") {
                 try StitchRun(plan: plan, segments: segments, checksums: checksums, destination: output,
-                              overwrite: overwrite, isCancelled: { cancelled.isSet }).run()
+                              overwrite: overwrite, cancelled: cancelled).run()
             }
         } onCancel: {
             cancelled.set()
@@ -74,7 +74,8 @@ private struct StitchRun {
     let checksums: [Int: SHA256Digest]
     let destination: String
     let overwrite: Bool
-    let isCancelled: () -> Bool
+    /// Polled between packets; set, it also makes the muxer's finish leave nothing behind.
+    let cancelled: CancelFlag
 
     func run() throws(MediaError) -> StitchSummary {
         _ = FFmpeg.setUp
@@ -107,7 +108,7 @@ private struct StitchRun {
         let rewrites = plan.outputFileType.isQuickTime && (plan.optimizesForNetworkUse || !plan.annotations.isEmpty
             || plan.passThrough.contains { $0.kind == .timedMetadata })
         let muxer = try Muxer(destination: destination, formatName: plan.outputFileType.muxerName, replacing: overwrite,
-                              rewritesFile: rewrites)
+                              rewritesFile: rewrites, cancellation: cancelled)
         let window = ExportPlan.Window(start: plan.outputZero, end: plan.outputEnd)
         let copyPlan = ExportPlan(location: plan.source, origin: origin, destination: destination,
                                   output: .file(muxerName: plan.outputFileType.muxerName,
@@ -195,7 +196,7 @@ private struct StitchRun {
             }
             guard let best else { break }
             try feeds[best.index].emit(into: muxer)
-            if isCancelled() { throw MediaError.cancelled("the stitch into '\(destination)'") }
+            if cancelled.isSet { throw MediaError.cancelled("the stitch into '\(destination)'") }
         }
         for path in avCopies + riders { try path.finish { () throws(MediaError) in } }
         if appends {
