@@ -55,6 +55,42 @@ struct ObjectClusterTests {
         try await cluster.stop()
     }
 
+    @Test("a job cancelled while its output goes up in parts leaves no object and no multipart upload")
+    func cancelledWhileUploading() async throws {
+        let server = try await TestS3.server()
+        let tap = try await S3Tap(upstream: server.endpoint)
+        let s3 = try await S3Media.make(endpoint: tap.endpoint)
+        let cluster = try await LocalCluster.start(workers: 1, coordinatorEnvironment: s3.environment)
+        // About 105 MB of video copied into the output (the workers encode the audio), so the
+        // stitch streams it in 8 MiB parts; the first parts are slow to be taken, so the CANCEL
+        // arrives while the upload is under way.
+        let source = try await LargeObjectTests.source()
+        try await tap.delay("PUT", milliseconds: 3000, count: 2)
+        let submit = try SpliceProcess(["submit", source, s3.url("out/cancelled.mov"), "--copy-video", "--audio-codec", "aac",
+                                        "--segment-seconds", "1", "--wait", "--coordinator", cluster.coordinator.api])
+        let uploading = await eventually(within: .seconds(180)) {
+            !((try? await s3.unfinishedUploads()) ?? []).isEmpty || !submit.isRunning
+        }
+        try #require(uploading && submit.isRunning, "no upload began: \(submit.stderrText)\n\(cluster.coordinatorLogs)")
+        let job = try #require(SpliceProcess.submittedJob(in: submit.stderrText))
+        let cancel = try await SpliceProcess.run(["cancel", job, "--coordinator", cluster.coordinator.api])
+        #expect(cancel.status == 0, "\(cancel.stderr)")
+
+        let result = await submit.finish(within: .seconds(120))
+        #expect(result.status == 2, "submit: \(result.stderr)")
+        let cleared = await eventually(within: .seconds(60)) { (try? await s3.unfinishedUploads())?.isEmpty == true }
+        let left = try await s3.unfinishedUploads()
+        #expect(cleared && left.isEmpty, "multipart uploads left behind: \(left)")
+        #expect(try await s3.store.info(s3.object("out/cancelled.mov")) == nil)
+        let sent = try tap.records().map { "\($0.method) \($0.path)" }
+        #expect(sent.contains { $0.hasPrefix("DELETE ") && $0.contains("uploadId=") }, "no AbortMultipartUpload sent: \(sent)")
+        // The stitch stopped: the upload was never completed (to be deleted again afterwards).
+        #expect(!sent.contains { $0.hasPrefix("POST ") && $0.contains("uploadId=") }, "the upload was completed: \(sent)")
+        #expect(await eventually(within: .seconds(30)) { cluster.coordinatorLogs.contains("its stitch stopped") },
+                "\(cluster.coordinatorLogs)")
+        try await cluster.stop()
+    }
+
     @Test("a coordinator with a wrong secret key refuses an s3:// job at SUBMIT, saying which key to check")
     func wrongCredentialsAtSubmit() async throws {
         let s3 = try await S3Media.make()

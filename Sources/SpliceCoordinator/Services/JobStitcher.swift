@@ -10,7 +10,13 @@ import SpliceStore
 /// `stitching → completed` and the job's spool directory is removed. A stitch the stitcher
 /// refuses (a missing, foreign or damaged segment) fails the job with the stitcher's message.
 /// A job found in `stitching` after a restart is stitched again: the output only appears on success.
+/// A job that leaves `stitching` meanwhile (cancelled on request) has its stitch stopped: the
+/// stitch removes its partial file or aborts its multipart upload, so a cancelled job neither
+/// finishes uploading an output only to delete it, nor replaces an object it then removes.
 final class JobStitcher: Sendable {
+    /// How often the state of a job being stitched is read, to stop its stitch once it ended.
+    static let watchInterval = Duration.milliseconds(500)
+
     private let repository: JobRepository
     private let store: CoordinatorStore
     private let cleaner: SpoolCleaner
@@ -56,8 +62,15 @@ final class JobStitcher: Sendable {
             }
             // Replacing: after a restart the job's own earlier stitch may already be there. (A file
             // someone else put there was refused at SUBMIT unless the client said -y.)
-            summary = try await media.stitch(plan: plan, segments: paths, checksums: checksums, output: output,
-                                             overwrite: true)
+            summary = try await untilEnded(job.id) { [media, paths, checksums] in
+                try await media.stitch(plan: plan, segments: paths, checksums: checksums, output: output, overwrite: true)
+            }
+        } catch is JobEnded {
+            // The stitch stopped before its output appeared (a partial file removed, an upload aborted).
+            logger.info("job ended while it was stitched; its stitch stopped", ["job": job.id.description, "output": output])
+            rounds.succeeded(job)
+            await cleanUp(job.id)
+            return
         } catch let error as MediaError where !error.isRetryable {
             await fail(job, reason: "stitching failed: \(error.message)")
             return
@@ -99,6 +112,43 @@ final class JobStitcher: Sendable {
                                                                         "lowest_percent": summary.videoBufferLowestPercent ?? 0])
         }
         await cleanUp(job.id)
+    }
+
+    /// The job left `stitching` while `stitch` ran, which was then stopped before it finished.
+    private struct JobEnded: Error {}
+
+    /// Runs `stitch`, reading the job's state every ``watchInterval`` meanwhile; once the job is
+    /// no longer `stitching`, cancels `stitch` (a media-task child gets SIGTERM) and throws
+    /// ``JobEnded`` — unless the stitch finished first, whose result is returned (the caller then
+    /// finds the job ended and removes the output).
+    private func untilEnded<T: Sendable>(_ job: JobID, _ stitch: @escaping @Sendable () async throws -> T) async throws -> T {
+        let repository = self.repository
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await stitch() }
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: Self.watchInterval)
+                    // A failed read is not an ending: the next one will tell.
+                    if let current = try? await repository.job(id: job), current.state != .stitching { return nil }
+                }
+            }
+            defer { group.cancelAll() }
+            var ended = false
+            while true {
+                let next: T??
+                do {
+                    next = try await group.next()
+                } catch {
+                    if ended { throw JobEnded() }
+                    throw error
+                }
+                guard let finished = next else { break }
+                if let result = finished { return result }
+                ended = true
+                group.cancelAll()
+            }
+            throw JobEnded()
+        }
     }
 
     private func fail(_ job: Job, reason: String) async {

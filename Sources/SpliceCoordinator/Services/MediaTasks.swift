@@ -202,7 +202,15 @@ private struct MediaTaskChild {
             throw MediaError(.internalError, "cannot start the \(task.name) process \(executable): \(error)",
                              isRetryable: true)
         }
-        if Task.isCancelled { throw MediaError.cancelled("the \(task.name)") }
+        // A child that finished before the SIGTERM took effect did write its output: say so,
+        // so that the caller removes it if it must (a job cancelled while it was stitched).
+        if Task.isCancelled {
+            if !outcome.signalled, outcome.status == 0,
+               case .succeeded(let output)? = try? JSONDecoder().decode(MediaTaskResult.self, from: outcome.output) {
+                return output
+            }
+            throw MediaError.cancelled("the \(task.name)")
+        }
         if outcome.signalled {
             throw MediaError(
                 .internalError,
