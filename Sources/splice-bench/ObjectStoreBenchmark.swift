@@ -15,8 +15,14 @@ import SpliceObjectStore
 ///   reader, and FFmpeg's http reader on a presigned URL (plus the `ffmpeg` CLI doing the same).
 ///
 ///     splice-bench s3 [--megabytes 256] [--runs 3]
+///
+/// `splice-bench s3 --cluster`: a cluster job between buckets against the same job on files
+/// (``ObjectClusterBenchmark``).
 enum ObjectStoreBenchmark {
     static func run(_ arguments: [String]) async throws {
+        if arguments.first == "--cluster" {
+            return try await ObjectClusterBenchmark.run(Array(arguments.dropFirst()))
+        }
         var megabytes = 256, runs = 3
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
