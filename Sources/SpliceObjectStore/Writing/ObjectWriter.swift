@@ -168,7 +168,7 @@ public final class ObjectWriter: Sendable {
             guard state.phase == .open else { throw closedError(state) }
             let end = offset + Int64(bytes.count)
             let bufferStart = state.bytesWritten - Int64(state.buffer.count)
-            if let head = state.head, offset >= 0, end <= Int64(head.count) {
+            if let held = state.head?.count, offset >= 0, end <= Int64(held) {  // the count only: no copy of the part
                 state.head!.replaceSubrange(Int(offset)..<Int(end), with: bytes)
             } else if offset >= bufferStart, end <= state.bytesWritten {
                 state.buffer.replaceSubrange(Int(offset - bufferStart)..<Int(end - bufferStart), with: bytes)
