@@ -16,6 +16,9 @@ struct VideoEncoding: Sendable, Hashable, Codable {
     var contentY: Int
     var contentWidth: Int
     var contentHeight: Int
+    /// The output's pixel aspect ratio (upright): 1:1, or an anamorphic source's kept (turned with
+    /// the picture: a quarter turn swaps its terms).
+    var sampleAspectRatio = Rational(1, 1)
     var pixelFormat: String
     /// Encoder time base: the source's (timestamps kept) or 1/rate for a constant rate.
     var timeBase: Rational
@@ -58,9 +61,11 @@ struct VideoEncoding: Sendable, Hashable, Codable {
     /// Resolves `settings` for `source`. Adds human-readable notes to `notices` for anything it
     /// had to adjust (odd sizes rounded for chroma subsampling).
     /// `closedGOP` (for segments) makes every keyframe a clean entry point (x265 defaults to open
-    /// GOPs) and sets the rate control up for joining (``RateControl``).
+    /// GOPs) and sets the rate control up for joining (``RateControl``); `segmentLength`, the
+    /// length of the segment this encoder codes, sets x264's rate tolerance for an average rate.
     static func resolve(_ settings: VideoSettings, source: Track, fileType: OutputFileType?,
-                        threads: Int, closedGOP: Bool = false, notices: inout [String]) throws(SettingsError) -> VideoEncoding {
+                        threads: Int, closedGOP: Bool = false, segmentLength: MediaTime? = nil,
+                        notices: inout [String]) throws(SettingsError) -> VideoEncoding {
         try settings.validate()
         if let fileType { try settings.validate(for: fileType) }
         let encoderName = try encoderName(for: settings.codec)
@@ -100,9 +105,18 @@ struct VideoEncoding: Sendable, Hashable, Codable {
         }
 
         // Size: upright source display size, a requested box, or one side with the aspect kept.
-        guard let display = source.displaySize, display.width > 0, display.height > 0 else {
+        guard var display = source.displaySize, display.width > 0, display.height > 0,
+              let storedWidth = source.width, let storedHeight = source.height else {
             throw SettingsError(field: "video-codec", value: settings.codec.rawValue,
                                 allowed: "used on a source whose picture size is known")
+        }
+        // An anamorphic source with no size asked for keeps its stored pixels and their shape:
+        // scaling 720×480 up to 854×480 adds pixels to encode and detail to none.
+        var sampleAspectRatio = Rational(1, 1)
+        if let sar = source.sampleAspectRatio, settings.width == nil, settings.height == nil, settings.squarePixels != true {
+            let quarterTurned = source.rotation % 180 != 0
+            display = quarterTurned ? (storedHeight, storedWidth) : (storedWidth, storedHeight)
+            sampleAspectRatio = quarterTurned ? Rational(sar.denominator, sar.numerator) : sar
         }
         var width: Int, height: Int
         switch (settings.width, settings.height) {
@@ -161,15 +175,16 @@ struct VideoEncoding: Sendable, Hashable, Codable {
         // writes its parameters into the codec headers the stitcher compares.
         var x264: [String] = []
         var x265: [String] = ["log-level=error"]
+        if closedGOP && settings.bitrate != nil, let length = segmentLength,
+           let tolerance = RateControl.segmentRateTolerance(length: length) {
+            x264.append("ratetol=\(tolerance)")
+        }
         if closedGOP && settings.maxBitrate != nil && settings.bufferSize != nil {
             switch settings.codec {
             case .h264: x264.append("vbv-init=\(RateControl.segmentBufferFill)")
             case .hevc: x265.append("vbv-init=\(RateControl.segmentBufferFill)")
             default: break
             }
-        }
-        if closedGOP && settings.bitrate != nil {
-            x264.append("ratetol=\(RateControl.segmentRateTolerance)")
         }
         var profileNumber: Int?
         switch settings.codec {
@@ -243,7 +258,8 @@ struct VideoEncoding: Sendable, Hashable, Codable {
 
         return VideoEncoding(
             codec: settings.codec, encoderName: encoderName, width: width, height: height, rotation: rotation,
-            contentX: cx, contentY: cy, contentWidth: cw, contentHeight: ch, pixelFormat: pixelFormat,
+            contentX: cx, contentY: cy, contentWidth: cw, contentHeight: ch, sampleAspectRatio: sampleAspectRatio,
+            pixelFormat: pixelFormat,
             timeBase: timeBase, constantFrameRate: settings.frameRate, nominalFrameRate: nominal,
             bitrate: bitrate, maxBitrate: settings.maxBitrate, bufferSize: settings.bufferSize,
             keyframeInterval: keyframeInterval,

@@ -1,7 +1,8 @@
 /// How to encode video. `nil` video settings on an export mean pass-through (packets copied).
 ///
 /// Fields left `nil` take defaults derived from the source when the export starts: size from the
-/// upright source, constant quality at the encoder's usual level unless a quality or a bit rate
+/// upright source (an anamorphic source keeps its stored size and pixel aspect ratio unless
+/// ``squarePixels`` or a size is asked for), constant quality at the encoder's usual level unless a quality or a bit rate
 /// is given (``RateControl``: x264 CRF 23, x265 28, VP9 31, SVT-AV1 35, libaom 32), a keyframe
 /// at most every ten seconds of source frames,
 /// 4:2:0 at the source's bit depth (10-bit stays 10-bit for h264 High 10, hevc Main 10, vp9
@@ -24,7 +25,7 @@ public struct VideoSettings: Sendable, Codable, Hashable {
     /// Exclusive with ``bitrate``. Not used by prores (pick a profile instead).
     public var quality: Int?
     /// Average bit rate in bits per second (segments after the first warm their rate control up
-    /// on the second before them: ``RateControl``).
+    /// on the two seconds before them: ``RateControl``).
     public var bitrate: Int?
     /// Peak bit rate in bits per second (VBV/HRD max rate); requires ``bufferSize``.
     public var maxBitrate: Int?
@@ -49,11 +50,17 @@ public struct VideoSettings: Sendable, Codable, Hashable {
     /// Map an HDR (PQ or HLG) source to SDR BT.709 (Hable curve, peak from the mastering
     /// display). Without it an HDR source keeps its transfer and at least 10 bits.
     public var toneMap: Bool?
+    /// Square output pixels for an anamorphic source (one whose pixels are not square: DVD's
+    /// 720×480 at 32:27, HDV's 1440×1080 at 4:3): scaled to its display width. Without it, and
+    /// without ``width`` or ``height``, the output keeps the source's stored size and writes its
+    /// pixel aspect ratio (as FFmpeg does, and HandBrake's automatic anamorphic); a width or height
+    /// always gives square pixels.
+    public var squarePixels: Bool?
 
     public init(codec: Codec, width: Int? = nil, height: Int? = nil, quality: Int? = nil, bitrate: Int? = nil,
                 maxBitrate: Int? = nil, bufferSize: Int? = nil, profile: String? = nil, level: String? = nil,
                 preset: String? = nil, keyframeInterval: Int? = nil, frameRate: Rational? = nil,
-                pixelFormat: String? = nil, toneMap: Bool? = nil) {
+                pixelFormat: String? = nil, toneMap: Bool? = nil, squarePixels: Bool? = nil) {
         self.codec = codec
         self.width = width
         self.height = height
@@ -68,6 +75,7 @@ public struct VideoSettings: Sendable, Codable, Hashable {
         self.frameRate = frameRate
         self.pixelFormat = pixelFormat
         self.toneMap = toneMap
+        self.squarePixels = squarePixels
     }
 
     /// What a `fileType` output gets when no video settings are given: h264, or vp9 for WebM,
