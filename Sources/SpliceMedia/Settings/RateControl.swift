@@ -17,18 +17,6 @@
 ///   runs (the cold start cost 5.6 dB at joins): the model then meets the segment's first picture
 ///   at the level the encoder steered to over the same frames its predecessor just encoded.
 public enum RateControl {
-    /// The constant-quality level used when neither a quality nor a bit rate is given.
-    static func defaultQuality(_ encoderName: String) -> Int? {
-        switch encoderName {
-        case "libx264": 23
-        case "libx265": 28
-        case "libvpx-vp9": 31
-        case "libsvtav1": 35
-        case "libaom-av1": 32
-        default: nil
-        }
-    }
-
     /// How much of the video before a bit-rate segment's start its encoder codes and drops, so that
     /// its rate control has settled when the segment's own first frame (an IDR) arrives. The same
     /// whatever the segment length: it is what the encoder needs, not a share of the segment.
@@ -69,8 +57,8 @@ public enum RateControl {
     /// where the encoder steers it: 0.7 dB on the benchmark clip, the stitched buffer's low point
     /// 18 % instead of 39 %).
     static func warmsUp(_ settings: VideoSettings) -> Bool {
-        (settings.bitrate != nil && [.h264, .hevc, .vp9].contains(settings.codec))
-            || (settings.maxBitrate != nil && [.h264, .hevc].contains(settings.codec))
+        let codec = settings.codec.descriptor
+        return (settings.bitrate != nil && codec.warmsUpAverageRate) || (settings.maxBitrate != nil && codec.warmsUpPeakRate)
     }
 
     /// The buffer fullness (a fraction of `--buffer-size`, as x264's and x265's `vbv-init` take

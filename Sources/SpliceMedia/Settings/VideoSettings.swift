@@ -84,34 +84,6 @@ public struct VideoSettings: Sendable, Codable, Hashable {
         VideoSettings(codec: fileType == .webm ? .vp9 : .h264)
     }
 
-    static let x26xPresets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
-                              "veryslow", "placebo"]
-    static let profiles: [Codec: [String]] = [
-        .h264: ["baseline", "main", "high", "high10", "high422", "high444"],
-        .hevc: ["main", "main10", "main422-10", "main444-8", "main444-10"],
-        .vp9: ["0", "1", "2", "3"],
-        .av1: ["main", "high", "professional"],
-        .prores: ["proxy", "lt", "standard", "hq", "4444", "4444xq"],
-    ]
-
-    /// The CRF range the codec accepts.
-    var qualityRange: ClosedRange<Int>? {
-        switch codec {
-        case .h264, .hevc: 0...51
-        case .vp9, .av1: 0...63
-        case .prores: nil
-        }
-    }
-
-    /// The speed range for codecs whose preset is a number.
-    var speedRange: ClosedRange<Int>? {
-        switch codec {
-        case .vp9: 0...8
-        case .av1: 0...13
-        default: nil
-        }
-    }
-
     /// Checks every field on its own terms (the source-dependent checks happen when an export
     /// resolves the settings against its asset). Throws the first problem found.
     public func validate() throws(SettingsError) {
@@ -121,8 +93,9 @@ public struct VideoSettings: Sendable, Codable, Hashable {
         if let height, height <= 0 || height > 16384 {
             throw SettingsError(field: "height", value: "\(height)", allowed: "a whole number of pixels from 1 to 16384")
         }
+        let descriptor = codec.descriptor
         if let quality {
-            guard let range = qualityRange else {
+            guard let range = descriptor.qualityRange else {
                 throw SettingsError(field: "crf", value: "\(quality)",
                                     allowed: "unset for prores (choose a profile instead: proxy, lt, standard, hq, 4444, 4444xq)")
             }
@@ -155,11 +128,11 @@ public struct VideoSettings: Sendable, Codable, Hashable {
         if let bufferSize, bufferSize < 1000 {
             throw SettingsError(field: "buffer-size", value: "\(bufferSize)", allowed: "at least 1000 bits")
         }
-        if let profile, let allowed = VideoSettings.profiles[codec], !allowed.contains(profile) {
-            throw SettingsError(field: "profile", value: profile, allowed: SettingsError.oneOf(allowed) + " for \(codec)")
+        if let profile, !descriptor.profiles.contains(profile) {
+            throw SettingsError(field: "profile", value: profile, allowed: SettingsError.oneOf(descriptor.profiles) + " for \(codec)")
         }
         if let level {
-            guard codec == .h264 || codec == .hevc else {
+            guard descriptor.takesLevels else {
                 throw SettingsError(field: "level", value: level, allowed: "unset for \(codec) (levels apply to h264 and hevc)")
             }
             if VideoSettings.levelNumber(level) == nil {
@@ -167,15 +140,18 @@ public struct VideoSettings: Sendable, Codable, Hashable {
             }
         }
         if let preset {
-            if let range = speedRange {
+            switch descriptor.presets {
+            case .speeds(let range):
                 guard let n = Int(preset), range.contains(n) else {
                     throw SettingsError(field: "preset", value: preset,
                                         allowed: "a speed from \(range.lowerBound) to \(range.upperBound) for \(codec)")
                 }
-            } else if codec == .prores {
-                throw SettingsError(field: "preset", value: preset, allowed: "unset for prores")
-            } else if !VideoSettings.x26xPresets.contains(preset) {
-                throw SettingsError(field: "preset", value: preset, allowed: SettingsError.oneOf(VideoSettings.x26xPresets))
+            case .names(let names):
+                if !names.contains(preset) {
+                    throw SettingsError(field: "preset", value: preset, allowed: SettingsError.oneOf(names))
+                }
+            case .none:
+                throw SettingsError(field: "preset", value: preset, allowed: "unset for \(codec)")
             }
         }
         if let keyframeInterval, keyframeInterval < 1 || keyframeInterval > 10000 {
@@ -190,12 +166,7 @@ public struct VideoSettings: Sendable, Codable, Hashable {
 
     /// The codecs each container holds.
     public static func codecs(for fileType: OutputFileType) -> [Codec] {
-        switch fileType {
-        case .mp4: [.h264, .hevc, .vp9, .av1]
-        case .mov: [.h264, .hevc, .prores]
-        case .mkv: Codec.allCases
-        case .webm: [.vp9, .av1]
-        }
+        Codec.allCases.filter { $0.descriptor.containers.contains(fileType) }
     }
 
     /// Checks that the codec fits the container.
