@@ -91,6 +91,37 @@ struct ObjectClusterTests {
         try await cluster.stop()
     }
 
+    @Test("object roots confine s3:// inputs and outputs to their prefixes (and paths to none)")
+    func objectRoots() async throws {
+        let s3 = try await S3Media.make()
+        let source = try await ObjectCommandTests.clip()
+        try await s3.put(source, as: "in/clip.mov")
+        try await s3.put(source, as: "private/clip.mov")
+        let cluster = try await LocalCluster.start(
+            workers: 0, coordinatorFlags: ["--input-root", s3.url("in/"), "--output-root", s3.url("out")],
+            coordinatorEnvironment: s3.environment)
+        func submit(_ input: String, _ output: String) async throws -> SpliceProcess.Result {
+            try await SpliceProcess.run(["submit", input, output, "--coordinator", cluster.coordinator.api])
+        }
+        // Outside the input root: another prefix, and one that only starts like it.
+        for input in [s3.url("private/clip.mov"), s3.url("inside/clip.mov")] {
+            let refused = try await submit(input, s3.url("out/a.mp4"))
+            #expect(refused.status == 1 && refused.stderr.contains("not inside an input root"), "\(input): \(refused.stderr)")
+        }
+        let outside = try await submit(s3.url("in/clip.mov"), s3.url("outside/a.mp4"))
+        #expect(outside.status == 1 && outside.stderr.contains("not inside an output root"), "\(outside.stderr)")
+        // Object roots only: a path is refused too.
+        let path = try await submit(source, s3.url("out/a.mp4"))
+        #expect(path.status == 1 && path.stderr.contains("not inside an input root"), "\(path.stderr)")
+        #expect(try await cluster.repository.jobs(in: [.queued, .planning, .running], limit: 10).isEmpty)
+        // Inside both: the job is created.
+        let admitted = try await submit(s3.url("in/clip.mov"), s3.url("out/a.mp4"))
+        #expect(admitted.status == 0, "\(admitted.stderr)")
+        let created = try await cluster.repository.jobs(limit: 10)
+        #expect(created.map(\.id.description) == [admitted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+        try await cluster.stop()
+    }
+
     @Test("a coordinator with a wrong secret key refuses an s3:// job at SUBMIT, saying which key to check")
     func wrongCredentialsAtSubmit() async throws {
         let s3 = try await S3Media.make()
