@@ -42,7 +42,7 @@ final class JobStitcher: Sendable {
     }
 
     private func stitch(_ job: Job) async {
-        let output = Self.output(job.outputURL)
+        let output = Self.output(job.output)
         logger.info("stitching job", ["job": job.id.description, "output": output])
         let summary: StitchSummary
         let started = ContinuousClock.now
@@ -56,7 +56,7 @@ final class JobStitcher: Sendable {
             var paths: [Int: String] = [:]
             var checksums: [Int: SHA256Digest] = [:]
             for segment in try await repository.segments(ofJob: job.id) where segment.state == .done {
-                guard let path = segment.outputURL else { continue }
+                guard let path = segment.outputPath else { continue }
                 paths[segment.plan.index] = path
                 checksums[segment.plan.index] = segment.checksum
             }
