@@ -25,7 +25,7 @@ struct ObjectCommandTests {
         try await s3.put(source, as: "in/clip.mov")
         let flags = ["--segment-seconds", "1", "--jobs", "2", "--preset", "ultrafast"]
         let stored = try await SpliceProcess.run(["transcode", s3.url("in/clip.mov"), s3.url("out/clip.mp4")] + flags,
-                                                 environment: s3.environment)
+                                                 environment: s3.environment, timeout: .seconds(180))
         try #require(stored.status == 0, "\(stored.stderr)")
         let local = Fixtures.temporaryDirectory("files").appendingPathComponent("clip.mp4").path
         let onDisk = try await SpliceProcess.run(["transcode", source, local] + flags)
@@ -47,13 +47,13 @@ struct ObjectCommandTests {
         let earlier = Array("an earlier output, not a video".utf8)
         try await s3.store.put(earlier, at: s3.object("out/taken.mp4"), overwrite: true)
         let refused = try await SpliceProcess.run(["export", source, s3.url("out/taken.mp4"), "--preset", "ultrafast"],
-                                                  environment: s3.environment)
+                                                  environment: s3.environment, timeout: .seconds(180))
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("already exists") && refused.stderr.contains("-y"), "\(refused.stderr)")
         #expect(try await s3.store.get(s3.object("out/taken.mp4")) == earlier)
 
         let replaced = try await SpliceProcess.run(["export", source, s3.url("out/taken.mp4"), "--preset", "ultrafast", "-y"],
-                                                   environment: s3.environment)
+                                                   environment: s3.environment, timeout: .seconds(180))
         try #require(replaced.status == 0, "\(replaced.stderr)")
         #expect(try await Digests(of: try await s3.download("out/taken.mp4")).video.count == 90)
         #expect(try await s3.unfinishedUploads().isEmpty)
@@ -70,7 +70,7 @@ struct ObjectCommandTests {
         // The package's first upload (a rendition's file) is slow: the manifests must wait for it.
         try await tap.delay("PUT", milliseconds: 1500, count: 1)
         let stored = try await SpliceProcess.run(["transcode", s3.url("in/clip.mov"), s3.url("show/out.m3u8")] + flags,
-                                                 environment: s3.environment)
+                                                 environment: s3.environment, timeout: .seconds(180))
         try #require(stored.status == 0, "\(stored.stderr)")
         let folder = Fixtures.temporaryDirectory("package").path
         let onDisk = try await SpliceProcess.run(["transcode", source, folder + "/out.m3u8"] + flags)
