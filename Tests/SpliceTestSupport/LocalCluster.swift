@@ -25,6 +25,8 @@ public struct LocalCluster: Sendable {
     /// The coordinator's flags beyond database, spool and endpoints (`--lease-seconds 4`), given
     /// again on every restart.
     public let coordinatorFlags: [String]
+    /// Variables the coordinator gets beyond PATH and HOME (object storage's `AWS_*`), again on every restart.
+    public let coordinatorEnvironment: [String: String]
     public private(set) var coordinator: ChildCoordinator
     public private(set) var workers: [ChildWorker]
     /// Coordinators and workers the test replaced after killing them: their logs, and the store
@@ -39,18 +41,20 @@ public struct LocalCluster: Sendable {
     /// until every worker has registered. `leaseSeconds` nil keeps the coordinator's default lease.
     public static func start(
         workers count: Int, leaseSeconds: Int? = 30, database: ConnectionConfiguration? = nil, spool: URL? = nil,
-        coordinatorFlags: [String] = []
+        coordinatorFlags: [String] = [], coordinatorEnvironment: [String: String] = [:]
     ) async throws -> LocalCluster {
         let database = if let database { database } else { try await TestPostgres.makeDatabase() }
         let spool = spool ?? Fixtures.temporaryDirectory("cluster-spool")
         let flags = (leaseSeconds.map { ["--lease-seconds", String($0)] } ?? []) + coordinatorFlags
-        let coordinator = try await ChildCoordinator.start(database: database, spool: spool, extra: flags)
+        let coordinator = try await ChildCoordinator.start(database: database, spool: spool, extra: flags,
+                                                           environment: coordinatorEnvironment)
         let workers = try (0..<count).map { index in
             try ChildWorker(coordinator: coordinator.workers, spool: spool, name: "w\(index)")
         }
         let cluster = LocalCluster(
             database: database, spool: spool, outputs: Fixtures.temporaryDirectory("cluster-out"),
-            coordinatorFlags: flags, coordinator: coordinator, workers: workers,
+            coordinatorFlags: flags, coordinatorEnvironment: coordinatorEnvironment, coordinator: coordinator,
+            workers: workers,
             repository: JobRepository(client: PostgresClient(configuration: database, maxConnections: 1)))
         guard await eventually(within: .seconds(60), { workers.allSatisfy(\.isRegistered) }) else {
             throw TestFailure("the workers did not register\n\(cluster.logs)")
@@ -60,12 +64,14 @@ public struct LocalCluster: Sendable {
 
     private init(
         database: ConnectionConfiguration, spool: URL, outputs: URL, coordinatorFlags: [String],
+        coordinatorEnvironment: [String: String],
         coordinator: ChildCoordinator, workers: [ChildWorker], repository: JobRepository
     ) {
         self.database = database
         self.spool = spool
         self.outputs = outputs
         self.coordinatorFlags = coordinatorFlags
+        self.coordinatorEnvironment = coordinatorEnvironment
         self.coordinator = coordinator
         self.workers = workers
         self.repository = repository
@@ -80,7 +86,7 @@ public struct LocalCluster: Sendable {
     public mutating func restartCoordinator() async throws {
         let next = try await ChildCoordinator.start(
             database: database, spool: spool, workers: coordinator.workers, api: coordinator.api,
-            data: coordinator.data ?? loopback, extra: coordinatorFlags)
+            data: coordinator.data ?? loopback, extra: coordinatorFlags, environment: coordinatorEnvironment)
         retiredCoordinators.append(coordinator)
         coordinator = next
     }
