@@ -33,6 +33,7 @@ let package = Package(
         .library(name: "SpliceMetrics", targets: ["SpliceMetrics"]),
         .library(name: "SpliceHTTP", targets: ["SpliceHTTP"]),
         .library(name: "SpliceObjectStore", targets: ["SpliceObjectStore"]),
+        .library(name: "SpliceObjectMedia", targets: ["SpliceObjectMedia"]),
     ],
     targets: [
         // MARK: - C libraries from Debian packages
@@ -93,6 +94,13 @@ let package = Package(
             dependencies: ["SpliceCore", "SpliceConcurrency", "SpliceLog", "CCurl", "CCurlShims"],
             swiftSettings: strict
         ),
+        // Media in object storage: SpliceMedia's storage seam (byte sources and sinks, uploads)
+        // implemented over SpliceObjectStore, so that neither of the two depends on the other.
+        .target(
+            name: "SpliceObjectMedia",
+            dependencies: ["SpliceCore", "SpliceMedia", "SpliceObjectStore", "SpliceLog"],
+            swiftSettings: strict
+        ),
         // What the two daemons share: the service group and its lifecycle, the operators' HTTP
         // endpoint, the data endpoint's transfers (both sides) and the work order an ASSIGN carries.
         .target(
@@ -133,6 +141,7 @@ let package = Package(
             dependencies: [
                 "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCoordinator", "SpliceWorker",
                 "SpliceClient", "SpliceDaemon", "SpliceLog", "SpliceConcurrency", "SpliceHTTP", "CSpliceSystem",
+                "SpliceObjectStore", "SpliceObjectMedia",
             ],
             swiftSettings: strict
         ),
@@ -227,6 +236,13 @@ let package = Package(
         .testTarget(
             name: "SpliceObjectStoreIntegrationTests",
             dependencies: ["SpliceCore", "SpliceObjectStore", "SpliceConcurrency", "SpliceTestSupport"],
+            swiftSettings: strict
+        ),
+        // `s3://` inputs and outputs through the real `splice` binary (export, transcode, packages,
+        // a cluster whose workers hold no credentials) against moto, with ffmpeg and the bucket as judges.
+        .testTarget(
+            name: "SpliceObjectMediaIntegrationTests",
+            dependencies: ["SpliceCore", "SpliceStore", "SpliceObjectStore", "SpliceConcurrency", "SpliceTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -114,6 +114,46 @@ def check_dockerfile(ports):
         check(port in exposed, f"Dockerfile: EXPOSE lacks {port}")
 
 
+# The Debian package that carries each development package's shared library in bookworm: what the
+# runtime image must install for a binary built against the development package.
+RUNTIME_PACKAGES = {
+    "libavformat-dev": "libavformat59", "libavcodec-dev": "libavcodec59", "libavutil-dev": "libavutil57",
+    "libswscale-dev": "libswscale6", "libswresample-dev": "libswresample4", "libzmq3-dev": "libzmq5",
+    "libpq-dev": "libpq5", "libcurl4-openssl-dev": "libcurl4",
+}
+
+
+def dockerfile_stages(text):
+    """The Dockerfile's stages, each as the words of its RUN lines (continuations joined)."""
+    stages, words = [], None
+    for line in text.replace("\\\n", " ").splitlines():
+        if line.startswith("FROM "):
+            words = []
+            stages.append(words)
+        elif line.startswith("RUN ") and words is not None:
+            words.extend(line.split())
+    return stages
+
+
+def check_dockerfile_libraries():
+    """The image builds against every system library Package.swift declares and runs with each
+    one's shared library: the build stage installs every `.apt([...])` provider, the runtime stage
+    the package that carries its library."""
+    manifest = open(os.path.join(HERE, "..", "Package.swift")).read()
+    providers = sorted({name for group in re.findall(r"\.apt\(\[([^\]]*)\]\)", manifest)
+                        for name in re.findall(r'"([^"]+)"', group)})
+    check(providers, "Package.swift: no .apt([...]) providers found")
+    stages = dockerfile_stages(open(os.path.join(HERE, "docker", "Dockerfile")).read())
+    if not check(len(stages) >= 2, "Dockerfile: expected a build stage and a runtime stage"):
+        return
+    build, runtime = stages[0], stages[-1]
+    for package in providers:
+        check(package in build, f"Dockerfile: the build stage does not install {package} (Package.swift needs it)")
+        library = RUNTIME_PACKAGES.get(package)
+        if check(library, f"check-deploy.py: no runtime package known for {package}; add it to RUNTIME_PACKAGES"):
+            check(library in runtime, f"Dockerfile: the runtime stage does not install {library} (for {package})")
+
+
 def quantity(text, unit):
     """A Kubernetes quantity ("4", "500m", "4Gi", "1536Mi") in cores (unit "cpu") or bytes."""
     text = str(text)
@@ -320,6 +360,7 @@ def main(arguments):
     endpoints = options["--endpoints"].split(",") if "--endpoints" in options else COORDINATOR_ENDPOINTS
     kustomization, documents = kustomize_resources()
     check_dockerfile(check_manifests(documents, endpoints=endpoints))
+    check_dockerfile_libraries()
     if "--built" in options:
         check_built(options["--built"], kustomization, endpoints)
     check_dashboard()

@@ -12,12 +12,16 @@ with moto[server] and boto3). Subcommands:
                         on stdin (`create-bucket NAME`) with a JSON line each; exits when stdin
                         closes (so it dies with the test process that started it).
   tap UPSTREAM LOG      a recording proxy in front of UPSTREAM: every request (method, path, headers,
-                        body up to 1 MiB) appended to LOG as a JSON line, then forwarded unchanged and
-                        the answer relayed. Prints {endpoint}; then the stdin command
+                        body up to 1 MiB, its number `seq` from 0) appended to LOG as a JSON line, then
+                        forwarded unchanged and the answer relayed; once UPSTREAM has answered,
+                        {answered: seq, status} is appended too (so LOG orders requests and
+                        completions in time). Prints {endpoint}; then the stdin command
                         `fail METHOD STATUS COUNT` answers the next COUNT requests of METHOD with
                         STATUS instead (fault injection; STATUS 0: no answer for 5 s, then the
                         connection is closed; STATUS 1: the real answer, cut off halfway through its
-                        body). Exits when stdin closes.
+                        body); `delay METHOD MILLISECONDS COUNT` holds the next COUNT requests of
+                        METHOD that long before forwarding them (a slow upload, answered in the end).
+                        Exits when stdin closes.
   sign LOG KEY SECRET REGION [TOKEN]
                         for each request in LOG, the Authorization header botocore's S3SigV4Auth
                         computes for the same method, URL, headers, body and X-Amz-Date; prints
@@ -134,6 +138,22 @@ def tap(upstream, log_path):
     upstream_host = upstream.split("://", 1)[1].rstrip("/")
     log_lock = threading.Lock()
     faults = {"method": None, "status": 0, "count": 0}
+    delays = {"method": None, "milliseconds": 0, "count": 0}
+    sequence = {"next": 0}
+
+    def log_request(record):
+        """Appends `record` with the next sequence number (under the log lock); returns the number."""
+        seq = sequence["next"]
+        sequence["next"] += 1
+        record["seq"] = seq
+        with open(log_path, "a") as log:
+            log.write(json.dumps(record) + "\n")
+        return seq
+
+    def log_answer(seq, status):
+        with log_lock:
+            with open(log_path, "a") as log:
+                log.write(json.dumps({"answered": seq, "status": status}) + "\n")
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -149,11 +169,15 @@ def tap(upstream, log_path):
             if len(body) <= 1 << 20:
                 record["body"] = base64.b64encode(body).decode()
             with log_lock:
-                with open(log_path, "a") as log:
-                    log.write(json.dumps(record) + "\n")
+                seq = log_request(record)
                 inject = faults["count"] > 0 and faults["method"] == self.command
                 if inject:
                     faults["count"] -= 1
+                held = delays["count"] > 0 and delays["method"] == self.command
+                if held:
+                    delays["count"] -= 1
+            if held:
+                time.sleep(delays["milliseconds"] / 1000)
             cut = inject and faults["status"] == 1
             if inject and faults["status"] == 0:
                 time.sleep(5)  # a stall: say nothing, then hang up
@@ -170,6 +194,7 @@ def tap(upstream, log_path):
             headers = [(k, v) for k, v in response.getheaders()
                        if k.lower() not in ("content-length", "transfer-encoding", "connection")]
             connection.close()
+            log_answer(seq, response.status)
             if cut:
                 # The real answer's head and half its body, then the connection drops.
                 self.send_response(response.status)
@@ -202,13 +227,12 @@ def tap(upstream, log_path):
         def do_HEAD(self):
             connection = http.client.HTTPConnection(upstream_host, timeout=120)
             with log_lock:
-                with open(log_path, "a") as log:
-                    log.write(json.dumps({"method": "HEAD", "path": self.path, "headers": list(self.headers.items()),
-                                          "bodyLength": 0, "bodySHA256": hashlib.sha256(b"").hexdigest(),
-                                          "body": ""}) + "\n")
+                seq = log_request({"method": "HEAD", "path": self.path, "headers": list(self.headers.items()),
+                                   "bodyLength": 0, "bodySHA256": hashlib.sha256(b"").hexdigest(), "body": ""})
             connection.request("HEAD", self.path, headers=dict(self.headers.items()))
             response = connection.getresponse()
             response.read()
+            log_answer(seq, response.status)
             self.send_response(response.status)
             for name, value in response.getheaders():
                 if name.lower() not in ("transfer-encoding", "connection"):
@@ -220,12 +244,17 @@ def tap(upstream, log_path):
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(json.dumps({"endpoint": f"http://127.0.0.1:{server.server_address[1]}"}), flush=True)
-    # Commands on stdin, one per line, each answered by one JSON line: `fail METHOD STATUS COUNT`.
+    # Commands on stdin, one per line, each answered by one JSON line: `fail METHOD STATUS COUNT`,
+    # `delay METHOD MILLISECONDS COUNT`.
     for line in sys.stdin:
         words = line.split()
         if words[:1] == ["fail"] and len(words) == 4:
             with log_lock:
                 faults.update({"method": words[1], "status": int(words[2]), "count": int(words[3])})
+            print(json.dumps({"ok": True}), flush=True)
+        elif words[:1] == ["delay"] and len(words) == 4:
+            with log_lock:
+                delays.update({"method": words[1], "milliseconds": int(words[2]), "count": int(words[3])})
             print(json.dumps({"ok": True}), flush=True)
         else:
             print(json.dumps({"ok": False, "error": f"unknown command {line.strip()}"}), flush=True)
@@ -246,6 +275,8 @@ def sign(log_path, access_key, secret, region, token=None):
     credentials = Credentials(access_key, secret, token)
     for line in open(log_path):
         record = json.loads(line)
+        if "answered" in record:
+            continue
         sent = dict((k.lower(), v) for k, v in record["headers"])
         if "authorization" not in sent:
             continue

@@ -62,11 +62,13 @@ public struct CoordinatorConfiguration: Sendable {
     /// children, so a crash on a client's file fails that job, not the coordinator.
     public var mediaTasks: MediaTaskIsolation = .inProcess
     /// The protocols a SUBMIT's input may use (`--source-protocols`): `file` (absolute paths),
-    /// `http`, `https`. Anything else FFmpeg could open (`concat:`, `subfile:`, devices) is refused.
-    public var sourceProtocols: [String] = ["file", "http", "https"]
-    /// Folders SUBMIT may read inputs from (`--input-root`); empty admits any path.
+    /// `http`, `https`, `s3` (objects the coordinator reads through SpliceMedia's
+    /// `StorageRegistry`). Anything else FFmpeg could open (`concat:`, `subfile:`, devices) is refused.
+    public var sourceProtocols: [String] = ["file", "http", "https", "s3"]
+    /// Folders (or object prefixes, `s3://bucket/prefix`) SUBMIT may read inputs from
+    /// (`--input-root`); empty admits any path.
     public var inputRoots: [String] = []
-    /// Folders SUBMIT may write outputs into (`--output-root`); empty admits any path.
+    /// Folders (or object prefixes) SUBMIT may write outputs into (`--output-root`); empty admits any path.
     public var outputRoots: [String] = []
     /// Where the operators' endpoint listens (`/metrics`, `/healthz`, `/readyz`, the status page);
     /// nil for none. `splice coordinator` defaults to `127.0.0.1:9450`.

@@ -60,6 +60,12 @@ public final class ObjectStore: Sendable {
         try await client.put(bytes, at: location, overwrite: overwrite, contentType: contentType)
     }
 
+    /// The objects in `bucket` whose keys start with `prefix`, in key order (ListObjectsV2,
+    /// following its pages): what a package's rendition folder holds, for checks and cleanup.
+    public func listObjects(bucket: String, prefix: String = "") async throws(ObjectStoreError) -> [ObjectInfo] {
+        try await client.listObjects(bucket: bucket, prefix: prefix)
+    }
+
     /// Deletes the object (nothing happens when it is not there).
     public func delete(_ location: ObjectLocation) async throws(ObjectStoreError) {
         try await client.delete(location)
@@ -78,12 +84,15 @@ public final class ObjectStore: Sendable {
     /// A writer whose object appears only when it finishes (see ``ObjectWriter``). Without
     /// `overwrite`, an existing object is refused here already when the service needs a HEAD
     /// for it (custom endpoints), and in any case atomically when the writer finishes.
-    public func openWriter(for location: ObjectLocation, overwrite: Bool, contentType: String? = nil)
-        async throws(ObjectStoreError) -> ObjectWriter
+    /// `holdingFirstPart` keeps the first part in memory until the end, so that a container's
+    /// header can still be patched (``ObjectWriter/patch(at:with:)``).
+    public func openWriter(for location: ObjectLocation, overwrite: Bool, contentType: String? = nil,
+                           holdingFirstPart: Bool = false) async throws(ObjectStoreError) -> ObjectWriter
     {
         let guarding = WriteGuard(configuration: client.configuration, location: location, overwrite: overwrite)
         if guarding.headsFirst { try guarding.refuseIfPresent(await client.head(location)) }
-        return ObjectWriter(location: location, client: client, guarding: guarding, contentType: contentType)
+        return ObjectWriter(location: location, client: client, guarding: guarding, contentType: contentType,
+                            holdingFirstPart: holdingFirstPart)
     }
 
     /// Uploads the file at `path` as the object (in parts, several at once, when it is larger

@@ -10,6 +10,8 @@ import SpliceDaemon
 /// thread) and turn what happened into an ``EncodeOutcome``. Cancelling the calling task stops the
 /// encode; the exporter then leaves no partial file.
 ///
+/// A shared-spool worker reads the source itself, or the source excerpt the ASSIGN names in the
+/// spool (`excerptPath`: a source in object storage, which only the coordinator reads).
 /// In transfer mode the input is the ASSIGN's source excerpt, fetched from the coordinator into
 /// scratch first, and the output goes to scratch as `r-<lease token>`, offered to the coordinator,
 /// which fetches it into the ASSIGN's `outputPath` before it commits the COMPLETE.
@@ -45,7 +47,18 @@ struct SegmentEncode: Sendable {
                                retryable: true)
             }
             output = URL(fileURLWithPath: assign.outputPath)
-            excerpt = nil
+            // A source only the coordinator may open (an object in storage) comes as an excerpt it
+            // cut into the spool.
+            if let path = assign.excerptPath {
+                guard spool.contains(path) else {
+                    return .failed(code: .outputOutsideSpool, reason: "source excerpt \(path) is not inside this worker's "
+                                   + "spool \(spool.root.path); mount the shared spool at the same path on every machine",
+                                   retryable: true)
+                }
+                excerpt = URL(fileURLWithPath: path)
+            } else {
+                excerpt = nil
+            }
             do {
                 try await spool.prepareDirectory(for: output)
             } catch {

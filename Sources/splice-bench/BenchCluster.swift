@@ -18,8 +18,9 @@ final class BenchCluster {
     private var workers: [Process] = []
     private var started = 0
 
-    /// Starts the coordinator, its state and spool in `dir`.
-    init(in dir: URL) throws {
+    /// Starts the coordinator, its state and spool in `dir`; `coordinatorEnvironment` is added to
+    /// its environment (the `AWS_*` of an object store: the workers get none).
+    init(in dir: URL, coordinatorEnvironment: [String: String] = [:]) throws {
         self.dir = dir
         let state = dir.appendingPathComponent("state").path
         spool = dir.appendingPathComponent("spool").path
@@ -31,7 +32,7 @@ final class BenchCluster {
         coordinator = try Self.spawn(["coordinator", "--state-dir", state, "--spool", spool,
                                       "--workers-endpoint", workersEndpoint, "--api-endpoint", api,
                                       "--data-endpoint", data, "--metrics-endpoint", "off"],
-                                     log: dir.appendingPathComponent("coordinator.log"))
+                                     log: dir.appendingPathComponent("coordinator.log"), environment: coordinatorEnvironment)
     }
 
     /// Starts `count` workers of `storage` and waits (up to 60 s) until each says it registered.
@@ -76,10 +77,13 @@ final class BenchCluster {
         coordinator.waitUntilExit()
     }
 
-    private static func spawn(_ arguments: [String], log: URL) throws -> Process {
+    private static func spawn(_ arguments: [String], log: URL, environment: [String: String] = [:]) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Binaries.splice)
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: log)

@@ -77,7 +77,7 @@ enum TransferClusterBenchmark {
     }
 
     /// The 1-minute load average (`/proc/loadavg`), as text.
-    private static func loadAverage() -> String {
+    static func loadAverage() -> String {
         (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.map(String.init) ?? "?"
     }
 }

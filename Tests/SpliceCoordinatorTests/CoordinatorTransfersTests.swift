@@ -47,7 +47,7 @@ struct CoordinatorTransfersTests {
         let offer = Offer(file: CoordinatorTransfers.fileID("x", own), size: 10, checksum: SHA256Digest(bytes: [UInt8](repeating: 7, count: 32))!)
         transfers.excerptCut(own, offer: offer, path: "/spool/x-own.splseg", owned: true)
         let ready = transfers.excerpt(for: own)
-        #expect(ready.ready == offer && !ready.startCut)
+        #expect(ready.ready?.offer == offer && ready.ready?.path == "/spool/x-own.splseg" && !ready.startCut)
         _ = transfers.excerpt(for: shared)
         transfers.excerptCut(shared, offer: offer, path: "/spool/x-s3.splseg", owned: false)
         let ownForgotten = transfers.forget(own), sharedForgotten = transfers.forget(shared)
@@ -55,5 +55,20 @@ struct CoordinatorTransfersTests {
         #expect(ownForgotten.offered && ownForgotten.delete == "/spool/x-own.splseg")
         #expect(sharedForgotten.offered && sharedForgotten.delete == nil, "the job's file stays for its other attempts")
         #expect(!twice.offered && twice.delete == nil, "forgotten once")
+    }
+
+    @Test("a job whose source only the coordinator opens gets excerpts on every worker, until it ends")
+    func excerptJobs() {
+        var transfers = CoordinatorTransfers()
+        let spoolWorker = WorkerIdentity.connection(RoutingID("w:spool"))
+        transfers.hello(Hello(workerName: "t", slots: 1, encoders: [], storage: .transfer), from: worker)
+        transfers.hello(Hello(workerName: "s", slots: 1, encoders: [], storage: .spool), from: spoolWorker)
+        let stored = JobID(UUID()), onDisk = JobID(UUID())
+        transfers.readThroughExcerpts([stored])
+        #expect(transfers.needsExcerpt(stored, worker: spoolWorker), "a spool worker cannot open an object source")
+        #expect(transfers.needsExcerpt(stored, worker: worker) && transfers.needsExcerpt(onDisk, worker: worker))
+        #expect(!transfers.needsExcerpt(onDisk, worker: spoolWorker), "a spool worker reads a file source itself")
+        transfers.jobEnded(stored)
+        #expect(!transfers.needsExcerpt(stored, worker: spoolWorker))
     }
 }

@@ -53,6 +53,57 @@ struct MultipartWriteTests {
         #expect(parts.contains { $0.bodyLength == 4 << 20 })
     }
 
+    @Test("holding the first part: bytes in it (and in the part being filled) can be rewritten; it goes up at the end, as part 1")
+    func heldFirstPart() async throws {
+        let server = try await TestS3.server()
+        let tap = try await S3Tap(upstream: server.endpoint)
+        let s3 = try await S3Fixture.make(endpoint: tap.endpoint)
+        let location = try s3.location("out/patched.bin")
+        var bytes = S3Fixture.bytes(30 << 20, seed: 7)
+        let writer = try await s3.store.openWriter(for: location, overwrite: false, holdingFirstPart: true)
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(offset + (1 << 20) + 5, bytes.count)
+            try await writer.write(bytes[offset..<end])
+            offset = end
+        }
+        // A header filled in at the end (an MP4's mdat size), and a byte in the last, unsent part.
+        let header: [UInt8] = [0xDE, 0xAD, 0xBE, 0xEF]
+        try writer.patch(at: 24, with: header)
+        bytes.replaceSubrange(24..<28, with: header)
+        try writer.patch(at: Int64(bytes.count - 1), with: [0x42])
+        bytes[bytes.count - 1] = 0x42
+        // Part 2 (8–16 MiB) went up already: it cannot change, and nothing is written.
+        let refused = #expect(throws: ObjectStoreError.self) { try writer.patch(at: 9 << 20, with: [1]) }
+        #expect(refused?.code == .invalidRange)
+
+        // Parts 2 and 3 go up while the writer is still open (the tap logs a request once its body
+        // is in, so wait for them); part 1, the held head, and 4, the rest, only at finish().
+        let partNumbers = { () throws -> [String] in
+            try tap.records().filter { $0.method == "PUT" && $0.path.contains("partNumber=") }.compactMap {
+                $0.path.split(separator: "?").last?.split(separator: "&").first { $0.hasPrefix("partNumber=") }
+                    .map { String($0.dropFirst("partNumber=".count)) }
+            }
+        }
+        let early = await eventually(within: .seconds(60)) { (try? partNumbers().sorted()) == ["2", "3"] }
+        let before = try partNumbers()
+        #expect(early, "parts received before finish(): \(before)")
+        try await writer.finish()
+        #expect(try await s3.store.get(location) == bytes)
+        let numbers = try partNumbers()
+        #expect(numbers.count == 4 && Set(numbers.prefix(2)) == ["2", "3"] && Set(numbers.suffix(2)) == ["1", "4"],
+                "parts sent in the order \(numbers)")
+        #expect(try await s3.store.listMultipartUploads(bucket: s3.bucket).isEmpty)
+
+        // Smaller than the held part: one PUT of the patched bytes.
+        let small = try s3.location("out/small.bin")
+        let smallWriter = try await s3.store.openWriter(for: small, overwrite: false, holdingFirstPart: true)
+        try await smallWriter.write([1, 2, 3, 4, 5])
+        try smallWriter.patch(at: 1, with: [9])
+        try await smallWriter.finish()
+        #expect(try await s3.store.get(small) == [1, 9, 3, 4, 5])
+    }
+
     @Test("abort leaves no multipart upload and no object")
     func abort() async throws {
         let s3 = try await S3Fixture.make()

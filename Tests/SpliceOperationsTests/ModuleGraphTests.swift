@@ -45,16 +45,28 @@ struct ModuleGraphTests {
         return seen
     }
 
-    @Test("the client links neither FFmpeg nor libpq; the worker no libpq; the coordinator's machine no store")
+    @Test("the client links neither FFmpeg, libpq nor libcurl; media and object storage meet only in their glue; the worker no libpq")
     func closures() async throws {
         let graph = try await Self.graph()
         for program in ["SpliceClient", "SpliceWorker", "SpliceCoordinator", "SpliceDaemon"] {
             #expect(graph[program] != nil, "no target \(program) in the package")
         }
         let client = Self.closure(of: "SpliceClient", in: graph)
-        #expect(client.isDisjoint(with: ["SpliceMedia", "SpliceStore", "CFFmpeg", "CFFmpegShims", "CLibPQ", "CLibPQShims"]),
+        #expect(client.isDisjoint(with: ["SpliceMedia", "SpliceStore", "CFFmpeg", "CFFmpegShims", "CLibPQ", "CLibPQShims",
+                                         "SpliceObjectStore", "SpliceObjectMedia", "CCurl", "CCurlShims"]),
                 "SpliceClient depends on \(client.sorted())")
+        // FFmpeg and libcurl meet only in the glue module: the media engine knows storage by its
+        // own protocol, the object store knows nothing of media.
+        let media = Self.closure(of: "SpliceMedia", in: graph)
+        #expect(media.isDisjoint(with: ["SpliceObjectStore", "SpliceObjectMedia", "CCurl", "CCurlShims"]),
+                "SpliceMedia depends on \(media.sorted())")
+        let objects = Self.closure(of: "SpliceObjectStore", in: graph)
+        #expect(objects.isDisjoint(with: ["SpliceMedia", "CFFmpeg", "CFFmpegShims"]), "SpliceObjectStore depends on \(objects.sorted())")
+        #expect(Self.closure(of: "SpliceObjectMedia", in: graph).isSuperset(of: ["SpliceMedia", "SpliceObjectStore"]))
+        // Workers never open an object: they get excerpts, and no credentials.
         let worker = Self.closure(of: "SpliceWorker", in: graph)
+        #expect(worker.isDisjoint(with: ["SpliceObjectStore", "SpliceObjectMedia", "CCurl"]),
+                "SpliceWorker depends on \(worker.sorted())")
         #expect(worker.isDisjoint(with: ["SpliceStore", "CLibPQ", "CLibPQShims", "SpliceCoordinator", "SpliceClient"]),
                 "SpliceWorker depends on \(worker.sorted())")
         let daemon = Self.closure(of: "SpliceDaemon", in: graph)

@@ -106,13 +106,13 @@ public final class ChildCoordinator: Sendable {
     /// Starts `splice coordinator` and waits (up to 30 s) for its `coordinator ready` line.
     public static func start(
         database: ConnectionConfiguration, spool: URL, workers: String = loopback, api: String = loopback,
-        data: String = loopback, extra: [String] = []
+        data: String = loopback, extra: [String] = [], environment: [String: String] = [:]
     ) async throws -> ChildCoordinator {
         let process = try ChildProcess.start(
             ["coordinator", "--database", database.description, "--spool", spool.path,
              "--workers-endpoint", workers, "--api-endpoint", api, "--data-endpoint", data,
              "--metrics-endpoint", "127.0.0.1:0"] + extra,
-            logName: "coordinator", environment: ["SPLICE_LOG_LEVEL": "info"])
+            logName: "coordinator", environment: ["SPLICE_LOG_LEVEL": "info"].merging(environment) { _, new in new })
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             let text = process.output

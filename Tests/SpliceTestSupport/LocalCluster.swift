@@ -26,6 +26,8 @@ public struct LocalCluster: Sendable {
     /// The coordinator's flags beyond database, spool and endpoints (`--lease-seconds 4`), given
     /// again on every restart.
     public let coordinatorFlags: [String]
+    /// Variables the coordinators get beyond PATH and HOME (object storage's `AWS_*`), again on every restart.
+    public let coordinatorEnvironment: [String: String]
     /// The coordinators, `c0`, `c1`… (`--name`); one unless the test asked for standbys. Which one
     /// is active is the store's to say (``activeCoordinator()``).
     public private(set) var coordinators: [ChildCoordinator]
@@ -50,7 +52,7 @@ public struct LocalCluster: Sendable {
     /// first, `c0`, is started first and so is the active one), and the workers know them all.
     public static func start(
         workers count: Int, leaseSeconds: Int? = 30, database: ConnectionConfiguration? = nil, spool: URL? = nil,
-        coordinatorFlags: [String] = [], standbys: Int = 0
+        coordinatorFlags: [String] = [], coordinatorEnvironment: [String: String] = [:], standbys: Int = 0
     ) async throws -> LocalCluster {
         let database = if let database { database } else { try await TestPostgres.makeDatabase() }
         let spool = spool ?? Fixtures.temporaryDirectory("cluster-spool")
@@ -58,7 +60,8 @@ public struct LocalCluster: Sendable {
         var coordinators: [ChildCoordinator] = []
         for index in 0...standbys {
             let named = standbys > 0 ? ["--name", "c\(index)"] : []
-            coordinators.append(try await ChildCoordinator.start(database: database, spool: spool, extra: flags + named))
+            coordinators.append(try await ChildCoordinator.start(database: database, spool: spool, extra: flags + named,
+                                                                 environment: coordinatorEnvironment))
         }
         let endpoints = coordinators.map(\.workers).joined(separator: ",")
         let workers = try (0..<count).map { index in
@@ -66,7 +69,8 @@ public struct LocalCluster: Sendable {
         }
         let cluster = LocalCluster(
             database: database, spool: spool, outputs: Fixtures.temporaryDirectory("cluster-out"),
-            coordinatorFlags: flags, coordinators: coordinators, workers: workers,
+            coordinatorFlags: flags, coordinatorEnvironment: coordinatorEnvironment, coordinators: coordinators,
+            workers: workers,
             repository: JobRepository(client: PostgresClient(configuration: database, maxConnections: 1)))
         guard await eventually(within: .seconds(60), { workers.allSatisfy(\.isRegistered) }) else {
             throw TestFailure("the workers did not register\n\(cluster.logs)")
@@ -76,12 +80,14 @@ public struct LocalCluster: Sendable {
 
     private init(
         database: ConnectionConfiguration, spool: URL, outputs: URL, coordinatorFlags: [String],
+        coordinatorEnvironment: [String: String],
         coordinators: [ChildCoordinator], workers: [ChildWorker], repository: JobRepository
     ) {
         self.database = database
         self.spool = spool
         self.outputs = outputs
         self.coordinatorFlags = coordinatorFlags
+        self.coordinatorEnvironment = coordinatorEnvironment
         self.coordinators = coordinators
         self.workers = workers
         self.repository = repository
@@ -99,7 +105,7 @@ public struct LocalCluster: Sendable {
         let named = coordinators.count > 1 ? ["--name", "c\(index)"] : []
         let next = try await ChildCoordinator.start(
             database: database, spool: spool, workers: dead.workers, api: dead.api,
-            data: dead.data ?? loopback, extra: coordinatorFlags + named)
+            data: dead.data ?? loopback, extra: coordinatorFlags + named, environment: coordinatorEnvironment)
         retiredCoordinators.append(dead)
         coordinators[index] = next
     }

@@ -45,15 +45,38 @@ public final class S3Tap: Sendable {
         try await ExternalTool.offPool { try helper.command("fail \(method) \(status) \(count)") }
     }
 
+    /// Holds the next `count` requests with `method` for `milliseconds` before forwarding them
+    /// (a slow transfer that does succeed), so what a client does meanwhile shows in the log.
+    public func delay(_ method: String, milliseconds: Int, count: Int) async throws {
+        let helper = self.helper
+        try await ExternalTool.offPool { try helper.command("delay \(method) \(milliseconds) \(count)") }
+    }
+
     /// Every request received so far, in order.
     public func records() throws -> [Record] {
+        try timeline().compactMap { if case .request(_, let record) = $0 { record } else { nil } }
+    }
+
+    /// What the tap saw, in time order: each request as it arrived (numbered from 0), and each
+    /// upstream answer (to the request of that number) once it came — so a test can tell a
+    /// request made after another completed from one made while it was still under way.
+    public enum Event: Sendable {
+        case request(Int, Record)
+        case answered(Int, status: Int)
+    }
+
+    public func timeline() throws -> [Event] {
         let text = try String(contentsOf: log, encoding: .utf8)
         return try text.split(separator: "\n").map { line in
-            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  let method = object["method"] as? String, let path = object["path"] as? String,
-                  let headers = object["headers"] as? [[String]] else { throw TestFailure("tap log line: \(line)") }
-            return Record(method: method, path: path, headers: headers.map { ($0[0], $0[1]) },
-                          bodyLength: object["bodyLength"] as? Int ?? 0)
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                throw TestFailure("tap log line: \(line)")
+            }
+            if let seq = object["answered"] as? Int { return .answered(seq, status: object["status"] as? Int ?? 0) }
+            guard let seq = object["seq"] as? Int, let method = object["method"] as? String,
+                  let path = object["path"] as? String, let headers = object["headers"] as? [[String]]
+            else { throw TestFailure("tap log line: \(line)") }
+            return .request(seq, Record(method: method, path: path, headers: headers.map { ($0[0], $0[1]) },
+                                        bodyLength: object["bodyLength"] as? Int ?? 0))
         }
     }
 

@@ -37,6 +37,16 @@ public enum TestS3 {
         return name
     }
 
+    /// The environment a `splice` process needs to reach the emulator (at `endpoint`, a tap's,
+    /// when given) the way an operator's would: `AWS_*` variables, and no `~/.aws` files or
+    /// profile of the machine running the tests. `secret` replaces the secret key (a wrong one).
+    public static func environment(endpoint: String? = nil, secret: String? = nil) async throws -> [String: String] {
+        let server = try await server()
+        return ["AWS_ACCESS_KEY_ID": server.accessKeyID, "AWS_SECRET_ACCESS_KEY": secret ?? server.secretAccessKey,
+                "AWS_REGION": server.region, "AWS_ENDPOINT_URL": endpoint ?? server.endpoint, "AWS_PROFILE": "",
+                "AWS_CONFIG_FILE": "/nonexistent/aws-config", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials"]
+    }
+
     /// The Python with moto and boto3: `SPLICE_PYTHON`, else the tools environment's.
     public static func python() throws -> String {
         let environment = ProcessInfo.processInfo.environment

@@ -114,8 +114,9 @@ final class ClientAPIHandler: Sendable {
 
     private func submit(_ submit: SubmitJob) async throws -> APIReply {
         if let refusal = sourceProtocols.refusal(of: submit.input) { throw APIError(.invalidRequest, refusal) }
-        guard submit.output.hasPrefix("/") else {
-            throw APIError(.invalidRequest, "`output` must be an absolute path, not '\(submit.output.prefix(200))'")
+        guard submit.output.hasPrefix("/") || StorageRegistry.isStored(submit.output) else {
+            throw APIError(.invalidRequest, "`output` must be an absolute path or an object location (s3://BUCKET/KEY), "
+                + "not '\(submit.output.prefix(200))'")
         }
         // Errors name the request's fields (`export.video.quality`), not the CLI's flags: the CLI
         // checked its own flags before it sent the request, and says its own words for the codes
@@ -155,50 +156,17 @@ final class ClientAPIHandler: Sendable {
     }
 
     /// What the coordinator checks before it accepts a job, so a job that cannot succeed is refused
-    /// in well under a second instead of failing after every segment is encoded: both paths
-    /// inside the configured roots (links resolved), a path input readable here (a URL input is
-    /// opened when the job is planned), and the output
-    /// writable (`OutputDestination`: its folder exists and takes a file, it is not the input,
-    /// it does not exist unless `overwrite`).
+    /// in well under a second instead of failing after every segment is encoded: both inside the
+    /// configured roots (links resolved for paths), a path input readable here and an object input
+    /// there to read with the coordinator's credentials (a HEAD; a web URL is opened when the job
+    /// is planned), and the output writable (`OutputDestination`: its folder exists and takes a
+    /// file, or its bucket answers to these credentials; it is not the input; it does not exist
+    /// unless `overwrite`). `JobLocations.check` is the same for every API that creates jobs.
     private func checkPaths(input: String, output: String, overwrite: Bool) async throws {
-        let (inputRoots, outputRoots) = (self.inputRoots, self.outputRoots)
-        let isURL = SourceProtocols.isURL(input)
-        let refusal: Refusal? = try await FileSystemQueue.run {
-            // A URL is opened (and its failure reported) when the job is planned; the roots are for paths.
-            if !inputRoots.isEmpty && !isURL {
-                guard let resolved = PathRoots.realPath(input), inputRoots.contains(resolved: resolved) else {
-                    return Refusal(.invalidRequest, "`input` \(input) is not inside an input root of this coordinator ("
-                        + inputRoots.roots.joined(separator: ", ") + ")")
-                }
-            }
-            if !outputRoots.isEmpty {
-                guard let resolved = PathRoots.resolvedOutput(output), outputRoots.contains(resolved: resolved) else {
-                    return Refusal(.invalidRequest, "`output` \(output) is not inside an output root of this coordinator ("
-                        + outputRoots.roots.joined(separator: ", ") + ")")
-                }
-            }
-            if !isURL {
-                let fd = open(input, O_RDONLY | O_CLOEXEC)
-                guard fd >= 0 else {
-                    let reason = String(cString: strerror(errno))
-                    return Refusal(.invalidRequest, "`input` \(input) cannot be read by the coordinator (\(reason)); the "
-                        + "coordinator and the workers must see it at this path")
-                }
-                close(fd)
-            }
-            do {
-                try OutputDestination.check(output: output, inputs: isURL ? [] : [input], overwrite: overwrite)
-            } catch let error as MediaError where error.code == .outputExists {
-                return Refusal(.outputExists, "`output` \(output) already exists and `export.overwrite` is false; set it "
-                    + "to true to replace the file, or choose another output")
-            } catch let error as MediaError {
-                return Refusal(.invalidRequest, error.message)
-            } catch {
-                return Refusal(.invalidRequest, "\(error)")
-            }
-            return nil
+        if let refusal = try await JobLocations(inputRoots: inputRoots, outputRoots: outputRoots)
+            .refusal(input: input, output: output, overwrite: overwrite) {
+            throw APIError(refusal.code, refusal.message)
         }
-        if let refusal { throw APIError(refusal.code, refusal.message) }
     }
 
     private func status(of job: JobID) async throws -> JobStatus {
@@ -320,16 +288,5 @@ final class ClientAPIHandler: Sendable {
         await term.shell.workAvailable()
         logger.info("worker key revoked", ["worker": key.z85, "sessions_closed": closed])
         return .workerKey(WorkerKeyChanged(publicKey: key, enrolled: false, sessionsClosed: closed))
-    }
-}
-
-/// Why the coordinator refuses a SUBMIT's files, with the code its ERROR carries.
-private struct Refusal: Sendable {
-    let code: APIError.Code
-    let message: String
-
-    init(_ code: APIError.Code, _ message: String) {
-        self.code = code
-        self.message = message
     }
 }

@@ -1,20 +1,35 @@
 internal import Dispatch
 internal import Foundation
 internal import Glibc
+internal import SpliceMedia
 
 /// The folders a remote client may name in SUBMIT (`--input-root`, `--output-root`): with any
 /// set, a path is admitted only when it lies inside one of them once every symbolic link is
 /// resolved — so an API key cannot make the coordinator read its own key files or overwrite its
 /// own database through a link or a `..`. No roots: every path is admitted (the default, for a
 /// single user's machine; docs/deploy.md recommends roots for a shared cluster).
+///
+/// A root may also be an object prefix (`s3://bucket/prefix`): an object location is admitted
+/// only inside one of those (keys are names, not paths: nothing is resolved), so a key or token
+/// can be confined to a prefix. With roots of one kind only, a location of the other kind is refused.
 struct PathRoots: Sendable, Hashable {
-    /// The roots, resolved.
+    /// The folder roots, resolved.
     let roots: [String]
+    /// The object roots, as given.
+    let objectRoots: [String]
 
-    /// Resolves each root (it must exist and be a folder).
+    /// Resolves each folder root (it must exist and be a folder); checks each object root.
     init(_ paths: [String], flag: String) throws {
         var resolved: [String] = []
+        var objects: [String] = []
         for path in paths {
+            if StorageRegistry.isStored(path) {
+                guard let storage = try StorageRegistry.storage(for: path), storage.isWithin(path, root: path) else {
+                    throw CoordinatorError(.invalidConfiguration, "\(flag) \(path) is not an object prefix; write s3://BUCKET/PREFIX")
+                }
+                objects.append(path)
+                continue
+            }
             guard let real = Self.realPath(path) else {
                 throw CoordinatorError(.invalidConfiguration, "\(flag) \(path) does not exist; create it or fix the path")
             }
@@ -25,9 +40,18 @@ struct PathRoots: Sendable, Hashable {
             resolved.append(real)
         }
         roots = resolved
+        objectRoots = objects
     }
 
-    var isEmpty: Bool { roots.isEmpty }
+    var isEmpty: Bool { roots.isEmpty && objectRoots.isEmpty }
+
+    /// Every root, for messages.
+    var described: String { (roots + objectRoots).joined(separator: ", ") }
+
+    /// Whether the object at `location` lies under an object root (`storage` says how its keys nest).
+    func admits(object location: String, in storage: any MediaStorage) -> Bool {
+        objectRoots.contains { storage.isWithin(location, root: $0) }
+    }
 
     /// Whether `resolved` (an absolute path without links) is one of the roots or inside one.
     func contains(resolved path: String) -> Bool {

@@ -1,8 +1,9 @@
 internal import Foundation
 
-/// The FFmpeg protocols a SUBMIT's input may use (`--source-protocols`, `file,http,https` by
+/// The protocols a SUBMIT's input may use (`--source-protocols`, `file,http,https,s3` by
 /// default): a local path is `file`; anything else must be `SCHEME://…` with the scheme on the
-/// list. FFmpeg opens far more than files and web addresses — `concat:`, `subfile:`, `pipe:`,
+/// list. `s3` is object storage, read by the coordinator itself (SpliceMedia's `StorageRegistry`),
+/// never by FFmpeg's own protocols. FFmpeg opens far more than files and web addresses — `concat:`, `subfile:`, `pipe:`,
 /// devices, `tcp:` listeners — and a client must not be able to point the coordinator (or its
 /// workers) at those: they are refused at submit, with the allowed list in the reason.
 struct SourceProtocols: Sendable, Hashable {
@@ -10,7 +11,7 @@ struct SourceProtocols: Sendable, Hashable {
     let allowed: [String]
 
     /// Protocols FFmpeg reads a network source with; the rest are local or exotic.
-    static let known: Set<String> = ["file", "http", "https", "ftp", "sftp", "rtmp", "rtmps", "rtsp", "srt", "hls"]
+    static let known: Set<String> = ["file", "http", "https", "ftp", "sftp", "rtmp", "rtmps", "rtsp", "srt", "hls", "s3"]
 
     init(_ names: [String]) throws(CoordinatorError) {
         let cleaned = names.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }

@@ -94,7 +94,7 @@ final class JobPlanner: Sendable {
         case .success(let plan) where plan.package != nil && !request.overwrite:
             // A package's rendition folders are known once its ladder is resolved: one already there
             // is refused now (SUBMIT checked the manifest), not replaced when the job is packaged.
-            let layout = PackageLayout(plan: plan, output: JobStitcher.outputURL(job.output))
+            let layout = PackageLayout(plan: plan, output: JobStitcher.output(job.output))
             let source = job.input
             do {
                 try await FileSystemQueue.run { try layout.check(source: source, overwrite: false) }

@@ -10,7 +10,13 @@ import SpliceStore
 /// `stitching → completed` and the job's spool directory is removed. A stitch the stitcher
 /// refuses (a missing, foreign or damaged segment) fails the job with the stitcher's message.
 /// A job found in `stitching` after a restart is stitched again: the output only appears on success.
+/// A job that leaves `stitching` meanwhile (cancelled on request) has its stitch stopped: the
+/// stitch removes its partial file or aborts its multipart upload, so a cancelled job neither
+/// finishes uploading an output only to delete it, nor replaces an object it then removes.
 final class JobStitcher: Sendable {
+    /// How often the state of a job being stitched is read, to stop its stitch once it ended.
+    static let watchInterval = Duration.milliseconds(500)
+
     private let repository: JobRepository
     private let store: CoordinatorStore
     private let cleaner: SpoolCleaner
@@ -36,8 +42,8 @@ final class JobStitcher: Sendable {
     }
 
     private func stitch(_ job: Job) async {
-        let output = Self.outputURL(job.output)
-        logger.info("stitching job", ["job": job.id.description, "output": output.path])
+        let output = Self.output(job.output)
+        logger.info("stitching job", ["job": job.id.description, "output": output])
         let summary: StitchSummary
         let started = ContinuousClock.now
         var written = [output]
@@ -56,8 +62,15 @@ final class JobStitcher: Sendable {
             }
             // Replacing: after a restart the job's own earlier stitch may already be there. (A file
             // someone else put there was refused at SUBMIT unless the client said -y.)
-            summary = try await media.stitch(plan: plan, segments: paths, checksums: checksums, output: output.path,
-                                             overwrite: true)
+            summary = try await untilEnded(job.id) { [media, paths, checksums] in
+                try await media.stitch(plan: plan, segments: paths, checksums: checksums, output: output, overwrite: true)
+            }
+        } catch is JobEnded {
+            // The stitch stopped before its output appeared (a partial file removed, an upload aborted).
+            logger.info("job ended while it was stitched; its stitch stopped", ["job": job.id.description, "output": output])
+            rounds.succeeded(job)
+            await cleanUp(job.id)
+            return
         } catch let error as MediaError where !error.isRetryable {
             await fail(job, reason: "stitching failed: \(error.message)")
             return
@@ -76,9 +89,9 @@ final class JobStitcher: Sendable {
             // Cancelled (or failed) while it was being stitched: the output must not outlive it. A
             // package goes manifests first, so no playlist ever names a folder already gone.
             var removed = true
-            for path in written.reversed() { removed = await FileRemoval.remove(path.path) && removed }
+            for path in written.reversed() { removed = await FileRemoval.remove(path) && removed }
             logger.info("job ended while it was stitched; its output removed",
-                        ["job": job.id.description, "output": output.path, "removed": removed])
+                        ["job": job.id.description, "output": output, "removed": removed])
             rounds.succeeded(job)
             await cleanUp(job.id)
             return
@@ -92,13 +105,50 @@ final class JobStitcher: Sendable {
         if let finished = completed.finishedAt {
             metrics.jobDuration.observe(max(0, finished.timeIntervalSince(completed.createdAt)))
         }
-        logger.info("job completed", ["job": job.id.description, "output": output.path, "frames": summary.videoFrames,
+        logger.info("job completed", ["job": job.id.description, "output": output, "frames": summary.videoFrames,
                                       "bytes": summary.bytes])
         if let dry = summary.videoBufferUnderflow {
             logger.warning("stitched video runs its buffer model dry", ["job": job.id.description, "at": "\(dry)",
                                                                         "lowest_percent": summary.videoBufferLowestPercent ?? 0])
         }
         await cleanUp(job.id)
+    }
+
+    /// The job left `stitching` while `stitch` ran, which was then stopped before it finished.
+    private struct JobEnded: Error {}
+
+    /// Runs `stitch`, reading the job's state every ``watchInterval`` meanwhile; once the job is
+    /// no longer `stitching`, cancels `stitch` (a media-task child gets SIGTERM) and throws
+    /// ``JobEnded`` — unless the stitch finished first, whose result is returned (the caller then
+    /// finds the job ended and removes the output).
+    private func untilEnded<T: Sendable>(_ job: JobID, _ stitch: @escaping @Sendable () async throws -> T) async throws -> T {
+        let repository = self.repository
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await stitch() }
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: Self.watchInterval)
+                    // A failed read is not an ending: the next one will tell.
+                    if let current = try? await repository.job(id: job), current.state != .stitching { return nil }
+                }
+            }
+            defer { group.cancelAll() }
+            var ended = false
+            while true {
+                let next: T??
+                do {
+                    next = try await group.next()
+                } catch {
+                    if ended { throw JobEnded() }
+                    throw error
+                }
+                guard let finished = next else { break }
+                if let result = finished { return result }
+                ended = true
+                group.cancelAll()
+            }
+            throw JobEnded()
+        }
     }
 
     private func fail(_ job: Job, reason: String) async {
@@ -110,18 +160,26 @@ final class JobStitcher: Sendable {
         await cleaner.removeJob(job)
     }
 
-    /// The job's output as a file URL (`file://` URLs and plain paths both work).
-    static func outputURL(_ text: String) -> URL {
-        if text.hasPrefix("file://"), let url = URL(string: text) { return url }
-        return URL(fileURLWithPath: text)
+    /// The job's output as a path (`file://` URLs and plain paths both work) or an object location.
+    static func output(_ text: String) -> String {
+        if text.hasPrefix("file://"), let url = URL(string: text) { return url.path }
+        return text
     }
 }
 
-/// Removes a file off Swift's cooperative pool (the output folder may be on NFS).
+/// Removes an output off Swift's cooperative pool (the output folder may be on NFS, the object
+/// behind a network).
 enum FileRemoval {
-    /// Removes the file at `path`, or the folder with everything in it; true when it is gone.
+    /// Removes the file at `path`, or the folder with everything in it — or the object at a
+    /// location in storage, or every object under it taken as a folder (a package's rendition
+    /// folder); true when it is gone.
     static func remove(_ path: String) async -> Bool {
         (try? await FileSystemQueue.run {
+            if let storage = try StorageRegistry.storage(for: path) {
+                for object in try storage.list(prefix: path + "/") { try storage.remove(object) }
+                try storage.remove(path)
+                return true
+            }
             if unlink(path) == 0 { return true }
             guard errno == EISDIR || errno == EPERM else { return false }
             return (try? FileManager.default.removeItem(atPath: path)) != nil

@@ -16,8 +16,8 @@ public struct MediaTaskRunner: Sendable {
         switch isolation {
         case .inProcess:
             return try await task.run()
-        case .childProcess(let executable):
-            return try await MediaTaskChild(executable: executable, task: task).run()
+        case .childProcess(let executable, let staging):
+            return try await MediaTaskChild(executable: executable, task: task, staging: staging).run()
         }
     }
 

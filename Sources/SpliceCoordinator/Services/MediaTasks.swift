@@ -13,8 +13,10 @@ public import SpliceMedia
 public enum MediaTaskIsolation: Sendable, Hashable {
     /// On threads of this process.
     case inProcess
-    /// In a child process running `executable media-task` (the `splice` binary).
-    case childProcess(executable: String)
+    /// In a child process running `executable media-task` (the `splice` binary). Files it
+    /// writes before uploading them to object storage (a `faststart` MP4, a package) go to
+    /// `staging` (its `TMPDIR`; the system's temporary folder when nil).
+    case childProcess(executable: String, staging: String? = nil)
 }
 
 /// One step for a child process: its input on standard input, its `MediaTaskResult` on standard
@@ -42,10 +44,10 @@ public enum MediaTask: Sendable, Codable, Hashable {
             case .stitch(let plan, let segments, let checksums, let output, let overwrite) where plan.package != nil:
                 // A streaming package: the renditions are written from the same segment files.
                 return .stitch(try await Packager(plan: plan).package(
-                    segments: segments, checksums: checksums, to: URL(fileURLWithPath: output), overwrite: overwrite).stitchSummary)
+                    segments: segments, checksums: checksums, to: output, overwrite: overwrite).stitchSummary)
             case .stitch(let plan, let segments, let checksums, let output, let overwrite):
                 return .stitch(try await Stitcher(plan: plan).stitch(
-                    segments: segments, checksums: checksums, to: URL(fileURLWithPath: output), overwrite: overwrite))
+                    segments: segments, checksums: checksums, to: output, overwrite: overwrite))
             case .excerpt(let plan, let segment, let output):
                 return .excerpt(try await SourceExcerpt.cut(plan: plan, segment: segment, to: URL(fileURLWithPath: output)))
             case .excerpts(let plan, let segments, let directory):
@@ -104,12 +106,27 @@ public enum MediaTaskResult: Sendable, Codable, Hashable {
 }
 
 /// One `splice media-task` child: the task on its standard input, the result from its standard
-/// output. It runs with an empty environment but `PATH` (nothing of the coordinator's settings,
-/// no database URL), dies with the coordinator (it asks the kernel for SIGKILL when its parent
-/// goes), and is killed when the calling task is cancelled.
+/// output. Its environment holds `PATH`, and for object storage (it reads `s3://` sources and
+/// writes `s3://` outputs itself) `HOME` and the coordinator's `AWS_*` variables, with `TMPDIR`
+/// the staging folder — nothing else of the coordinator's settings: no database URL, no keys. It
+/// dies with the coordinator (it asks the kernel for SIGKILL when its parent goes), and is sent
+/// SIGTERM when the calling task is cancelled (it then stops, removing or aborting what it wrote).
 struct MediaTaskChild {
     let executable: String
     let task: MediaTask
+    let staging: String?
+
+    /// What the child's environment holds (see the type's comment).
+    static func environment(staging: String?) -> [String] {
+        let parent = ProcessInfo.processInfo.environment
+        var variables = ["PATH=" + (parent["PATH"] ?? "/usr/bin:/bin")]
+        if let home = parent["HOME"] { variables.append("HOME=" + home) }
+        for (name, value) in parent.sorted(by: { $0.key < $1.key }) where name.hasPrefix("AWS_") {
+            variables.append(name + "=" + value)
+        }
+        if let staging { variables.append("TMPDIR=" + staging) }
+        return variables
+    }
 
     func run() async throws(MediaError) -> MediaTaskOutput {
         let input: Data
@@ -122,7 +139,7 @@ struct MediaTaskChild {
         let outcome: (status: Int32, signalled: Bool, output: Data)
         do {
             outcome = try await withTaskCancellationHandler {
-                try await Self.launch(executable, input: input, child: child)
+                try await Self.launch(executable, input: input, environment: Self.environment(staging: staging), child: child)
             } onCancel: {
                 child.terminate()
             }
@@ -130,7 +147,15 @@ struct MediaTaskChild {
             throw MediaError(.internalError, "cannot start the \(task.name) process \(executable): \(error)",
                              isRetryable: true)
         }
-        if Task.isCancelled { throw MediaError.cancelled("the \(task.name)") }
+        // A child that finished before the SIGTERM took effect did write its output: say so,
+        // so that the caller removes it if it must (a job cancelled while it was stitched).
+        if Task.isCancelled {
+            if !outcome.signalled, outcome.status == 0,
+               case .succeeded(let output)? = try? JSONDecoder().decode(MediaTaskResult.self, from: outcome.output) {
+                return output
+            }
+            throw MediaError.cancelled("the \(task.name)")
+        }
         if outcome.signalled {
             throw MediaError(
                 .internalError,
@@ -158,15 +183,15 @@ struct MediaTaskChild {
     /// pointer in that memcpy) once the process holds about 1,365 descriptors (24-byte entries fill
     /// glibc's 32 KiB buffer): a coordinator with that many workers connected, or the test suite's
     /// process with clusters left running (seen at 1,375).
-    /// The child gets the pipes as stdin and stdout, the coordinator's stderr, `PATH` alone for an
-    /// environment, and no other descriptor.
-    private static func launch(_ executable: String, input: Data, child: SpawnedChild) async throws
+    /// The child gets the pipes as stdin and stdout, the coordinator's stderr, the environment
+    /// ``environment(staging:)`` makes, and no other descriptor.
+    private static func launch(_ executable: String, input: Data, environment: [String], child: SpawnedChild) async throws
         -> (status: Int32, signalled: Bool, output: Data)
     {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
                 do {
-                    continuation.resume(returning: try run(executable, input: input, child: child))
+                    continuation.resume(returning: try run(executable, input: input, environment: environment, child: child))
                 } catch {
                     continuation.resume(throwing: error)
                 }
@@ -176,7 +201,7 @@ struct MediaTaskChild {
         }
     }
 
-    private static func run(_ executable: String, input: Data, child: SpawnedChild) throws
+    private static func run(_ executable: String, input: Data, environment: [String], child: SpawnedChild) throws
         -> (status: Int32, signalled: Bool, output: Data)
     {
         var toChild: [Int32] = [-1, -1], fromChild: [Int32] = [-1, -1]
@@ -194,9 +219,8 @@ struct MediaTaskChild {
         posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
         splice_spawn_actions_closefrom(&actions, 3)
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup("media-task"), nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=" + path), nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
         defer { (argv + envp).forEach { free($0) } }
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)

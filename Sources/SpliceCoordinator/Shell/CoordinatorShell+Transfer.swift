@@ -45,18 +45,22 @@ extension CoordinatorShell {
     }
 
     /// Sends `assign` with its excerpt, cutting the excerpt first (in a media-task child) when it
-    /// is not cut yet; a resent ASSIGN while the cut runs is dropped (the cut's end sends it).
+    /// is not cut yet; a resent ASSIGN while the cut runs is dropped (the cut's end sends it). A
+    /// transfer worker gets the excerpt offered on the data endpoint; a shared-spool worker (for a
+    /// job whose source only the coordinator opens) gets its path in the spool.
     func sendWithExcerpt(_ assign: Assign, to peer: WirePeer, worker: WorkerIdentity) {
         let token = assign.attempt.leaseToken
+        let viaPort = transfers.isTransferWorker(worker)
         let (ready, startCut) = transfers.excerpt(for: token)
         if let ready {
             var assign = assign
-            assign.excerpt = ready
+            if viaPort { assign.excerpt = ready.offer } else { assign.excerptPath = ready.path }
             outbox.enqueue(.assign(assign), to: peer, worker: worker)
             return
         }
         guard startCut else { return }
-        guard let port = transferPort else {
+        let port = viaPort ? transferPort : nil
+        if viaPort && port == nil {
             spawn {
                 await self.excerptFailed(assign, reason: "this coordinator has no data endpoint (--data-endpoint)",
                                          retryable: true)
@@ -68,13 +72,25 @@ extension CoordinatorShell {
             // Cut with the rest of its job: offered under this attempt's name, kept for the job.
             let offer = Offer(file: CoordinatorTransfers.fileID("x", token), size: written.bytes, checksum: written.checksum)
             spawn {
-                await port.offer(offer.file, path: written.path, to: peer.publicKey)
+                await port?.offer(offer.file, path: written.path, to: peer.publicKey)
                 await self.excerptReady(assign, offer: offer, path: written.path, owned: false, to: peer, worker: worker)
             }
             return
         }
         if startBatch { spawn { await self.cutJobExcerpts(assign) } }
         spawn { await self.cutExcerpt(assign, port: port, to: peer, worker: worker) }
+    }
+
+    /// Notes the jobs among `assignments` whose source only the coordinator opens (every worker
+    /// reads them through excerpts), before their ASSIGNs go out.
+    nonisolated func noteExcerptJobs(_ assignments: [Assignment]) async {
+        var jobs: Set<JobID> = []
+        for job in Set(assignments.map(\.attempt.job)) where await store.sourceIsStored(job: job) { jobs.insert(job) }
+        if !jobs.isEmpty { await readThroughExcerpts(jobs) }
+    }
+
+    private func readThroughExcerpts(_ jobs: Set<JobID>) {
+        transfers.readThroughExcerpts(jobs)
     }
 
     /// Cuts every segment's excerpt of `assign`'s job in one `splice media-task` child, so that
@@ -106,7 +122,7 @@ extension CoordinatorShell {
         transfers.jobExcerptsCut(job, written)
     }
 
-    private nonisolated func cutExcerpt(_ assign: Assign, port: TransferPort, to peer: WirePeer,
+    private nonisolated func cutExcerpt(_ assign: Assign, port: TransferPort?, to peer: WirePeer,
                                         worker: WorkerIdentity) async {
         let token = assign.attempt.leaseToken
         let order: SegmentWorkOrder
@@ -123,7 +139,7 @@ extension CoordinatorShell {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let written = try await media.excerpt(plan: order.plan, segment: order.segment, output: path)
             let offer = Offer(file: file, size: written.bytes, checksum: written.checksum)
-            await port.offer(file, path: path, to: peer.publicKey)
+            await port?.offer(file, path: path, to: peer.publicKey)
             logger.info("source excerpt ready", [
                 "job": assign.attempt.job.description, "segment": assign.attempt.segment,
                 "attempt": assign.attempt.attempt, "worker": worker.description, "bytes": written.bytes,

@@ -183,7 +183,7 @@ actor CoordinatorShell {
     func execute(_ directive: CoordinatorDirective) {
         guard !retired else { return }
         switch directive {
-        case .send(.assign(let assign), let peer, let worker) where transfers.isTransferWorker(worker):
+        case .send(.assign(let assign), let peer, let worker) where transfers.needsExcerpt(assign.attempt.job, worker: worker):
             sendWithExcerpt(assign, to: peer, worker: worker)
         case .send(let message, let peer, let worker):
             outbox.enqueue(message, to: peer, worker: worker)
@@ -279,6 +279,7 @@ actor CoordinatorShell {
         do {
             let issued = ContinuousClock.now
             let assignments = try await store.claim(demands)
+            await noteExcerptJobs(assignments.values.flatMap { $0 })
             metrics.claimed(assignments, issued: issued)
             if logger.isEnabled(.debug) {
                 for (worker, claimed) in assignments {
@@ -300,6 +301,7 @@ actor CoordinatorShell {
     private nonisolated func claimBackup(of primary: SegmentAttempt, for demand: ClaimDemand) async {
         do {
             let assignment = try await store.claimBackup(of: primary, for: demand)
+            if let assignment { await noteExcerptJobs([assignment]) }
             if assignment != nil { metrics.backupStarted() }
             await apply(.backupClaimed(assignment, of: primary, demand: demand))
         } catch {

@@ -13,6 +13,10 @@ import SpliceDaemon
 /// it (the worker resends it), so the machine and the store never see an unverified result. The
 /// COMPLETE that started the fetch is handed on as soon as the result is verified.
 ///
+/// Jobs whose source only the coordinator may open (an object in storage: the workers never get
+/// its credentials) are read through excerpts by every worker: shared-spool workers get the
+/// excerpt's path in the spool (ASSIGN `excerptPath`) instead of an offer.
+///
 /// State only; the shell carries out the I/O (the cut in a `splice media-task` child, fetches on
 /// the ``TransferPort``) and reports back here.
 struct CoordinatorTransfers: Sendable {
@@ -37,6 +41,10 @@ struct CoordinatorTransfers: Sendable {
 
     /// Sessions in transfer mode.
     private(set) var workers: Set<WorkerIdentity> = []
+    /// Jobs every worker reads through excerpts (the latest `jobCapacity`; one forgotten while it
+    /// runs is learnt again from its next claim).
+    private var excerptJobs: Set<JobID> = []
+    private var excerptJobOrder: [JobID] = []
     private var excerpts: [LeaseToken: Excerpt] = [:]
     /// Results fetched and verified at their spool path (the latest `verifiedCapacity`, so that a
     /// COMPLETE resent after its commit is a duplicate, not a new fetch), and fetches under way.
@@ -56,12 +64,27 @@ struct CoordinatorTransfers: Sendable {
 
     func isTransferWorker(_ worker: WorkerIdentity) -> Bool { workers.contains(worker) }
 
+    /// Whether an ASSIGN of `job` to `worker` needs an excerpt: a transfer worker's always, any
+    /// worker's for a job whose source only the coordinator opens.
+    func needsExcerpt(_ job: JobID, worker: WorkerIdentity) -> Bool {
+        workers.contains(worker) || excerptJobs.contains(job)
+    }
+
+    /// Every worker reads `jobs` through excerpts from now on.
+    mutating func readThroughExcerpts(_ jobs: Set<JobID>) {
+        for job in jobs where excerptJobs.insert(job).inserted {
+            excerptJobOrder.append(job)
+            if excerptJobOrder.count > Self.jobCapacity { excerptJobs.remove(excerptJobOrder.removeFirst()) }
+        }
+    }
+
     func isVerified(_ token: LeaseToken) -> Bool { verified.contains(token) }
 
-    /// The excerpt of `token` if ready; otherwise starts the cut (true) or says one is under way.
-    mutating func excerpt(for token: LeaseToken) -> (ready: Offer?, startCut: Bool) {
+    /// The excerpt of `token` (its offer and its path in the spool) if ready; otherwise starts the
+    /// cut (true) or says one is under way.
+    mutating func excerpt(for token: LeaseToken) -> (ready: (offer: Offer, path: String)?, startCut: Bool) {
         switch excerpts[token] {
-        case .ready(let offer, _, _)?: return (offer, false)
+        case .ready(let offer, let path, _)?: return ((offer, path), false)
         case .cutting?: return (nil, false)
         case nil:
             excerpts[token] = .cutting
@@ -104,6 +127,7 @@ struct CoordinatorTransfers: Sendable {
     mutating func jobEnded(_ job: JobID) {
         jobs[job] = nil
         jobOrder.removeAll { $0 == job }
+        if excerptJobs.remove(job) != nil { excerptJobOrder.removeAll { $0 == job } }
     }
 
     /// Whether a fetch of `token`'s result should start now (none is under way, none verified).

@@ -202,6 +202,13 @@ final class CoordinatorStore: Sendable {
         return try JSONPayload(encoding: order)
     }
 
+    /// Whether the job's source is in storage (`s3://…`), which only the coordinator may open:
+    /// its workers then read excerpts. False when the plan cannot be read.
+    func sourceIsStored(job: JobID) async -> Bool {
+        guard let planned = try? await planned(job) else { return false }
+        return StorageRegistry.isStored(planned.source)
+    }
+
     /// The job's plan as workers get it (``SegmentPlan/forWorkers()``), with every segment; nil
     /// when the job has none.
     func workerPlan(job: JobID) async throws -> SegmentPlan? {

@@ -21,6 +21,9 @@ package struct PlannedJob: Sendable {
         specs = Dictionary(plan.segments.map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// The job's source, as the plan names it.
+    package var source: String { skeleton.source }
+
     /// The plan for workers with every segment, in index order.
     package var workerPlan: SegmentPlan {
         var plan = skeleton

@@ -53,19 +53,30 @@ public final class ExportSession: Sendable {
 
     /// The source.
     public let asset: Asset
-    /// The file to write. It is written beside its final name and appears there only when the
-    /// export succeeds. It may not be the source; a file already there is an error unless
-    /// ``overwritesExistingFile`` is set (see ``OutputDestination``).
-    public let outputURL: URL
+    /// Where the output goes: a path, or a location in storage (`s3://BUCKET/KEY`,
+    /// ``StorageRegistry``). A file is written beside its final name (an object streams into an
+    /// upload) and appears only when the export succeeds. It may not be the source; an output
+    /// already there is an error unless ``overwritesExistingFile`` is set (see ``OutputDestination``).
+    public let output: String
+
+    /// ``output`` as a URL: a file URL for a path, the location's own URL for storage.
+    public var outputURL: URL {
+        StorageRegistry.isStored(output) ? URL(string: output) ?? URL(fileURLWithPath: output) : URL(fileURLWithPath: output)
+    }
 
     private let configuration: Mutex<Configuration>
     private let state = Mutex(State())
     private let cancelFlag = CancelFlag()
 
-    /// A session that exports `asset` to `outputURL`.
-    public init(asset: Asset, outputURL: URL) {
+    /// A session that exports `asset` to the file at `outputURL`.
+    public convenience init(asset: Asset, outputURL: URL) {
+        self.init(asset: asset, output: outputURL.path)
+    }
+
+    /// A session that exports `asset` to `output`: a path, or a location in storage.
+    public init(asset: Asset, output: String) {
         self.asset = asset
-        self.outputURL = outputURL
+        self.output = output
         configuration = Mutex(Configuration())
     }
 
@@ -143,7 +154,7 @@ public final class ExportSession: Sendable {
         set { configuration.withLock { $0.codecThreads = max(0, newValue) } }
     }
 
-    /// Whether the export may replace a file already at ``outputURL`` (default false: the export
+    /// Whether the export may replace a file already at ``output`` (default false: the export
     /// fails with ``MediaError/Code/outputExists`` before any work, and also at the end if a file
     /// appeared there meanwhile). Even when true, the source itself is never replaced.
     public var overwritesExistingFile: Bool {
@@ -208,7 +219,7 @@ public final class ExportSession: Sendable {
         do {
             let flag = cancelFlag
             let asset = self.asset
-            let destination = outputURL.path
+            let destination = output
             let (plan, result) = try await withTaskCancellationHandler {
                 try await BlockingThread.run("splice.export") { [weak self] in
                     let request = OutputTracks.Request(
@@ -231,7 +242,7 @@ public final class ExportSession: Sendable {
             } onCancel: {
                 flag.set()
             }
-            let bytes = (try? FileManager.default.attributesOfItem(atPath: outputURL.path)[.size] as? Int64) ?? 0
+            let bytes = result.outputBytes ?? 0
             finish(.completed, error: nil, summary: Summary(videoFrames: result.videoFrames, audioSamples: result.audioSamples,
                                                             bytes: bytes, notices: plan.notices))
         } catch let error as MediaError {
@@ -271,11 +282,4 @@ public final class ExportSession: Sendable {
             c.finish()
         }
     }
-}
-
-/// A thread-safe one-way flag the export thread polls between packets.
-final class CancelFlag: Sendable {
-    private let flag = Atomic<Bool>(false)
-    func set() { flag.store(true, ordering: .relaxed) }
-    var isSet: Bool { flag.load(ordering: .relaxed) }
 }

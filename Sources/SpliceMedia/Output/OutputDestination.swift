@@ -8,6 +8,9 @@ import Glibc
 /// Where a job's output file goes: the checks made before any work starts, and the final move of
 /// the finished file into place.
 ///
+/// An output in storage (`s3://…`) is checked by its storage (``MediaStorage/checkOutput(_:overwrite:)``:
+/// the bucket reachable with the credentials, nothing there without overwrite).
+///
 /// `splice export`, `transcode` and `stitch` call ``check(output:inputs:overwrite:)`` before they
 /// open their input; ``ExportSession``, ``Transcoder`` and ``Stitcher`` call it again before they
 /// write; the coordinator can call it when a job is submitted, to refuse a job that could never
@@ -48,6 +51,17 @@ public enum OutputDestination {
         guard !output.isEmpty else { throw MediaError(.invalidSettings, "the output path is empty; give a file name") }
         guard !output.hasSuffix("/") else {
             throw MediaError(.invalidSettings, "'\(output)' names a folder; give the output a file name")
+        }
+        if let storage = try StorageRegistry.storage(for: output) {
+            // In storage: the location must be valid, its bucket reachable with these
+            // credentials, and nothing there unless `overwrite`; an object is never its own input.
+            try storage.validate(output)
+            if inputs.contains(output) {
+                throw MediaError(.invalidSettings, "the output '\(output)' is the input; choose another output name; "
+                                 + "Splice never writes over its input, even when allowed to overwrite")
+            }
+            try storage.checkOutput(output, overwrite: overwrite)
+            return
         }
         let path = absolute(output)
 

@@ -31,21 +31,31 @@ public struct PackageSummary: Sendable, Codable, Hashable {
 
 /// Where a package's files go: the master playlist (`OUT.m3u8`) and/or DASH manifest (`OUT.mpd`,
 /// or beside the playlist with `--dash`), and one folder per rendition beside them, named after
-/// the manifest: `OUT-720p-3M/`, `OUT-audio-1-eng/`.
+/// the manifest: `OUT-720p-3M/`, `OUT-audio-1-eng/`. The output may be a path or a location in
+/// storage (`s3://bucket/show/OUT.m3u8`: the folders are key prefixes, `s3://bucket/show/OUT-720p-3M/`).
 public struct PackageLayout: Sendable, Hashable {
-    public var directory: URL
+    /// The folder everything goes in: a path, or a location in storage; no trailing `/`.
+    public var directory: String
     public var stem: String
-    public var playlist: URL?
-    public var manifest: URL?
+    public var playlist: String?
+    public var manifest: String?
     public var videoFolders: [String]
     public var audioFolders: [String]
 
-    public init(plan: SegmentPlan, output: URL) {
-        directory = output.deletingLastPathComponent()
-        stem = output.deletingPathExtension().lastPathComponent
+    public init(plan: SegmentPlan, output: String) {
+        if StorageRegistry.isStored(output) {
+            let slash = output.lastIndex(of: "/")!  // `SCHEME://` has one
+            directory = String(output[..<slash])
+            let name = output[output.index(after: slash)...]
+            stem = name.lastIndex(of: ".").map { String(name[..<$0]) } ?? String(name)
+        } else {
+            let url = URL(fileURLWithPath: output)
+            directory = url.deletingLastPathComponent().path
+            stem = url.deletingPathExtension().lastPathComponent
+        }
         let hls = plan.package?.hls ?? true, dash = plan.package?.dash ?? false
-        playlist = hls ? directory.appendingPathComponent(stem + ".m3u8") : nil
-        manifest = dash ? directory.appendingPathComponent(stem + ".mpd") : nil
+        playlist = nil
+        manifest = nil
         let stem = self.stem
         videoFolders = (plan.package?.renditions ?? []).enumerated().map { i, settings in
             "\(stem)-\(settings.height ?? i)p-\(LadderRung.format(settings.bitrate ?? 0))"
@@ -60,21 +70,35 @@ public struct PackageLayout: Sendable, Hashable {
             seen[name, default: 0] += 1
             return seen[name]! > 1 ? "\(name)-\(seen[name]!)" : name
         }
+        playlist = hls ? location(stem + ".m3u8") : nil
+        manifest = dash ? location(stem + ".mpd") : nil
     }
 
-    /// Every path the package publishes, folders first and the manifests last.
-    public var publishedPaths: [URL] {
-        (videoFolders + audioFolders).map { directory.appendingPathComponent($0) } + [manifest, playlist].compactMap { $0 }
+    /// `name` in ``directory``.
+    public func location(_ name: String) -> String {
+        directory + (directory.hasSuffix("/") ? "" : "/") + name
+    }
+
+    /// Whether the package goes to storage rather than a folder.
+    public var isStored: Bool { StorageRegistry.isStored(directory) }
+
+    /// Every path (or location) the package publishes, folders first and the manifests last.
+    public var publishedPaths: [String] {
+        (videoFolders + audioFolders).map { location($0) } + [manifest, playlist].compactMap { $0 }
     }
 
     /// Refuses, before any work, a package whose paths exist (unless `overwrite`) or cannot be written.
     public func check(source: String, overwrite: Bool) throws(MediaError) {
         for path in [playlist, manifest].compactMap({ $0 }) {
-            try OutputDestination.check(output: path.path, inputs: [source], overwrite: overwrite)
+            try OutputDestination.check(output: path, inputs: [source], overwrite: overwrite)
         }
-        for folder in videoFolders + audioFolders where !overwrite {
-            let path = directory.appendingPathComponent(folder).path
-            if FileManager.default.fileExists(atPath: path) {
+        guard !overwrite else { return }
+        let storage = try StorageRegistry.storage(for: directory)
+        for folder in videoFolders + audioFolders {
+            let path = location(folder)
+            let taken = try storage.map { (storage) throws(MediaError) in !(try storage.list(prefix: path + "/")).isEmpty }
+                ?? FileManager.default.fileExists(atPath: path)
+            if taken {
                 throw MediaError(.outputExists, "'\(path)' already exists; remove it or add -y (--overwrite) to replace the package")
             }
         }
@@ -95,6 +119,14 @@ public struct Packager: Sendable {
     }
 
     public func package(segments: [Int: String], checksums: [Int: SHA256Digest] = [:], to output: URL,
+                        overwrite: Bool = false) async throws -> PackageSummary {
+        try await package(segments: segments, checksums: checksums, to: output.path, overwrite: overwrite)
+    }
+
+    /// ``package(segments:checksums:to:overwrite:)`` to `output`, a path or a location in storage
+    /// (`s3://…/OUT.m3u8`): the package is made in a local staging folder, then every rendition's
+    /// files are uploaded, then the DASH manifest, and the master playlist last.
+    public func package(segments: [Int: String], checksums: [Int: SHA256Digest] = [:], to output: String,
                         overwrite: Bool = false) async throws -> PackageSummary {
         let plan = self.plan
         return try await BlockingThread.run("splice.package") {
@@ -117,7 +149,9 @@ private struct PackageRun {
         try layout.check(source: plan.source, overwrite: overwrite)
         try checkComplete(plan: plan, segments: segments)
         let fm = FileManager.default
-        let work = layout.directory.appendingPathComponent(".\(layout.stem).splice-package-\(UInt32.random(in: 0...UInt32.max))")
+        // Beside the output (published by renaming), or staged locally for storage (uploaded).
+        let staging = layout.isStored ? fm.temporaryDirectory : URL(fileURLWithPath: layout.directory)
+        let work = staging.appendingPathComponent(".\(layout.stem).splice-package-\(UInt32.random(in: 0...UInt32.max))")
         do { try fm.createDirectory(at: work, withIntermediateDirectories: false) } catch {
             throw MediaError(.writeFailed, "cannot create '\(work.path)': \(error.localizedDescription)")
         }
@@ -156,12 +190,16 @@ private struct PackageRun {
         if package.dash {
             try write(DASHManifest.make(videos: videos, audios: audios), to: work.appendingPathComponent(layout.stem + ".mpd"))
         }
-        try publish(from: work)
+        if let storage = try StorageRegistry.storage(for: layout.directory) {
+            try upload(from: work, to: storage)
+        } else {
+            try publish(from: work)
+        }
 
         let all = videos + audios
         let bytes = all.reduce(Int64(0)) { $0 + $1.written.segments.reduce(0) { $0 + $1.bytes } }
         return PackageSummary(
-            playlist: layout.playlist?.path, manifest: layout.manifest?.path,
+            playlist: layout.playlist, manifest: layout.manifest,
             renditions: all.map { r in
                 PackageSummary.Rendition(
                     folder: r.folder, codecs: r.codecs, width: r.kind == .video ? Int(r.written.reference.width) : nil,
@@ -191,7 +229,7 @@ private struct PackageRun {
         let replaced = work.appendingPathComponent(".replaced")
         var moved: [(URL, URL?)] = []
         do {
-            for target in layout.publishedPaths {
+            for target in layout.publishedPaths.map({ URL(fileURLWithPath: $0) }) {
                 let staged = work.appendingPathComponent(target.lastPathComponent)
                 guard fm.fileExists(atPath: staged.path) else { continue }
                 var aside: URL?
@@ -216,6 +254,45 @@ private struct PackageRun {
                 if let aside { rename(aside.path, target.path) }
             }
             throw (error as? MediaError) ?? MediaError(.writeFailed, "cannot publish the package: \(error)")
+        }
+    }
+
+    /// Uploads the staged package to storage in the order a reader may find it: every
+    /// rendition's files (several at once), then — with `-y` — the objects of an earlier package
+    /// left in those folders removed, then the DASH manifest, and the master playlist last, so
+    /// that it never names anything that is not there yet. A failure removes what this package
+    /// uploaded (objects it replaced cannot come back: object storage has no rename).
+    private func upload(from work: URL, to storage: any MediaStorage) throws(MediaError) {
+        let fm = FileManager.default
+        var renditions: [(path: String, location: String)] = []
+        for folder in layout.videoFolders + layout.audioFolders {
+            let staged = work.appendingPathComponent(folder)
+            let names = ((try? fm.contentsOfDirectory(atPath: staged.path)) ?? []).sorted()
+            renditions += names.map { (staged.appendingPathComponent($0).path, layout.location(folder + "/" + $0)) }
+        }
+        let manifests = [layout.manifest, layout.playlist].compactMap { $0 }.map { target in
+            (path: work.appendingPathComponent(String(target[target.index(after: target.lastIndex(of: "/")!)...])).path,
+             location: target)
+        }
+        var uploaded: [String] = []
+        do throws(MediaError) {
+            try storage.upload(files: renditions, overwrite: overwrite)
+            uploaded = renditions.map(\.location)
+            if overwrite {
+                let current = Set(uploaded)
+                for folder in layout.videoFolders + layout.audioFolders {
+                    for stale in try storage.list(prefix: layout.location(folder) + "/") where !current.contains(stale) {
+                        try storage.remove(stale)
+                    }
+                }
+            }
+            for manifest in manifests {
+                try storage.upload(files: [manifest], overwrite: overwrite)
+                uploaded.append(manifest.location)
+            }
+        } catch {
+            for location in uploaded.reversed() { try? storage.remove(location) }
+            throw error
         }
     }
 }

@@ -7,17 +7,33 @@ import Foundation
 /// A demuxer either reads a container through libavformat or replays a source excerpt
 /// (``SourceExcerpt``): then the context only describes the source's streams (no input format)
 /// and packets come from the excerpt's segment file, exactly as the source's demuxer returned them.
+/// A location in storage (`s3://…`, ``StorageRegistry``) is read through a custom `AVIOContext`
+/// over the storage's byte source.
 final class Demuxer {
     let context: UnsafeMutablePointer<AVFormatContext>
     /// The location as the user gave it, for messages.
     let location: String
     /// Set when replaying a source excerpt: its path and the reader at the current position.
     private var excerpt: (path: String, reader: SegmentFileReader)?
+    /// Set when reading from storage: the context's `pb` (freed after the context is closed).
+    private let storage: StorageIO?
 
-    /// Opens `location` (a path or any URL libavformat understands) and reads stream info.
+    /// Opens `location` (a path, a storage location, or any URL libavformat understands) and
+    /// reads stream info.
     init(location: String) throws(MediaError) {
         FFmpeg.clearLastLog()
         self.location = location
+        var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
+        if let store = try StorageRegistry.storage(for: location) {
+            let io = StorageIO(reading: try store.openSource(location))
+            storage = io
+            guard let allocated = avformat_alloc_context() else { fatalError("avformat_alloc_context: out of memory") }
+            allocated.pointee.pb = io.context
+            allocated.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+            ctx = allocated
+        } else {
+            storage = nil
+        }
         let isURL = location.contains("://")
         if !isURL {
             var isDirectory: ObjCBool = false
@@ -31,7 +47,6 @@ final class Demuxer {
                 throw MediaError(.fileNotFound, "cannot open '\(location)': permission denied")
             }
         }
-        var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
         // A web source may only open web resources (an HLS playlist naming file: or concat: is
         // refused), whatever FFmpeg's nested demuxers would otherwise follow.
         var options: OpaquePointer? = nil
@@ -40,9 +55,10 @@ final class Demuxer {
         if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
             av_dict_set(&options, "protocol_whitelist", "http,https,tcp,tls,crypto", 0)
         }
-        // On failure avformat_open_input frees the context itself and sets ctx to NULL.
+        // On failure avformat_open_input frees the context itself (not a custom pb) and sets ctx to NULL.
         let ret = avformat_open_input(&ctx, location, nil, &options)
         guard ret >= 0, let opened = ctx else {
+            if let failure = storage?.failure { throw failure }
             if ret == splice_AVERROR(ENOENT) {
                 throw MediaError(.fileNotFound, "cannot open '\(location)': no such file; check the path",
                                  ffmpegCode: ret)
@@ -57,6 +73,7 @@ final class Demuxer {
         let info = avformat_find_stream_info(opened, nil)
         if info < 0 {
             // deinit closes the context.
+            if let failure = storage?.failure { throw failure }
             throw FFmpeg.error(.invalidMedia, "cannot read stream information from '\(location)'", info,
                                hint: "the file may be truncated or corrupt")
         }
@@ -70,6 +87,7 @@ final class Demuxer {
             throw MediaError(.invalidMedia, "'\(path)' is a segment file but not a source excerpt")
         }
         location = origin.asset.location
+        storage = nil
         guard let ctx = avformat_alloc_context() else { fatalError("avformat_alloc_context: out of memory") }
         context = ctx
         excerpt = (reader.path, reader)
@@ -133,6 +151,7 @@ final class Demuxer {
             return false
         }
         let ret = av_read_frame(context, packet.pointer)
+        if let failure = storage?.failure { throw failure }
         if ret == FFmpeg.eof { return false }
         if ret < 0 {
             throw FFmpeg.error(.invalidMedia, "cannot read '\(location)'", ret,
@@ -148,6 +167,7 @@ final class Demuxer {
     func seek(stream streamIndex: Int, to timestamp: Int64) throws(MediaError) {
         if excerpt != nil { return try rewindExcerpt() }
         let ret = av_seek_frame(context, Int32(streamIndex), timestamp, AVSEEK_FLAG_BACKWARD)
+        if let failure = storage?.failure { throw failure }
         if ret < 0 {
             throw FFmpeg.error(.invalidMedia, "cannot seek in '\(location)'", ret)
         }

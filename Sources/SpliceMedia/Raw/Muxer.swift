@@ -6,36 +6,90 @@ import Foundation
 /// destination and moves it into place only in ``finish()``; if the muxer is released without
 /// finishing (failure, cancel), the temporary file is removed, so nothing half-written remains.
 ///
+/// A destination in storage (`s3://…`, ``StorageRegistry``) is written one of two ways: streamed
+/// into the storage's ``MediaByteSink`` while the muxer writes (through a seekable custom
+/// `AVIOContext`: the sink keeps its first part in memory, where muxers fill in their headers at
+/// the end), or — when the file is rewritten after the muxer is done (`rewritesFile`: MP4
+/// `faststart`, which FFmpeg does by reading the file back, and appended timed-metadata tracks) —
+/// into a local staging file that ``finish()`` uploads. Either way the output appears only in
+/// ``finish()``, and a muxer released unfinished leaves nothing behind (the sink is aborted).
+///
 /// Ownership: `context` is freed only in `deinit`. A class init that throws after every stored
 /// property is set still runs `deinit`, so the init's failure paths must not free it too.
 final class Muxer: PacketWriter {
     let context: UnsafeMutablePointer<AVFormatContext>
     let destination: String
-    let temporaryPath: String
+    /// The local file FFmpeg writes (beside the destination, or in the staging folder for a
+    /// destination in storage); nil when it streams into a sink.
+    let temporaryPath: String?
     /// Whether ``finish()`` may replace a file that is already at `destination`.
     let replacing: Bool
+    /// The storage the destination is in, when it is not a path.
+    private let storage: (any MediaStorage)?
+    /// Streaming into storage: the sink and the context's `pb` over it.
+    private let sink: (any MediaByteSink)?
+    private let io: StorageIO?
+    private let cancellation: CancelFlag?
     private var headerWritten = false
     private var finished = false
+    /// The output's size, once finished.
+    private(set) var bytesWritten: Int64 = 0
 
-    /// Opens a temporary file beside `destination` for the `formatName` muxer. Check the
-    /// destination first (``OutputDestination/check(output:inputs:overwrite:)``); this only reports
-    /// what FFmpeg says when it cannot create the file.
-    init(destination: String, formatName: String, replacing: Bool) throws(MediaError) {
+    /// Opens a temporary file beside `destination` (or a sink in its storage) for the
+    /// `formatName` muxer. `rewritesFile`: the finished file is changed afterwards (MP4
+    /// `faststart`, appended tracks), so a storage destination is staged locally. Check the
+    /// destination first (``OutputDestination/check(output:inputs:overwrite:)``); this only
+    /// reports what FFmpeg (or the storage) says when it cannot create the output.
+    ///
+    /// `cancellation`: once it is set, ``finish()`` makes nothing appear — a sink is aborted at
+    /// once, even while `finish()` waits for its last parts to go up, and a finished file is not
+    /// moved into place nor uploaded.
+    init(destination: String, formatName: String, replacing: Bool, rewritesFile: Bool = false,
+         cancellation: CancelFlag? = nil) throws(MediaError) {
         FFmpeg.clearLastLog()
         self.destination = destination
         self.replacing = replacing
-        let url = URL(fileURLWithPath: destination)
-        let directory = url.deletingLastPathComponent().path
-        temporaryPath = url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).splice-\(UInt32.random(in: 0...UInt32.max)).tmp").path
+        self.cancellation = cancellation
+        let store = try StorageRegistry.storage(for: destination)
+        storage = store
+        let directory: String
+        if let store, !rewritesFile {
+            let opened = try store.openSink(destination, overwrite: replacing)
+            // Off the cancelling thread: an abort waits for the parts in flight to stop.
+            cancellation?.whenSet { Thread { opened.abort() }.start() }
+            sink = opened
+            io = StorageIO(writing: opened)
+            temporaryPath = nil
+            directory = destination
+        } else if store != nil {
+            sink = nil
+            io = nil
+            let name = destination.split(separator: "/").last.map(String.init) ?? "output"
+            directory = FileManager.default.temporaryDirectory.path
+            temporaryPath = FileManager.default.temporaryDirectory
+                .appendingPathComponent(".\(name).splice-\(UInt32.random(in: 0...UInt32.max)).tmp").path
+        } else {
+            sink = nil
+            io = nil
+            let url = URL(fileURLWithPath: destination)
+            directory = url.deletingLastPathComponent().path
+            temporaryPath = url.deletingLastPathComponent()
+                .appendingPathComponent(".\(url.lastPathComponent).splice-\(UInt32.random(in: 0...UInt32.max)).tmp").path
+        }
         var ctx: UnsafeMutablePointer<AVFormatContext>? = nil
-        let ret = avformat_alloc_output_context2(&ctx, nil, formatName, temporaryPath)
+        let ret = avformat_alloc_output_context2(&ctx, nil, formatName, temporaryPath ?? destination)
         guard ret >= 0, let ctx else {
+            sink?.abort()
             throw FFmpeg.error(.writeFailed, "cannot create a '\(formatName)' writer for '\(destination)'", ret)
         }
         context = ctx
         // From here on every stored property is set: a throw runs deinit, which frees the context.
-        let open = avio_open(&ctx.pointee.pb, temporaryPath, AVIO_FLAG_WRITE)
+        if let io {
+            ctx.pointee.pb = io.context
+            ctx.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+            return
+        }
+        let open = avio_open(&ctx.pointee.pb, temporaryPath!, AVIO_FLAG_WRITE)
         if open < 0 {
             throw FFmpeg.error(.writeFailed, "cannot write '\(destination)' in '\(directory)'", open,
                                hint: "check that the folder exists, is writable and has free space")
@@ -43,9 +97,21 @@ final class Muxer: PacketWriter {
     }
 
     deinit {
-        if context.pointee.pb != nil { avio_closep(&context.pointee.pb) }
+        if io != nil {
+            context.pointee.pb = nil  // the custom context is StorageIO's to free
+        } else if context.pointee.pb != nil {
+            avio_closep(&context.pointee.pb)
+        }
         avformat_free_context(context)
-        if !finished { unlink(temporaryPath) }
+        if !finished {
+            sink?.abort()
+            if let temporaryPath { unlink(temporaryPath) }
+        }
+    }
+
+    /// The storage's own error when it is why FFmpeg failed, else FFmpeg's.
+    private func failure(_ code: MediaError.Code, _ what: String, _ ret: Int32, hint: String? = nil) -> MediaError {
+        io?.failure ?? FFmpeg.error(code, what, ret, hint: hint)
     }
 
     var formatName: String { FFmpeg.string(context.pointee.oformat.pointee.name) ?? "?" }
@@ -126,7 +192,7 @@ final class Muxer: PacketWriter {
         FFmpeg.clearLastLog()
         let ret = avformat_write_header(context, &dict)
         if ret < 0 {
-            throw FFmpeg.error(.writeFailed, "cannot start writing '\(destination)'", ret,
+            throw failure(.writeFailed, "cannot start writing '\(destination)'", ret,
                                hint: "the \(formatName) container may not hold these codecs")
         }
         headerWritten = true
@@ -142,6 +208,7 @@ final class Muxer: PacketWriter {
         let ret = av_interleaved_write_frame(context, packet.pointer)
         if ret < 0 {
             let diskTrouble = ret == splice_AVERROR(ENOSPC) || ret == splice_AVERROR(EIO) || ret == splice_AVERROR(EDQUOT)
+            if let failure = io?.failure { throw failure }
             throw FFmpeg.error(diskTrouble ? .writeFailed : .internalError, "cannot write to '\(destination)'", ret,
                                hint: diskTrouble ? "check free disk space" : nil)
         }
@@ -152,7 +219,7 @@ final class Muxer: PacketWriter {
     func flushFragment() throws(MediaError) {
         var ret = av_interleaved_write_frame(context, nil)
         if ret >= 0 { ret = av_write_frame(context, nil) }
-        if ret < 0 { throw FFmpeg.error(.writeFailed, "cannot write to '\(destination)'", ret, hint: "check free disk space") }
+        if ret < 0 { throw failure(.writeFailed, "cannot write to '\(destination)'", ret, hint: "check free disk space") }
     }
 
     /// The time base of output stream `index` (the muxer may change it when writing the header).
@@ -170,14 +237,39 @@ final class Muxer: PacketWriter {
     func finish(appending tracks: [TimedMetadataTrack]?, isQuickTimeMovie: Bool, fastStart: Bool) throws(MediaError) {
         precondition(headerWritten, "finish() before writeHeader()")
         FFmpeg.clearLastLog()
-        var ret = av_write_trailer(context)
-        if ret < 0 { throw FFmpeg.error(.writeFailed, "cannot finish '\(destination)'", ret, hint: "check free disk space") }
-        ret = avio_closep(&context.pointee.pb)
-        if ret < 0 { throw FFmpeg.error(.writeFailed, "cannot close '\(destination)'", ret, hint: "check free disk space") }
+        let ret = av_write_trailer(context)
+        if ret < 0 { throw failure(.writeFailed, "cannot finish '\(destination)'", ret, hint: "check free disk space") }
+        if let sink, let io {
+            guard tracks == nil else {
+                throw MediaError(.internalError, "'\(destination)' streams into storage but needs rewriting afterwards")
+            }
+            try io.flush()
+            try checkCancellation()
+            try sink.finish()
+            bytesWritten = sink.bytesWritten
+            finished = true
+            return
+        }
+        let temporaryPath = self.temporaryPath!
+        let closed = avio_closep(&context.pointee.pb)
+        if closed < 0 { throw FFmpeg.error(.writeFailed, "cannot close '\(destination)'", closed, hint: "check free disk space") }
         if let tracks {
             try QuickTimeTrackAppender.append(tracks, to: temporaryPath, isQuickTimeMovie: isQuickTimeMovie, fastStart: fastStart)
         }
-        try OutputDestination.moveIntoPlace(temporaryPath, to: destination, replacing: replacing)
+        var info = stat()
+        bytesWritten = stat(temporaryPath, &info) == 0 ? Int64(info.st_size) : 0
+        try checkCancellation()
+        if let storage {
+            try storage.upload(files: [(temporaryPath, destination)], overwrite: replacing)
+            unlink(temporaryPath)
+        } else {
+            try OutputDestination.moveIntoPlace(temporaryPath, to: destination, replacing: replacing)
+        }
         finished = true
+    }
+
+    /// Throws `cancelled` once the muxer's cancellation is set (deinit then drops the output).
+    private func checkCancellation() throws(MediaError) {
+        if cancellation?.isSet == true { throw MediaError.cancelled("writing '\(destination)'") }
     }
 }

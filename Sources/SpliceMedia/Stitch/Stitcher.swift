@@ -45,10 +45,24 @@ public struct Stitcher: Sendable {
     /// never replaced, nor the source (``OutputDestination``).
     public func stitch(segments: [Int: String], checksums: [Int: SHA256Digest] = [:], to output: URL,
                        overwrite: Bool = false) async throws -> StitchSummary {
+        try await stitch(segments: segments, checksums: checksums, to: output.path, overwrite: overwrite)
+    }
+
+    /// ``stitch(segments:checksums:to:overwrite:)`` to `output`, a path or a location in storage
+    /// (`s3://…`: streamed into an upload as it is written, or uploaded once finished when it
+    /// is rewritten at the end; ``Muxer``). Cancelling the calling task stops the stitch; the
+    /// partial output is removed (an upload aborted).
+    public func stitch(segments: [Int: String], checksums: [Int: SHA256Digest] = [:], to output: String,
+                       overwrite: Bool = false) async throws -> StitchSummary {
         let plan = self.plan
-        return try await BlockingThread.run("splice.stitch") {
-            try StitchRun(plan: plan, segments: segments, checksums: checksums, destination: output.path,
-                          overwrite: overwrite).run()
+        let cancelled = CancelFlag()
+        return try await withTaskCancellationHandler {
+            try await BlockingThread.run("splice.stitch") {
+                try StitchRun(plan: plan, segments: segments, checksums: checksums, destination: output,
+                              overwrite: overwrite, cancelled: cancelled).run()
+            }
+        } onCancel: {
+            cancelled.set()
         }
     }
 }
@@ -60,6 +74,8 @@ private struct StitchRun {
     let checksums: [Int: SHA256Digest]
     let destination: String
     let overwrite: Bool
+    /// Polled between packets; set, it also makes the muxer's finish leave nothing behind.
+    let cancelled: CancelFlag
 
     func run() throws(MediaError) -> StitchSummary {
         _ = FFmpeg.setUp
@@ -88,7 +104,11 @@ private struct StitchRun {
         // is read only for what the plan takes from it.
         let source = plan.passThrough.isEmpty ? nil : try Demuxer(location: plan.source)
         let origin = source?.origin ?? .zero
-        let muxer = try Muxer(destination: destination, formatName: plan.outputFileType.muxerName, replacing: overwrite)
+        // Finished MP4/MOV files are rewritten for faststart and for timed-metadata tracks.
+        let rewrites = plan.outputFileType.isQuickTime && (plan.optimizesForNetworkUse || !plan.annotations.isEmpty
+            || plan.passThrough.contains { $0.kind == .timedMetadata })
+        let muxer = try Muxer(destination: destination, formatName: plan.outputFileType.muxerName, replacing: overwrite,
+                              rewritesFile: rewrites, cancellation: cancelled)
         let window = ExportPlan.Window(start: plan.outputZero, end: plan.outputEnd)
         let copyPlan = ExportPlan(location: plan.source, origin: origin, destination: destination,
                                   output: .file(muxerName: plan.outputFileType.muxerName,
@@ -126,7 +146,7 @@ private struct StitchRun {
         let riderDemuxer = plan.passThrough.contains { [.subtitle, .data, .timedMetadata].contains($0.kind) }
             ? try Demuxer(location: plan.source) : nil
         if let riderDemuxer {
-            let infos = plan.passThrough.contains { $0.kind == .timedMetadata } ? QuickTimeTrackInfo.read(path: plan.source) : nil
+            let infos = plan.passThrough.contains { $0.kind == .timedMetadata } ? QuickTimeTrackInfo.read(location: plan.source) : nil
             for p in plan.passThrough {
                 switch p.kind {
                 case .video, .audio: continue
@@ -176,6 +196,7 @@ private struct StitchRun {
             }
             guard let best else { break }
             try feeds[best.index].emit(into: muxer)
+            if cancelled.isSet { throw MediaError.cancelled("the stitch into '\(destination)'") }
         }
         for path in avCopies + riders { try path.finish { () throws(MediaError) in } }
         if appends {
@@ -188,7 +209,7 @@ private struct StitchRun {
         } else {
             try muxer.finish()
         }
-        let bytes = (try? FileManager.default.attributesOfItem(atPath: destination)[.size] as? Int64) ?? 0
+        let bytes = muxer.bytesWritten
         let audioPackets = audioUnits.values.reduce(0) { $0 + $1.kept }
             + avCopies.compactMap { ($0 as? CopyPath).flatMap { $0.isAudio ? $0.packetsWritten : nil } }.reduce(0, +)
         let videoFrames = video?.written

@@ -92,7 +92,7 @@ struct OutputTracks: Sendable {
         let muxer = fileType.muxerName
         // QuickTime keeps chapter titles in a text track the video refers to ("chap"); they travel
         // as chapters, not as a track of their own.
-        let boxes = asset.formatName.hasPrefix("mov,") ? QuickTimeTrackInfo.read(path: asset.location) : nil
+        let boxes = asset.formatName.hasPrefix("mov,") ? QuickTimeTrackInfo.read(location: asset.location) : nil
         let chapterTracks = Set(boxes?.flatMap { $0.references["chap"] ?? [] } ?? [])
         let isChapterTrack = { (t: Track) in t.containerTrackID.map(chapterTracks.contains) ?? false }
         if request.subtitles == .copy {

@@ -6,8 +6,11 @@ import Synchronization
 public final class Transcoder: Sendable {
     /// What to make, where, and how this machine runs it.
     public struct Options: Sendable {
+        /// The source: a path, a URL FFmpeg opens, or a location in storage (`s3://…`).
         public var source: String
-        public var output: URL
+        /// Where the output goes: a path, or a location in storage (the segments are then kept in
+        /// the temporary folder, not beside it).
+        public var output: String
         /// What to make (the same request the cluster takes). With `request.overwrite` false an
         /// existing output is refused before any work (``MediaError/Code/outputExists``).
         public var request: TranscodeRequest
@@ -17,6 +20,11 @@ public final class Transcoder: Sendable {
         public var keepSegmentsIn: URL?
 
         public init(source: String, output: URL, request: TranscodeRequest,
+                    jobs: Int = ProcessInfo.processInfo.activeProcessorCount, keepSegmentsIn: URL? = nil) {
+            self.init(source: source, output: output.path, request: request, jobs: jobs, keepSegmentsIn: keepSegmentsIn)
+        }
+
+        public init(source: String, output: String, request: TranscodeRequest,
                     jobs: Int = ProcessInfo.processInfo.activeProcessorCount, keepSegmentsIn: URL? = nil) {
             self.source = source
             self.output = output
@@ -80,7 +88,7 @@ public final class Transcoder: Sendable {
         let t0 = clock.now
         let options = self.options
         try await BlockingThread.run("splice.transcode.check") {
-            try OutputDestination.check(output: options.output.path, inputs: [options.source],
+            try OutputDestination.check(output: options.output, inputs: [options.source],
                                         overwrite: options.request.overwrite)
         }
         try options.request.validate()
@@ -99,7 +107,11 @@ public final class Transcoder: Sendable {
         if let keep = options.keepSegmentsIn {
             work = keep
         } else {
-            work = options.output.deletingLastPathComponent().appendingPathComponent(".splice-\(plan.id.prefix(8))")
+            // Beside the output (the same file system as the stitched file), or in the temporary
+            // folder when the output goes to storage.
+            let folder = StorageRegistry.isStored(options.output) ? fm.temporaryDirectory
+                : URL(fileURLWithPath: options.output).deletingLastPathComponent()
+            work = folder.appendingPathComponent(".splice-\(plan.id.prefix(8))")
         }
         do {
             try fm.createDirectory(at: work, withIntermediateDirectories: true)

@@ -98,4 +98,25 @@ extension S3Client {
         request.accepting = [404]
         _ = try await send(request)
     }
+
+    /// ListObjectsV2 of `bucket` under `prefix`, every page.
+    func listObjects(bucket: String, prefix: String) async throws(ObjectStoreError) -> [ObjectInfo] {
+        var objects: [ObjectInfo] = []
+        var continuation: String?
+        while true {
+            var request = S3Request("ListObjectsV2", .get, bucket: bucket)
+            request.query = [("list-type", "2")]
+            if !prefix.isEmpty { request.query.append(("prefix", prefix)) }
+            if let continuation { request.query.append(("continuation-token", continuation)) }
+            let xml = S3XML(try await send(request).body)
+            for record in xml.records("Contents") {
+                guard let key = record.value("Key") else { continue }
+                objects.append(ObjectInfo(location: try ObjectLocation(bucket: bucket, key: key),
+                                          size: record.value("Size").flatMap { Int64($0) } ?? 0,
+                                          etag: record.value("ETag").map(ObjectInfo.unquoted), contentType: nil))
+            }
+            guard xml.value("IsTruncated") == "true", let next = xml.value("NextContinuationToken") else { return objects }
+            continuation = next
+        }
+    }
 }

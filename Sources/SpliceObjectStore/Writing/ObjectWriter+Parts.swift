@@ -13,6 +13,14 @@ extension ObjectWriter {
     func cutParts(appending bytes: some Collection<UInt8>, to state: inout State) -> [(number: Int, bytes: [UInt8])] {
         var full: [(number: Int, bytes: [UInt8])] = []
         var index = bytes.startIndex
+        // Only the count is read: binding the held part itself would keep a second reference to
+        // its buffer and make every append below copy the whole part (quadratic in its size).
+        if let held = state.head?.count, held < partSize(1) {
+            // The held first part fills first; it is sent by finish().
+            let end = bytes.index(index, offsetBy: partSize(1) - held, limitedBy: bytes.endIndex) ?? bytes.endIndex
+            state.head!.append(contentsOf: bytes[index..<end])
+            index = end
+        }
         while index != bytes.endIndex {
             let size = partSize(state.nextPart)
             if state.buffer.isEmpty { state.buffer.reserveCapacity(size) }

@@ -16,6 +16,12 @@ import Synchronization
 /// by `finish()`. Without `overwrite`, an existing object is refused when the writer opens
 /// (custom endpoints: HEAD) and again atomically at the end (`If-None-Match: *`).
 ///
+/// Opened `holdingFirstPart`, the writer keeps the first part in memory until `finish()` and
+/// uploads it last (S3 joins parts by number, not by the order they arrive), so bytes in it can
+/// still be rewritten with ``patch(at:with:)``: what a container that fills in its header at
+/// the end needs (MP4's `mdat` size, Matroska's segment size and cues position) to stream
+/// anyway. Bytes of the part being filled can be rewritten too; bytes already uploaded cannot.
+///
 /// Write from one task or thread at a time. The `…Blocking` variants are for threads that may
 /// block (an FFmpeg write callback); never call them from a task.
 public final class ObjectWriter: Sendable {
@@ -30,6 +36,8 @@ public final class ObjectWriter: Sendable {
 
     struct State: Sendable {
         var phase = Phase.open
+        /// The first part, held until `finish()` when the writer was opened holding it (nil otherwise).
+        var head: [UInt8]?
         /// The part being filled.
         var buffer: [UInt8] = []
         var uploadID: String?
@@ -46,12 +54,18 @@ public final class ObjectWriter: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    init(location: ObjectLocation, client: S3Client, guarding: WriteGuard, contentType: String?) {
+    init(location: ObjectLocation, client: S3Client, guarding: WriteGuard, contentType: String?,
+         holdingFirstPart: Bool = false) {
         self.location = location
         self.client = client
         self.guarding = guarding
         self.contentType = contentType
-        state = Mutex(State())
+        var initial = State()
+        if holdingFirstPart {
+            initial.head = []
+            initial.nextPart = 2  // parts 2, 3… go up as they fill; part 1 is the head, sent by finish()
+        }
+        state = Mutex(initial)
     }
 
     deinit {
@@ -94,20 +108,24 @@ public final class ObjectWriter: Sendable {
     @discardableResult
     public func finish() async throws(ObjectStoreError) -> ObjectInfo {
         try await checkCancellation()
-        let (last, uploadID, total): ([UInt8], String?, Int64) = try state.withLock { (state) throws(ObjectStoreError) in
+        let (head, last, uploadID, total): ([UInt8]?, [UInt8], String?, Int64) = try state.withLock {
+            (state) throws(ObjectStoreError) in
             guard state.phase == .open else { throw closedError(state) }
             state.phase = .finishing
             defer { state.buffer = [] }
-            return (state.buffer, state.uploadID, state.bytesWritten)
+            return (state.head, state.buffer, state.uploadID, state.bytesWritten)
         }
         do throws(ObjectStoreError) {
             if let failure = state.withLock({ $0.failure }) { throw failure }
             guard uploadID != nil else {
-                // Smaller than one part: a single PUT, guarded the same way.
-                let info = try await client.put(last, at: location, overwrite: !guarding.isGuarded, contentType: contentType)
+                // Smaller than one part (or than the held head and one part): a single PUT, guarded the same way.
+                let info = try await client.put((head ?? []) + last, at: location, overwrite: !guarding.isGuarded,
+                                                contentType: contentType)
                 state.withLock { $0.phase = .finished }
                 return info
             }
+            // Parts went up, so the held head is a full part: it goes now, as part 1.
+            if let head { try await startPart(1, head) }
             if !last.isEmpty {
                 let number = state.withLock { state in
                     state.nextPart += 1
@@ -140,6 +158,25 @@ public final class ObjectWriter: Sendable {
         let request = client.abortRequest(location, uploadID: uploadID)
         let client = self.client
         _ = await Task { try? await client.send(request) }.value
+    }
+
+    /// Rewrites bytes already written, from `offset` on: they must lie in the held first part
+    /// (a writer opened `holdingFirstPart`) or in the part being filled, which are still in
+    /// memory. Bytes already uploaded cannot change: throws `.invalidRange` and writes nothing.
+    public func patch(at offset: Int64, with bytes: some Collection<UInt8>) throws(ObjectStoreError) {
+        try state.withLock { (state) throws(ObjectStoreError) in
+            guard state.phase == .open else { throw closedError(state) }
+            let end = offset + Int64(bytes.count)
+            let bufferStart = state.bytesWritten - Int64(state.buffer.count)
+            if let held = state.head?.count, offset >= 0, end <= Int64(held) {  // the count only: no copy of the part
+                state.head!.replaceSubrange(Int(offset)..<Int(end), with: bytes)
+            } else if offset >= bufferStart, end <= state.bytesWritten {
+                state.buffer.replaceSubrange(Int(offset - bufferStart)..<Int(end - bufferStart), with: bytes)
+            } else {
+                throw ObjectStoreError(.invalidRange, "\(location): bytes \(offset)..<\(end) cannot be rewritten: they "
+                    + "were uploaded already (only the held first part and the part being filled can change)")
+            }
+        }
     }
 
     // MARK: - Blocking variants

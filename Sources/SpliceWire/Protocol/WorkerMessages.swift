@@ -120,10 +120,15 @@ public struct Assign: MessageBody, Hashable {
     /// the coordinator's data endpoint (`x-<lease token>`), with its size and SHA-256. Absent for
     /// a shared-spool worker.
     public var excerpt: Offer?
+    /// For a shared-spool worker whose job's source it must not open itself (an object in
+    /// storage, which only the coordinator has credentials for): the segment's source excerpt,
+    /// cut by the coordinator into the shared spool, to encode from instead of the source. Absent
+    /// otherwise (and for transfer-mode workers, which get `excerpt`).
+    public var excerptPath: String?
 
     public init(
         attempt: SegmentAttempt, outputPath: String, leaseMilliseconds: Int, progressIntervalMilliseconds: Int,
-        spec: JSONPayload, excerpt: Offer? = nil
+        spec: JSONPayload, excerpt: Offer? = nil, excerptPath: String? = nil
     ) {
         self.attempt = attempt
         self.outputPath = outputPath
@@ -131,6 +136,7 @@ public struct Assign: MessageBody, Hashable {
         self.progressIntervalMilliseconds = progressIntervalMilliseconds
         self.spec = spec
         self.excerpt = excerpt
+        self.excerptPath = excerptPath
     }
 }
 

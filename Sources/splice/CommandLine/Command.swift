@@ -103,6 +103,14 @@ struct EnvironmentVariable: Sendable {
     static let ffmpegLog = EnvironmentVariable(
         name: "SPLICE_FFMPEG_LOG",
         help: "FFmpeg's own messages on standard error: error, warning, info, verbose or debug (default: none).")
+
+    /// Object storage for `s3://BUCKET/KEY` inputs and outputs, read the way the AWS tools read
+    /// it. A command that lists it has the storage set up before it validates its arguments
+    /// (``CommandRunner``); others (`worker`) never touch a bucket.
+    static let objectStorage = EnvironmentVariable(
+        name: "AWS_*",
+        help: "s3:// inputs and outputs: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN), or "
+            + "AWS_PROFILE with ~/.aws; AWS_REGION; AWS_ENDPOINT_URL for S3-compatible services (docs/deploy.md).")
 }
 
 /// Flags the runner answers itself, for every command.

@@ -1,5 +1,8 @@
 import Foundation
 import SpliceLog
+import SpliceMedia
+import SpliceObjectMedia
+import SpliceObjectStore
 
 /// Turns a command line into a command, runs it, and turns the outcome into an exit status.
 ///
@@ -48,7 +51,11 @@ enum CommandRunner {
                 return .success
             }
             command = try commandType.init(parsed)
-            try command.validate()
+            if commandType.configuration.environment.contains(where: { $0.name == EnvironmentVariable.objectStorage.name }) {
+                installObjectStorage(environment: environment, logger: logger)
+            }
+            // Off Swift's cooperative pool: a check may wait on a network share or a bucket.
+            try await offPool { try command.validate() }
         } catch {
             return report(error, names: names, to: errorOutput)
         }
@@ -76,6 +83,23 @@ enum CommandRunner {
                 return .stopped(by: signal)
             }
             return report(error, names: names, to: errorOutput)
+        }
+    }
+
+    /// Serves `s3://` locations in this process from the environment's object storage (made on
+    /// first use, so a command that never touches a bucket never reads `~/.aws`).
+    static func installObjectStorage(environment: [String: String], logger: Logger) {
+        StorageRegistry.register(ObjectMediaStorage { () throws(ObjectStoreError) in
+            try ObjectStore(configuration: .fromEnvironment(environment), logger: logger)
+        })
+    }
+
+    /// Runs `body` on a thread of its own and awaits it.
+    private static func offPool(_ body: @escaping @Sendable () throws -> Void) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let thread = Thread { continuation.resume(with: Result { try body() }) }
+            thread.name = "splice.validate"
+            thread.start()
         }
     }
 

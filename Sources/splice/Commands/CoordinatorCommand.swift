@@ -56,14 +56,16 @@ struct CoordinatorCommand: Command {
         default: 150)
     static let inputRoot = Option<String>(
         "input-root", valueName: "dir",
-        help: "Only accept jobs whose input lies in this folder (links resolved; repeatable). Recommended for a "
-            + "shared cluster: a client cannot make the coordinator read its own files.",
+        help: "Only accept jobs whose input lies in this folder (links resolved; repeatable), or under this "
+            + "object prefix (s3://BUCKET/PREFIX). Recommended for a shared cluster: a client cannot make the "
+            + "coordinator read its own files.",
         isRepeatable: true)
     static let sourceProtocols = Option<String>(
         "source-protocols", valueName: "list",
-        help: "Protocols a job's input may use, comma-separated: file (absolute paths), http, https… Anything "
-            + "else FFmpeg could open (concat:, subfile:, devices) is refused at submit.",
-        default: "file,http,https", environment: "SPLICE_SOURCE_PROTOCOLS")
+        help: "Protocols a job's input may use, comma-separated: file (absolute paths), http, https, s3 (objects, "
+            + "read by the coordinator with its AWS_* credentials)… Anything else FFmpeg could open (concat:, "
+            + "subfile:, devices) is refused at submit.",
+        default: "file,http,https,s3", environment: "SPLICE_SOURCE_PROTOCOLS")
     static let metricsEndpoint = DaemonOptions.metricsEndpoint(
         default: "127.0.0.1:9450", serves: "the status page (/), /metrics, /healthz and /readyz")
     static let leaderLease = Option<Seconds>(
@@ -87,8 +89,9 @@ struct CoordinatorCommand: Command {
         environment: "SPLICE_ADVERTISE")
     static let outputRoot = Option<String>(
         "output-root", valueName: "dir",
-        help: "Only accept jobs whose output lies in this folder (links resolved; repeatable). Recommended for a "
-            + "shared cluster: a client cannot make the coordinator overwrite its own files.",
+        help: "Only accept jobs whose output lies in this folder (links resolved; repeatable), or under this "
+            + "object prefix (s3://BUCKET/PREFIX). Recommended for a shared cluster: a client cannot make the "
+            + "coordinator overwrite its own files.",
         isRepeatable: true)
 
     static let configuration = CommandConfiguration(
@@ -108,7 +111,7 @@ struct CoordinatorCommand: Command {
                     leaseSeconds, maxAttempts, backupAfter, inputRoot, outputRoot, sourceProtocols, metricsEndpoint,
                     leaderLease, leaderRenew, name, advertise]
                     + DaemonOptions.arguments,
-        onShutdown: .notify)
+        onShutdown: .notify, environment: [.objectStorage])
 
     let database: String?
     let stateDirectory: String?
@@ -213,14 +216,18 @@ struct CoordinatorCommand: Command {
             sessions: CoordinatorPolicy(leaseDuration: .seconds(leaseSeconds), backupAfterPercent: backupAfter),
             logger: context.logger)
         // Planning and stitching in children of this very binary: a crash there fails the job only.
+        // What they write before uploading it to object storage is staged in the spool (sized for
+        // outputs), not in a small /tmp.
         if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            configuration.mediaTasks = .childProcess(executable: executable)
+            let staging = configuration.spool.appendingPathComponent("staging")
+            try? FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
+            configuration.mediaTasks = .childProcess(executable: executable, staging: staging.path)
         }
         configuration.metricsEndpoint = metricsEndpoint.address
         configuration.dataEndpoint = dataEndpoint
         configuration.version = SpliceCommand.version
-        configuration.inputRoots = inputRoots.map(SubmitCommand.absolutePath)
-        configuration.outputRoots = outputRoots.map(SubmitCommand.absolutePath)
+        configuration.inputRoots = inputRoots.map(SubmitCommand.location)
+        configuration.outputRoots = outputRoots.map(SubmitCommand.location)
         configuration.sourceProtocols = sourceProtocols
         configuration.leadership = leadership
         configuration.name = name

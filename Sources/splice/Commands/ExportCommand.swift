@@ -3,8 +3,9 @@ import SpliceMedia
 
 /// `splice export INPUT OUTPUT [flags]`: one export session, with a progress bar.
 struct ExportCommand: Command {
-    static let input = Positional<String>("input", help: "The source media file or URL.") { $0 }
-    static let output = Positional<String>("output", help: "The file to write (.mp4, .mov, .mkv, .webm).") { $0 }
+    static let input = Positional<String>("input", help: "The source media file or URL, or an object: s3://BUCKET/KEY.") { $0 }
+    static let output = Positional<String>("output",
+        help: "The file to write (.mp4, .mov, .mkv, .webm), or an object: s3://BUCKET/KEY.") { $0 }
 
     static let configuration = CommandConfiguration(
         name: "export", abstract: "Transcode one file on this machine with a single encoder.",
@@ -12,9 +13,12 @@ struct ExportCommand: Command {
             Re-encodes video and audio (or copies them with --copy-video / --copy-audio). The output \
             appears only when the export succeeds; on failure or Ctrl-C nothing is left behind. An \
             existing output file is kept and the export refused unless -y (--overwrite) is given; \
-            the input is never replaced.
+            the input is never replaced. Input and output may be objects in S3 or an S3-compatible \
+            store (s3://BUCKET/KEY, credentials from AWS_* and ~/.aws): the output streams into a \
+            multipart upload while it is written (an MP4 with --faststart is written locally, then \
+            uploaded) and appears only when complete.
             """,
-        arguments: [input, output] + ExportOptions.arguments + OutputOptions.arguments, environment: [.ffmpegLog])
+        arguments: [input, output] + ExportOptions.arguments + OutputOptions.arguments, environment: [.ffmpegLog, .objectStorage])
 
     let input: String
     let output: String
@@ -35,10 +39,10 @@ struct ExportCommand: Command {
 
     func run(_ context: CommandContext) async throws -> ExitCode {
         let asset = try await Asset.open(input)
-        let session = ExportSession(asset: asset, outputURL: URL(fileURLWithPath: output))
+        let session = ExportSession(asset: asset, output: output)
         try options.configure(session, output: output)
         session.overwritesExistingFile = destination.overwrite
-        let bar = ProgressBar(label: URL(fileURLWithPath: output).lastPathComponent, output: context.errorOutput)
+        let bar = ProgressBar(label: OutputOptions.name(of: output), output: context.errorOutput)
         let progress = Task {
             for await fraction in session.progressUpdates { bar.update(fraction: fraction) }
         }

@@ -14,7 +14,7 @@ import SpliceCoordinator
 struct MediaTaskCommand: Command {
     static let configuration = CommandConfiguration(
         name: "media-task", abstract: "Run one planning or stitching step for the coordinator (internal).",
-        isHidden: true)
+        isHidden: true, environment: [.objectStorage])
 
     init(_ arguments: ParsedArguments) {}
 

@@ -3,13 +3,13 @@ import SpliceMedia
 
 /// `splice probe INPUT [--json]`: what a file holds, and where its video keyframes are.
 struct ProbeCommand: Command {
-    static let input = Positional<String>("input", help: "A media file or URL.") { $0 }
+    static let input = Positional<String>("input", help: "A media file or URL, or an object: s3://BUCKET/KEY.") { $0 }
     static let json = Flag("json", help: "Print JSON for scripts instead of text.")
 
     static let configuration = CommandConfiguration(
         name: "probe", abstract: "Show the tracks and keyframe times of a media file.",
         discussion: "Times are asset times: measured from the earliest audio or video start, exact (value/timescale).",
-        arguments: [input, json], environment: [.ffmpegLog])
+        arguments: [input, json], environment: [.ffmpegLog, .objectStorage])
 
     let input: String
     let json: Bool

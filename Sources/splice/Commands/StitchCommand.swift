@@ -5,7 +5,7 @@ import SpliceMedia
 /// coordinator's spool) using the plan.json there. For operators re-running the last step.
 struct StitchCommand: Command {
     static let directory = Positional<String>("dir", help: "A folder with plan.json and segment-NNNNN.splseg files.") { $0 }
-    static let output = Positional<String>("output", help: "The file to write.") { $0 }
+    static let output = Positional<String>("output", help: "The file to write, or an object: s3://BUCKET/KEY.") { $0 }
 
     static let configuration = CommandConfiguration(
         name: "stitch", abstract: "Join kept segment files into the final output.",
@@ -14,7 +14,7 @@ struct StitchCommand: Command {
             the stitch refused unless -y (--overwrite) is given; the plan and segment files are \
             never replaced.
             """,
-        arguments: [directory, output] + OutputOptions.arguments)
+        arguments: [directory, output] + OutputOptions.arguments, environment: [.objectStorage])
 
     let directory: String
     let output: String
@@ -33,8 +33,7 @@ struct StitchCommand: Command {
 
     func run(_ context: CommandContext) async throws -> ExitCode {
         let (plan, segments) = try load()
-        let summary = try await Stitcher(plan: plan).stitch(segments: segments, to: URL(fileURLWithPath: output),
-                                                            overwrite: destination.overwrite)
+        let summary = try await Stitcher(plan: plan).stitch(segments: segments, to: output, overwrite: destination.overwrite)
         context.output.writeLine("wrote \(output): \(summary.videoFrames) video frames, \(summary.audioPackets) audio packets")
         return .success
     }

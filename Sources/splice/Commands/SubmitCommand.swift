@@ -14,10 +14,11 @@ import SpliceClient
 /// hands a job to the cluster's coordinator.
 struct SubmitCommand: ClientCommand {
     static let input = Positional<String>("input",
-        help: "The source: a file on storage the coordinator and the workers can read, or an http(s) URL "
-            + "(the coordinator's --source-protocols decide which).") { $0 }
+        help: "The source: a file on storage the coordinator and the workers can read, an http(s) URL, or an "
+            + "object s3://BUCKET/KEY the coordinator reads (its --source-protocols decide which).") { $0 }
     static let output = Positional<String>("output",
-        help: "The file to write (.mp4, .mov, .mkv, .webm), as the coordinator sees it.") { $0 }
+        help: "The file to write (.mp4, .mov, .mkv, .webm) as the coordinator sees it, or an object "
+            + "s3://BUCKET/KEY the coordinator writes.") { $0 }
     static let segmentSeconds = TranscodeCommand.segmentSeconds
     static let audioSegmentSeconds = TranscodeCommand.audioSegmentSeconds
     static let priority = Option<Int>("priority", valueName: "number",
@@ -30,7 +31,9 @@ struct SubmitCommand: ClientCommand {
         name: "submit", abstract: "Submit a transcode job to the cluster.",
         discussion: """
             Relative paths are made absolute here; the coordinator and the workers must see the \
-            files at those paths (shared storage). Without --wait, prints the job id and exits. \
+            files at those paths (shared storage). Objects (s3://BUCKET/KEY) are read and written by \
+            the coordinator with its own credentials; this command needs none, and the workers never \
+            see them. Without --wait, prints the job id and exits. \
             With --wait, shows segments done and an ETA until the job ends, riding out a \
             coordinator restart; Ctrl-C stops waiting but leaves the job running (`splice cancel \
             JOB` cancels it). The coordinator refuses a job at once (exit 1, with the reason) whose \
@@ -79,10 +82,11 @@ struct SubmitCommand: ClientCommand {
 
     func validate() throws {
         try client.validate()
-        if output.contains("://") {
-            throw UsageError("<output>: '\(output)' is a URL; the coordinator writes a file, so give a path it can write")
+        if output.contains("://") && !StorageRegistry.isStored(output) {
+            throw UsageError("<output>: '\(output)' is a URL; the coordinator writes a file or an object (s3://BUCKET/KEY), "
+                             + "so give a path it can write or an object location")
         }
-        guard Self.absolutePath(input) != Self.absolutePath(output) else {
+        guard Self.sourceLocation(input) != Self.location(output) else {
             throw UsageError("<output> is the same file as <input>; write the result somewhere else")
         }
         if let priority, !(-1000...1000).contains(priority) {
@@ -92,7 +96,7 @@ struct SubmitCommand: ClientCommand {
 
     /// The SUBMIT request: absolute paths, the export settings, the invocation's submission key.
     func submission() throws -> SubmitJob {
-        SubmitJob(input: Self.sourceLocation(input), output: Self.absolutePath(output),
+        SubmitJob(input: Self.sourceLocation(input), output: Self.location(output),
                   export: try JSONPayload(encoding: request), priority: priority, submissionKey: submissionKey)
     }
 
@@ -104,6 +108,12 @@ struct SubmitCommand: ClientCommand {
             return input
         }
         return absolutePath(input)
+    }
+
+    /// An output (or a root) as the coordinator gets it: an object location (`s3://…`) as given, a
+    /// path made absolute.
+    static func location(_ text: String) -> String {
+        StorageRegistry.isStored(text) ? text : absolutePath(text)
     }
 
     /// `path` made absolute against the working directory, with `.` and `..` resolved.
@@ -140,7 +150,7 @@ struct SubmitCommand: ClientCommand {
     }
 
     private func waitForOutcome(of job: JobID, client: SpliceClient, context: CommandContext) async throws -> ExitCode {
-        let display = JobWaitDisplay(label: URL(fileURLWithPath: output).lastPathComponent, output: context.errorOutput)
+        let display = JobWaitDisplay(label: OutputOptions.name(of: output), output: context.errorOutput)
         let final: JobStatus
         do {
             final = try await client.waitForCompletion(of: job, pollInterval: .milliseconds(500)) { display.show($0) }

@@ -4,9 +4,10 @@ import SpliceMedia
 /// `splice transcode INPUT OUTPUT [flags] --segment-seconds S --jobs N`: the embedded
 /// single-machine mode — segments encoded in parallel here, then stitched.
 struct TranscodeCommand: Command {
-    static let input = Positional<String>("input", help: "The source media file or URL.") { $0 }
+    static let input = Positional<String>("input", help: "The source media file or URL, or an object: s3://BUCKET/KEY.") { $0 }
     static let output = Positional<String>("output",
-        help: "The file to write (.mp4, .mov, .mkv, .webm), or a streaming package: OUT.m3u8 (HLS) or OUT.mpd (DASH).") { $0 }
+        help: "The file to write (.mp4, .mov, .mkv, .webm), or a streaming package: OUT.m3u8 (HLS) or OUT.mpd (DASH); "
+            + "a path or an object location s3://BUCKET/KEY.") { $0 }
     static let segmentSeconds = Option<MediaTime>("segment-seconds", valueName: "time",
         help: "Target segment length; cuts fall on source keyframes.", default: TranscodeRequest.defaultSegmentDuration)
     static let audioSegmentSeconds = Option<MediaTime>("audio-segment-seconds", valueName: "time",
@@ -34,9 +35,14 @@ struct TranscodeCommand: Command {
             AAC rendition per audio track, HLS playlists and/or a DASH manifest. Every segment is \
             decoded once and encoded into every rung; the master playlist appears last, only when \
             the package is complete.
+
+            Input and output may be objects in S3 or an S3-compatible store (s3://BUCKET/KEY, \
+            credentials from AWS_* and ~/.aws). A package to s3://BUCKET/show/OUT.m3u8 is made in \
+            the temporary folder, then every rendition's files are uploaded and the master playlist \
+            last.
             """,
         arguments: [input, output, segmentSeconds, audioSegmentSeconds, jobs, keepSegments, json] + ExportOptions.arguments
-            + PackageOptions.arguments + OutputOptions.arguments, environment: [.ffmpegLog])
+            + PackageOptions.arguments + OutputOptions.arguments, environment: [.ffmpegLog, .objectStorage])
 
     let input: String
     let output: String
@@ -69,11 +75,10 @@ struct TranscodeCommand: Command {
     }
 
     func run(_ context: CommandContext) async throws -> ExitCode {
-        let outputURL = URL(fileURLWithPath: output)
         let transcoder = Transcoder(options: Transcoder.Options(
-            source: input, output: outputURL, request: request, jobs: jobs,
+            source: input, output: output, request: request, jobs: jobs,
             keepSegmentsIn: keepSegments.map { URL(fileURLWithPath: $0) }))
-        let bar = ProgressBar(label: outputURL.lastPathComponent, output: context.errorOutput)
+        let bar = ProgressBar(label: OutputOptions.name(of: output), output: context.errorOutput)
         let progress = Task {
             for await p in transcoder.progressUpdates {
                 bar.update(fraction: p.fraction)

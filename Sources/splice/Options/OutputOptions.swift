@@ -21,4 +21,9 @@ struct OutputOptions: OptionGroup {
     func check(output: String, inputs: [String]) throws {
         try OutputDestination.check(output: output, inputs: inputs, overwrite: overwrite)
     }
+
+    /// The output's last name (`out.mp4` of `/srv/out.mp4` or of `s3://media/show/out.mp4`), for progress bars.
+    static func name(of output: String) -> String {
+        output.split(separator: "/").last.map(String.init) ?? output
+    }
 }

@@ -21,6 +21,8 @@ final class ExportPipeline {
         /// Bytes of encoded video written, and the encoder's mean frame QP when it reports one.
         var videoBytes: Int64 = 0
         var meanQP: Double?
+        /// The size of the file written (not set for a segment file).
+        var outputBytes: Int64?
     }
 
     private let plan: ExportPlan
@@ -48,8 +50,11 @@ final class ExportPipeline {
         var muxer: Muxer?
         var segmentWriter: SegmentFileWriter?
         switch plan.output {
-        case .file(let muxerName, _, let replacing):
-            let m = try Muxer(destination: plan.destination, formatName: muxerName, replacing: replacing)
+        case .file(let muxerName, let isQuickTime, let replacing):
+            // Finished MP4/MOV files are rewritten for faststart and for timed-metadata tracks.
+            let rewrites = isQuickTime && (plan.fastStart || !plan.timedMetadata.isEmpty || !plan.annotations.isEmpty)
+            let m = try Muxer(destination: plan.destination, formatName: muxerName, replacing: replacing,
+                              rewritesFile: rewrites)
             muxer = m
             writer = m
         case .segment(let planID, let index):
@@ -110,7 +115,7 @@ final class ExportPipeline {
             for d in plan.data {
                 paths.append(try CopyPath(plan: plan, demuxer: demuxer, streamIndex: d, muxer: muxer))
             }
-            if !plan.timedMetadata.isEmpty, let infos = QuickTimeTrackInfo.read(path: plan.location) {
+            if !plan.timedMetadata.isEmpty, let infos = QuickTimeTrackInfo.read(location: plan.location) {
                 for m in plan.timedMetadata {
                     let id = Int(demuxer.stream(m).pointee.id)
                     guard let info = infos.first(where: { $0.trackID == id }) else { continue }
@@ -205,7 +210,8 @@ final class ExportPipeline {
         onProgress(1)
         return Result(videoFrames: videoEncode?.framesWritten ?? 0, audioSamples: audioEncodes.first?.samplesEncoded ?? 0,
                       videoTimestamps: videoEncode?.writtenTimestamps ?? [], checksum: segmentWriter?.checksum,
-                      videoBytes: videoEncode?.bytesWritten ?? 0, meanQP: videoEncode?.meanQP)
+                      videoBytes: videoEncode?.bytesWritten ?? 0, meanQP: videoEncode?.meanQP,
+                      outputBytes: muxer?.bytesWritten)
     }
 
     /// Whether the codec's keyframes may open GOPs whose leading pictures reference the GOP

@@ -44,11 +44,18 @@ enum QuickTimeBoxes {
     /// The top-level boxes of a file, read by seeking from header to header.
     static func topLevel(_ handle: FileHandle) throws -> [Box] {
         let end = Int(try handle.seekToEnd())
+        return try topLevel(size: end) { offset, count in
+            try handle.seek(toOffset: UInt64(offset))
+            return try handle.read(upToCount: count) ?? Data()
+        }
+    }
+
+    /// The top-level boxes of `size` bytes that `read(offset, count)` reads (up to `count` at `offset`).
+    static func topLevel(size end: Int, read: (Int, Int) throws -> Data) rethrows -> [Box] {
         var boxes: [Box] = []
         var o = 0
         while o + 8 <= end {
-            try handle.seek(toOffset: UInt64(o))
-            let head = try handle.read(upToCount: 16) ?? Data()
+            let head = try read(o, 16)
             guard head.count >= 8 else { break }
             var size = Int(u32(head, 0))
             var header = 8
@@ -132,17 +139,44 @@ struct QuickTimeTrackInfo: Sendable, Hashable {
 }
 
 extension QuickTimeTrackInfo {
-    /// Every track of the file at `path` (nil when it is not a QuickTime/MP4 file with a `moov`).
-    static func read(path: String) -> [QuickTimeTrackInfo]? {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
-        guard let boxes = try? QuickTimeBoxes.topLevel(handle),
-              let moov = boxes.first(where: { $0.type == "moov" }) else { return nil }
-        guard (try? handle.seek(toOffset: UInt64(moov.start))) != nil,
-              let data = try? handle.read(upToCount: moov.size), data.count == moov.size else { return nil }
-        return QuickTimeBoxes.children(data, moov.headerSize..<data.count)
+    /// Every track of the file at `location` — a path, or a location in storage (nil when it is
+    /// not a QuickTime/MP4 file with a `moov`, or cannot be read).
+    static func read(location: String) -> [QuickTimeTrackInfo]? {
+        let moov: Data?
+        if let storage = try? StorageRegistry.storage(for: location) {
+            guard let source = try? storage.openSource(location) else { return nil }
+            let read = { (offset: Int, count: Int) throws -> Data in
+                var data = Data(count: count)
+                let n = try data.withUnsafeMutableBytes { try source.read(at: Int64(offset), into: $0) }
+                return data.prefix(n)
+            }
+            guard let box = (try? QuickTimeBoxes.topLevel(size: Int(source.size), read: read))?.first(where: { $0.type == "moov" })
+            else { return nil }
+            moov = try? Self.readWhole(box.size) { try read(box.start + $0, $1) }
+        } else {
+            guard let handle = FileHandle(forReadingAtPath: location) else { return nil }
+            defer { try? handle.close() }
+            guard let boxes = try? QuickTimeBoxes.topLevel(handle),
+                  let box = boxes.first(where: { $0.type == "moov" }),
+                  (try? handle.seek(toOffset: UInt64(box.start))) != nil else { return nil }
+            moov = try? handle.read(upToCount: box.size)
+        }
+        guard let data = moov, data.count >= 8, QuickTimeBoxes.fourCC(data, 4) == "moov" else { return nil }
+        let header = QuickTimeBoxes.u32(data, 0) == 1 ? 16 : 8
+        return QuickTimeBoxes.children(data, header..<data.count)
             .filter { $0.type == "trak" }
             .compactMap { parse(data, trak: $0) }
+    }
+
+    /// `size` bytes read in pieces (a storage read may return fewer than asked).
+    private static func readWhole(_ size: Int, _ read: (Int, Int) throws -> Data) throws -> Data {
+        var data = Data()
+        while data.count < size {
+            let piece = try read(data.count, size - data.count)
+            if piece.isEmpty { break }
+            data.append(piece)
+        }
+        return data
     }
 
     private static func parse(_ d: Data, trak: QuickTimeBoxes.Box) -> QuickTimeTrackInfo? {

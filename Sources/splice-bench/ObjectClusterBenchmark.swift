@@ -1,0 +1,90 @@
+import Foundation
+import SpliceObjectStore
+
+/// `splice-bench s3 --cluster`: the same cluster job from and to `s3://` (moto on loopback,
+/// authentication on) and from and to local files, on one ``BenchCluster`` whose coordinator
+/// holds the emulator's credentials, with two 1-slot workers sharing its spool (they hold none:
+/// for an object source the coordinator cuts their excerpts, and it writes the output). The
+/// modes alternate run by run after a warm-up on files. Prints each run, both medians, the ratio
+/// of the medians (issue 28 targets ≤ 1.10) and the median of each run's own ratio.
+///
+///     splice-bench s3 --cluster [--runs 3] [--seconds 30] [--preset veryfast]
+///
+/// The job: a generated 640×360 30 fps H.264 + AAC clip with a keyframe every 2 s,
+/// `--segment-seconds 4`, libx264 at the preset, CRF 23, AAC 128k, into an MP4.
+enum ObjectClusterBenchmark {
+    enum Mode: String { case files, objects }
+
+    static func run(_ arguments: [String]) async throws {
+        var runs = 3, seconds = 30
+        var preset = "veryfast"
+        var iterator = arguments.makeIterator()
+        while let argument = iterator.next() {
+            guard let text = iterator.next() else { throw S3BenchError("\(argument) needs a value") }
+            switch argument {
+            case "--preset": preset = text
+            case "--runs", "--seconds":
+                guard let value = Int(text), value > 0 else { throw S3BenchError("\(argument) needs a positive number") }
+                if argument == "--runs" { runs = value } else { seconds = value }
+            default: throw S3BenchError("unknown option \(argument) for s3 --cluster")
+            }
+        }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("splice-bench-s3-cluster-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let source = dir.appendingPathComponent("source.mp4").path
+        try BenchmarkClip.generate(seconds: seconds, at: source, keyframeInterval: 60, size: "640x360")
+        let flags = ["--video-codec", "h264", "--preset", preset, "--crf", "23", "--audio-codec", "aac",
+                     "--audio-bitrate", "128k", "--segment-seconds", "4"]
+
+        let emulator = try S3BenchEmulator()
+        let bucket = "splice-bench-cluster-\(getpid())"
+        try emulator.createBucket(bucket)
+        let store = try ObjectStore(configuration: ObjectStoreConfiguration(
+            credentials: ObjectStoreCredentials(accessKeyID: emulator.accessKeyID, secretAccessKey: emulator.secretAccessKey),
+            endpoint: emulator.endpoint))
+        try await store.upload(file: source, to: ObjectLocation(bucket: bucket, key: "source.mp4"), overwrite: true,
+                               contentType: "video/mp4")
+        let environment = ["AWS_ACCESS_KEY_ID": emulator.accessKeyID, "AWS_SECRET_ACCESS_KEY": emulator.secretAccessKey,
+                           "AWS_ENDPOINT_URL": emulator.endpoint, "AWS_REGION": "us-east-1"]
+
+        let cluster = try BenchCluster(in: dir, coordinatorEnvironment: environment)
+        func measure(_ mode: Mode, run: Int) throws -> UInt64 {
+            let output = mode == .files ? dir.appendingPathComponent("run-\(run).mp4").path : "s3://\(bucket)/run-\(run).mp4"
+            let input = mode == .files ? source : "s3://\(bucket)/source.mp4"
+            let wall = try cluster.submit(input, to: output, flags: flags)
+            print("\(run == 0 ? "warm-up" : "run \(run)/\(runs)") \(mode.rawValue): \(Stats.milliseconds(wall))")
+            if mode == .files { try? FileManager.default.removeItem(atPath: output) }
+            return wall
+        }
+        var walls: [Mode: [UInt64]] = [:]
+        do {
+            try cluster.startWorkers(2, storage: .spool)
+            _ = try measure(.files, run: 0)
+            for run in 1...runs {
+                for mode in run % 2 == 1 ? [Mode.objects, .files] : [.files, .objects] {
+                    walls[mode, default: []].append(try measure(mode, run: run))
+                }
+            }
+        } catch {
+            cluster.stop()
+            print("the processes' logs are in \(dir.path)")
+            throw error
+        }
+        cluster.stop()
+        try? FileManager.default.removeItem(at: dir)
+        let files = walls[.files] ?? [], objects = walls[.objects] ?? []
+        print("")
+        print("a cluster job between buckets against the same job on files: \(seconds) s 640x360 h264 + aac, 4 s segments, "
+              + "preset \(preset), 2 shared-spool workers × 1 slot, moto on loopback, \(runs) alternated runs each, "
+              + "\(ProcessInfo.processInfo.activeProcessorCount) cores, load \(TransferClusterBenchmark.loadAverage()) "
+              + "(shared with other work: a floor)")
+        for (name, values) in [("files  ", files), ("s3://  ", objects)] {
+            print("  \(name)  median \(Stats.milliseconds(Stats.median(values)))  (min \(Stats.milliseconds(values.min() ?? 0)), "
+                  + "max \(Stats.milliseconds(values.max() ?? 0)))")
+        }
+        print("  ratio s3 / files  \(Stats.ratio(Stats.median(objects), Stats.median(files)))  (target ≤ 1.10)")
+        let pairs = zip(objects, files).map { Int64($0) * 1000 / Int64(max(1, $1)) }
+        print("  each run's ratio  median \(Stats.ratio(Stats.median(pairs), 1000))  (min \(Stats.ratio(pairs.min() ?? 0, 1000)), "
+              + "max \(Stats.ratio(pairs.max() ?? 0, 1000)))")
+    }
+}
