@@ -232,7 +232,7 @@ let package = Package(
         .testTarget(
             name: "SpliceClusterIntegrationTests",
             dependencies: ["SpliceCore", "SpliceJSON", "SpliceCoordinator", "SpliceWorker", "SpliceClient", "SpliceDaemon",
-                           "SpliceWire", "SpliceStore", "SpliceConcurrency", "SpliceTestSupport"],
+                           "SpliceWire", "SpliceStore", "SpliceHTTP", "SpliceConcurrency", "SpliceTestSupport"],
             swiftSettings: strict
         ),
         // The operators' view of real `splice` processes: metrics against a real job (promtool as
