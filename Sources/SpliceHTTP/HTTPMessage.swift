@@ -41,6 +41,10 @@ public enum HTTPMethod: String, Sendable, Hashable, CaseIterable {
     case get = "GET"
     case head = "HEAD"
     case post = "POST"
+    case put = "PUT"
+    case delete = "DELETE"
+    case patch = "PATCH"
+    case options = "OPTIONS"
 }
 
 /// A request that passed every check: a method the server serves, an origin-form path, HTTP/1.0

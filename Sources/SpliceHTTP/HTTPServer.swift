@@ -9,7 +9,7 @@ import SpliceConcurrency
 ///
 /// - The methods of ``Limits/methods``: GET and HEAD by default (405 for other known methods,
 ///   listing the served ones in `Allow`; 501 for unknown ones), HTTP/1.0 and 1.1.
-/// - Bodies only when ``Limits/maxBodyBytes`` is above 0, only on POST, only with a
+/// - Bodies only when ``Limits/maxBodyBytes`` is above 0, never on GET or HEAD, only with a
 ///   `Content-Length` (411 for `Transfer-Encoding`), at most that many bytes (413 at once, before
 ///   the body is read); `Expect: 100-continue` is answered.
 /// - One request per connection (`Connection: close`) unless ``Limits/maxRequestsPerConnection``
@@ -61,12 +61,17 @@ public final class HTTPServer: Sendable {
         public var writeDeadline: Duration = .seconds(10)
         /// After the answer: how long bytes the client still sends are read and dropped.
         public var lingerDeadline: Duration = .seconds(1)
+        /// Answers a method it does not know (`QUERY`) 405 with `Allow`, as one it knows but does
+        /// not serve, instead of 501 (RFC 9110's SHOULD): an API whose document lists every
+        /// method it serves, judged by clients that read any 5xx as its fault (docs/api.md).
+        public var unknownMethodsNotAllowed = false
 
         public init() {}
 
         var parserLimits: RequestParser.Limits {
             RequestParser.Limits(maxHeadBytes: maxHeadBytes, maxTargetBytes: maxTargetBytes,
-                                 maxHeaderFields: maxHeaderFields, methods: methods, maxBodyBytes: maxBodyBytes)
+                                 maxHeaderFields: maxHeaderFields, methods: methods, maxBodyBytes: maxBodyBytes,
+                                 unknownMethodsNotAllowed: unknownMethodsNotAllowed)
         }
     }
 

@@ -95,6 +95,8 @@ struct HTTPServerBodyTests {
         let put = await RawClient.exchange(server.address, [Array("PUT /echo HTTP/1.1\r\nHost: x\r\n\r\n".utf8)])
         #expect(put.statusCode == 405)
         #expect(put.header("Allow") == "GET, HEAD, POST")
+        let options = await RawClient.exchange(server.address, [Array("OPTIONS /echo HTTP/1.1\r\nHost: x\r\n\r\n".utf8)])
+        #expect(options.statusCode == 405)
         #expect(await RawClient.get(server.address, "/echo").statusCode == 200)
         await server.close()
     }

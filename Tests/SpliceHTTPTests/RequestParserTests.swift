@@ -109,7 +109,7 @@ struct RequestParserTests {
 @Suite("HTTP request parser, with bodies")
 struct RequestBodyParserTests {
     /// What the HTTP API takes: GET, HEAD and POST, bodies up to 1 KiB here.
-    static let api = RequestParser.Limits(methods: [.get, .head, .post], maxBodyBytes: 1024)
+    static let api = RequestParser.Limits(methods: [.get, .head, .post, .put], maxBodyBytes: 1024)
 
     private func parse(_ text: String) -> RequestParser.Outcome {
         var parser = RequestParser(limits: Self.api)
@@ -154,7 +154,7 @@ struct RequestBodyParserTests {
         ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n", 400),
         ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: +1\r\n\r\n", 400),
         ("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab", 400),        // GET carries none
-        ("PUT / HTTP/1.1\r\n", 405),
+        ("TRACE / HTTP/1.1\r\n", 405),
     ])
     func refused(request: String, expected: Int) {
         guard case .refuse(let status, _) = parse(request) else {
@@ -162,6 +162,24 @@ struct RequestBodyParserTests {
             return
         }
         #expect(status.code == expected, "\(request.debugDescription)")
+    }
+
+    @Test("an unknown method is 501, or 405 like a known one when the server says so")
+    func unknownMethod() {
+        var plain = RequestParser(limits: Self.api)
+        guard case .refuse(let status, _) = plain.feed(Array("QUERY / HTTP/1.1\r\n".utf8)) else {
+            Issue.record("QUERY was not refused")
+            return
+        }
+        #expect(status.code == 501)
+        var limits = Self.api
+        limits.unknownMethodsNotAllowed = true
+        var api = RequestParser(limits: limits)
+        guard case .refuse(let notAllowed, _) = api.feed(Array("QUERY / HTTP/1.1\r\n".utf8)) else {
+            Issue.record("QUERY was not refused")
+            return
+        }
+        #expect(notAllowed.code == 405)
     }
 
     @Test("Connection: close and HTTP/1.0 end the connection; HTTP/1.1 keeps it")

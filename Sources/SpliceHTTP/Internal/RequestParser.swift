@@ -11,7 +11,8 @@
 /// more than `maxHeaderFields` fields (431), HTTP/1.1 without exactly one Host (400). Bodies: a
 /// server that takes none (`maxBodyBytes` 0, GET and HEAD only) refuses any (`Content-Length`
 /// above 0, or `Transfer-Encoding`: 400); one that takes them reads exactly `Content-Length`
-/// bytes (absent: none), refuses a length over `maxBodyBytes` (413), a body on GET or HEAD (400),
+/// bytes (absent: none) on any method but GET and HEAD, refuses a length over `maxBodyBytes` (413), a
+/// body on GET or HEAD (400),
 /// a malformed or repeated `Content-Length` (400) and `Transfer-Encoding` (411: send a length).
 ///
 /// Bytes after a complete request (the next one on a kept-alive connection) stay in ``leftover``.
@@ -30,6 +31,8 @@ struct RequestParser {
         var methods: Set<HTTPMethod> = [.get, .head]
         /// The largest body accepted; 0 accepts none.
         var maxBodyBytes = 0
+        /// A method token the server does not know is 405 like a known one it does not serve, not 501.
+        var unknownMethodsNotAllowed = false
     }
 
     static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"]
@@ -133,7 +136,7 @@ struct RequestParser {
             return .refuse(.httpVersionNotSupported, "only HTTP/1.1 and HTTP/1.0 are served, not \(version)")
         }
         guard let allowed = HTTPMethod(rawValue: method), limits.methods.contains(allowed) else {
-            if Self.knownMethods.contains(method) {
+            if Self.knownMethods.contains(method) || limits.unknownMethodsNotAllowed {
                 return .refuse(.methodNotAllowed, limits.methods.contains(.post)
                     ? "\(method) is not served here" : "\(method) is not served here: this endpoint is read-only")
             }
@@ -203,7 +206,7 @@ struct RequestParser {
             guard acceptsBodies else {
                 return .refuse(.badRequest, "a request body is not accepted (GET and HEAD only)")
             }
-            guard line.method == .post else {
+            guard line.method != .get && line.method != .head else {
                 return .refuse(.badRequest, "a \(line.method.rawValue) request has no body")
             }
             guard length <= limits.maxBodyBytes else {
