@@ -27,6 +27,14 @@ struct PathRoots: Sendable, Hashable {
         roots = resolved
     }
 
+    /// Roots already resolved (a token's, resolved when it was made).
+    init(resolved: [String]) {
+        roots = resolved
+    }
+
+    /// No roots: every path.
+    static let none = PathRoots(resolved: [])
+
     var isEmpty: Bool { roots.isEmpty }
 
     /// Whether `resolved` (an absolute path without links) is one of the roots or inside one.

@@ -52,10 +52,11 @@ public final class JobRepository: Sendable {
             let inserted = try await connection.query("""
                 WITH job AS (
                     INSERT INTO jobs (idempotency_key, submission_fingerprint, source_url, output_url, settings,
-                                      priority, max_attempts)
+                                      priority, max_attempts, reference, webhook_url, webhook_secret, submitted_by)
                     VALUES (\(submission.idempotencyKey), \(submission.fingerprint), \(submission.sourceURL),
                             \(submission.outputURL), \(submission.settings), \(submission.priority),
-                            \(submission.maxAttempts))
+                            \(submission.maxAttempts), \(submission.reference), \(submission.webhookURL),
+                            \(submission.webhookSecret), \(submission.submittedBy))
                     ON CONFLICT (idempotency_key) DO NOTHING
                     RETURNING *
                 ), event AS (
