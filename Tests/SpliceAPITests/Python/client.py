@@ -206,7 +206,7 @@ def idempotency():
                             stdout=subprocess.DEVNULL)
     time.sleep(1)
     answers = {}
-    racing = dict(body, output=os.path.join(CONFIG["outputs"], "idem-4.mp4"))
+    racing = dict(body, output=os.path.join(CONFIG["outputs"], "idem-4.mp4"), reference="idem-race")
     thread = threading.Thread(target=lambda: answers.setdefault("first", requests.post(
         url("/v1/jobs"), json=racing, headers=headers("full", **{"Idempotency-Key": "idem-2"}), timeout=60)))
     thread.start()
@@ -239,8 +239,9 @@ def idempotency():
     check(stamps == sorted(stamps, reverse=True), "newest first")
     only = requests.get(url("/v1/jobs"), params={"state": "cancelled"}, headers=headers("read"), timeout=30).json()
     check(all(job["state"] == "cancelled" for job in only["jobs"]) and len(only["jobs"]) >= 1, "state= filters")
-    check(requests.get(url("/v1/jobs"), params={"reference": "e2e-1"}, headers=headers("read"), timeout=30)
-          .json()["jobs"][0]["reference"] == "e2e-1", "reference= finds the job")
+    found = requests.get(url("/v1/jobs"), params={"reference": "idem-race"}, headers=headers("read"), timeout=30)
+    check([job["id"] for job in found.json()["jobs"]] == [answers["first"].json()["id"]],
+          "reference= finds the job, and only it: " + describe(found))
 
 
 def authorization():
