@@ -50,6 +50,9 @@ enum HTTPBenchmark {
         }
         let splice = try Self.spliceBinary()
         let directory = "/tmp/splice-bench-http-\(getpid())"
+        // The server runs as postgres: the folder above its data must be searchable by it.
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o755])
         var settings = EmbeddedPostgres.Configuration(directory: directory + "/postgres")
         settings.durability = .durable
         settings.log = { _ in }
@@ -92,7 +95,15 @@ enum HTTPBenchmark {
                 wrk.method = "POST"
                 wrk.headers["Content-Type"] = "application/json"
                 wrk.headers["Authorization"] = "Bearer \(token)"
-                wrk.body = '{"input": "\(clip)", "output": "\(directory)/out/bench.mp4", "priority": -1000}'
+                -- One output per job: a second job for an output already taken is refused.
+                local threads = 0
+                function setup(thread) threads = threads + 1; thread:set("tid", threads) end
+                local n = 0
+                request = function()
+                    n = n + 1
+                    return wrk.format(nil, "/v1/jobs", nil, string.format(
+                        '{"input": "\(clip)", "output": "\(directory)/out/bench-%d-%d.mp4", "priority": -1000}', tid, n))
+                end
                 """.write(toFile: postScript, atomically: true, encoding: .utf8)
             var postOptions = options
             postOptions.seconds = max(3, options.seconds / 2)
@@ -180,7 +191,7 @@ enum HTTPBenchmark {
                              "--data-endpoint", "tcp://127.0.0.1:*", "--metrics-endpoint", "127.0.0.1:0",
                              "--http-endpoint", "127.0.0.1:0", "--http-rate-limit", "1000000"]
         process.environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
-                               "HOME": directory, "SPLICE_LOG_LEVEL": "warning"]
+                               "HOME": directory, "SPLICE_LOG_LEVEL": "info"]  // "coordinator ready" is info
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardOutput = FileHandle.nullDevice
         try process.run()
