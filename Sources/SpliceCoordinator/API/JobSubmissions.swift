@@ -144,7 +144,7 @@ final class JobSubmissions: Sendable {
         }
         try await checkPaths(submission, overwrite: request.overwrite)
         let creation = try await repository.createJob(JobSubmission(
-            idempotencyKey: key, fingerprint: fingerprint, sourceURL: submission.input, outputURL: submission.output,
+            idempotencyKey: key, fingerprint: fingerprint, input: submission.input, output: submission.output,
             settings: try PostgresJSON(encoding: request), priority: submission.priority, maxAttempts: maxAttempts,
             reference: submission.reference, webhookURL: webhook?.url, webhookSecret: webhook?.secret,
             submittedBy: submission.token))

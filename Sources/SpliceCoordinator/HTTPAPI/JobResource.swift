@@ -69,8 +69,8 @@ struct JobResource: Encodable, Sendable {
          withSettings: Bool = false) {
         id = job.id.description
         state = job.state
-        input = job.sourceURL
-        output = job.outputURL
+        input = job.input
+        output = job.output
         priority = job.priority
         reference = job.reference
         settings = withSettings ? try? JSONValue(parsing: Array(job.settings.text.utf8)) : nil
