@@ -1,5 +1,6 @@
 public import Foundation
 public import SpliceConcurrency
+public import SpliceCore
 public import SpliceHTTP
 public import SpliceLog
 public import SpliceStore
@@ -34,6 +35,9 @@ public struct CoordinatorConfiguration: Sendable {
     public var keys: CurveKeyPair?
     /// Public keys admitted on the API endpoint when CURVE is on.
     public var adminKeys: [CurvePublicKey]
+    /// What each admin key may do (docs/api.md, Tokens and scopes); a key not here may do
+    /// everything, as does the coordinator's own.
+    public var adminKeyScopes: [CurvePublicKey: Set<APIScope>] = [:]
     /// Allow a non-loopback bind without keys.
     public var insecure: Bool
     /// Attempts per segment before it is dead.
@@ -76,6 +80,27 @@ public struct CoordinatorConfiguration: Sendable {
     /// The version `splice_build_info` and the status page show.
     public var version = "dev"
 
+    // MARK: - The HTTP API (docs/api.md)
+
+    /// Where the HTTP API listens (`--http-endpoint`); nil: off.
+    public var httpEndpoint: HTTPAddress?
+    /// Requests a second a token may make when it has no rate of its own (`--http-rate-limit`).
+    public var httpRateLimit = 50
+    /// Connections the HTTP API keeps open at once (`--http-max-connections`).
+    public var httpMaxConnections = 1024
+    /// Database connections of the HTTP API's reads (its own pool, beside the coordinator's).
+    public var httpDatabaseConnections = 4
+    /// How often the event streams look at the jobs they watch.
+    public var eventPollInterval: Duration = .milliseconds(250)
+    /// Where the events of a job without a webhook of its own go (`--webhook-url`).
+    public var webhookURL: String?
+    /// The secret that signs webhooks of jobs without their own (`--webhook-secret`).
+    public var webhookSecret: String?
+    /// The first retry of a failed delivery (doubling, jittered, up to an hour; `--webhook-retry-seconds`).
+    public var webhookRetryBase: Duration = .seconds(5)
+    /// Whether this coordinator delivers webhooks (a standby does not until it leads).
+    public var webhookLeadership = LeadershipGate()
+
     /// A configuration with the contract's defaults (`--lease-seconds 60`, `--max-attempts 5`).
     public init(
         database: Database, spool: URL, workersEndpoint: String = "tcp://*:7450", apiEndpoint: String = "tcp://*:7451",
@@ -115,6 +140,22 @@ public struct CoordinatorConfiguration: Sendable {
         }
         for endpoint in [workersEndpoint, apiEndpoint] + (dataEndpoint.map { [$0] } ?? []) {
             try EndpointSecurity.checkBinding(endpoint, curveEnabled: keys != nil, insecure: insecure)
+        }
+        if let webhookURL, let problem = WebhookURL.problem(webhookURL) {
+            throw CoordinatorError(.invalidConfiguration, "--webhook-url \(problem)")
+        }
+        if let webhookSecret, !(16...256).contains(webhookSecret.utf8.count) {
+            throw CoordinatorError(.invalidConfiguration, "the --webhook-secret must be 16 to 256 bytes long")
+        }
+        if webhookURL != nil && webhookSecret == nil {
+            throw CoordinatorError(.invalidConfiguration, "--webhook-url needs --webhook-secret to sign the events with")
+        }
+        guard (1...1_000_000).contains(httpRateLimit) else {
+            throw CoordinatorError(.invalidConfiguration, "--http-rate-limit must be from 1 to 1000000; got \(httpRateLimit)")
+        }
+        guard (1...100_000).contains(httpMaxConnections) else {
+            throw CoordinatorError(.invalidConfiguration,
+                                   "--http-max-connections must be from 1 to 100000; got \(httpMaxConnections)")
         }
         guard workersEndpoint != apiEndpoint || workersEndpoint.hasSuffix(":*") else {
             throw CoordinatorError(

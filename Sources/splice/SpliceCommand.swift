@@ -24,6 +24,7 @@ struct SpliceCommand: Command {
             JobsCommand.self,
             CancelCommand.self,
             WorkersCommand.self,
+            TokensCommand.self,
             KeysCommand.self,
             DBCommand.self,
             HelpCommand.self,

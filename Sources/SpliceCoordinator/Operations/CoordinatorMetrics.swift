@@ -38,13 +38,24 @@ final class CoordinatorMetrics: Sendable {
         "splice_job_duration_seconds", help: "From submission to completion, for jobs that succeeded.",
         buckets: [5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 43200])
 
+    let httpRequests = Counter(
+        "splice_http_requests_total", help: "HTTP API requests answered by the API, by status code.",
+        labelNames: ["code"])
+    let httpRateLimited = Counter(
+        "splice_http_rate_limited_total", help: "HTTP API requests refused 429 because their token was over its rate.")
+    let webhookDeliveries = Counter(
+        "splice_webhook_deliveries_total",
+        help: "Webhook delivery attempts by outcome: delivered (2xx), failed (tried again later), expired (given up).",
+        labelNames: ["outcome"], initial: WebhookOutcome.allCases.map { [$0.rawValue] })
+
     /// When the claim that leased each attempt was issued, until its ASSIGN is sent.
     private let claimTimes = Mutex<[LeaseToken: ContinuousClock.Instant]>([:])
     private let throughput = Mutex(Throughput())
 
     /// The in-memory families, in exposition order.
     var sources: [any MetricSource] {
-        [segmentsCompleted, attemptsFailed, backupsStarted, leaseExpiries, encodeSeconds, dispatchLatency, stitchSeconds, jobDuration]
+        [segmentsCompleted, attemptsFailed, backupsStarted, leaseExpiries, encodeSeconds, dispatchLatency, stitchSeconds,
+         jobDuration, httpRequests, httpRateLimited, webhookDeliveries]
     }
 
     // MARK: - Results and attempts

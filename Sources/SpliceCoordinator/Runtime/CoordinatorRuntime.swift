@@ -1,5 +1,7 @@
 import Foundation
 import SpliceConcurrency
+import SpliceCore
+import SpliceHTTP
 import SpliceLog
 import SpliceStore
 import SpliceWire
@@ -36,6 +38,8 @@ final class CoordinatorRuntime: Sendable {
     let shell: CoordinatorShell
     /// The operators' read-only view of the database (its own small pool).
     let operations: OperationsStore
+    /// The HTTP API's event streams, when it runs.
+    let events: JobEventHub?
     let startedAt = ContinuousClock.now
     private let group: ServiceGroup
     private let resources: Teardown<Ending>
@@ -43,14 +47,15 @@ final class CoordinatorRuntime: Sendable {
 
     private init(
         endpoints: CoordinatorEndpoints, workerEndpoint: CoordinatorWorkerEndpoint, apiEndpoint: APIServerEndpoint,
-        shell: CoordinatorShell, operations: OperationsStore, group: ServiceGroup, resources: Teardown<Ending>,
-        logger: Logger
+        shell: CoordinatorShell, operations: OperationsStore, events: JobEventHub?, group: ServiceGroup,
+        resources: Teardown<Ending>, logger: Logger
     ) {
         self.endpoints = endpoints
         self.workerEndpoint = workerEndpoint
         self.apiEndpoint = apiEndpoint
         self.shell = shell
         self.operations = operations
+        self.events = events
         self.group = group
         self.resources = resources
         self.logger = logger
@@ -133,12 +138,62 @@ final class CoordinatorRuntime: Sendable {
         let reaper = LeaseReaper(store: store, shell: shell, orphanGrace: configuration.sessions.orphanGrace,
                                  startedAt: .now, logger: logger)
         let janitor = SpoolJanitor(store: store, cleaner: cleaner, logger: logger)
+        let inputRoots = try PathRoots(configuration.inputRoots, flag: "--input-root")
+        let outputRoots = try PathRoots(configuration.outputRoots, flag: "--output-root")
+        let submissions = JobSubmissions(
+            repository: repository, maxAttempts: configuration.maxAttempts, plannerWake: plannerWake,
+            sourceProtocols: try SourceProtocols(configuration.sourceProtocols), inputRoots: inputRoots,
+            outputRoots: outputRoots, defaultWebhookURL: configuration.webhookURL,
+            hasDefaultSecret: configuration.webhookSecret != nil, logger: logger)
+        // The HTTP API's reads have a pool of their own (statements cut off after 5 s), so its load
+        // never takes a connection the dispatch needs.
+        let reads = JobRepository(client: PostgresClient(
+            configuration: database.forOperations(statementTimeout: .seconds(5)),
+            maxConnections: configuration.httpDatabaseConnections, retryPolicy: .never))
+        resources.add { _ in await reads.client.close() }
+        let tokens = TokenAuthority(repository: reads)
         let handler = ClientAPIHandler(
             repository: repository, shell: shell, workerEndpoint: workerEndpoint, enrolledKeys: security.workerKeys,
-            maxAttempts: configuration.maxAttempts, plannerWake: plannerWake,
-            sourceProtocols: try SourceProtocols(configuration.sourceProtocols),
-            inputRoots: try PathRoots(configuration.inputRoots, flag: "--input-root"),
-            outputRoots: try PathRoots(configuration.outputRoots, flag: "--output-root"), logger: logger)
+            submissions: submissions, inputRoots: inputRoots, outputRoots: outputRoots,
+            tokenRevoked: { tokens.forget($0) }, logger: logger)
+        let ownKey = configuration.keys?.publicKey
+        let scopes = configuration.adminKeyScopes
+        let apiScopes: @Sendable (WirePeer) -> Set<APIScope> = { peer in
+            guard let key = peer.publicKey, key != ownKey, let limited = scopes[key] else { return Set(APIScope.allCases) }
+            return limited
+        }
+        var http: (service: HTTPAPIService, events: JobEventHub)?
+        if let address = configuration.httpEndpoint {
+            let events = JobEventHub(reads: reads, shell: shell, pollInterval: configuration.eventPollInterval,
+                                     logger: logger)
+            let api = HTTPAPIHandler(
+                submissions: submissions, reads: reads, api: handler, shell: shell, tokens: tokens,
+                limiter: RateLimiter(defaultRate: configuration.httpRateLimit), events: events, metrics: shell.metrics,
+                logger: logger)
+            let server: HTTPServer
+            do {
+                server = try HTTPServer.start(
+                    on: address, limits: HTTPAPIService.limits(maxConnections: configuration.httpMaxConnections),
+                    refusal: Problem.refusal) { request in await api.respond(to: request) }
+            } catch {
+                throw CoordinatorError(.invalidConfiguration, "the HTTP API (--http-endpoint) cannot start: \(error)")
+            }
+            resources.add { _ in await server.close() }
+            logger.info("http api ready", ["address": server.address.description,
+                                           "openapi": server.address.url + "/v1/openapi.json"])
+            if !address.isLoopback {
+                logger.warning("http api reachable beyond this machine without TLS; put nginx in front (docs/api.md)",
+                               ["address": server.address.description])
+            }
+            http = (HTTPAPIService(server: server, events: events), events)
+        }
+        let webhooks = WebhookSender(
+            repository: repository,
+            settings: WebhookSender.Settings(
+                secret: configuration.webhookSecret,
+                backoff: Backoff(base: configuration.webhookRetryBase, cap: .seconds(3600), jitter: 0.5),
+                userAgent: "splice/" + configuration.version),
+            gate: configuration.webhookLeadership, metrics: shell.metrics, logger: logger)
         let tick = max(.milliseconds(20), configuration.sessions.heartbeatInterval / 4)
 
         // Graceful shutdown stops these last to first: the API, the loops, the reader, then the
@@ -154,15 +209,16 @@ final class CoordinatorRuntime: Sendable {
             LoopService("janitor", every: configuration.janitorInterval) { await janitor.round() },
             LoopService("stitcher", every: configuration.pollInterval, wake: stitcherWake) { await stitcher.round() },
             LoopService("planner", every: configuration.pollInterval, wake: plannerWake) { await planner.round() },
-            APIService(endpoint: apiEndpoint, handler: handler, logger: logger),
-        ])
+            LoopService("webhooks", every: .seconds(1)) { await webhooks.round() },
+            APIService(endpoint: apiEndpoint, handler: handler, scopes: apiScopes, logger: logger),
+        ] + (http.map { [$0.service] } ?? []))
         let endpoints = CoordinatorEndpoints(
             workers: workerEndpoint.wire.endpoints.first ?? configuration.workersEndpoint,
             api: apiEndpoint.wire.endpoints.first ?? configuration.apiEndpoint, data: dataBound,
-            serverKey: configuration.keys?.publicKey)
+            serverKey: configuration.keys?.publicKey, http: http?.service.server.address)
         return CoordinatorRuntime(
             endpoints: endpoints, workerEndpoint: workerEndpoint, apiEndpoint: apiEndpoint, shell: shell,
-            operations: operations, group: group, resources: resources, logger: logger)
+            operations: operations, events: http?.events, group: group, resources: resources, logger: logger)
     }
 
     /// The store: the given server, or the embedded one in its directory; migrated either way.
@@ -251,7 +307,7 @@ final class CoordinatorRuntime: Sendable {
     /// closed before it returns, with linger unless the task was cancelled.
     func run() async throws {
         logger.info("coordinator ready", ["workers": endpoints.workers, "api": endpoints.api,
-                                          "data": endpoints.data ?? "-"])
+                                          "data": endpoints.data ?? "-", "http": endpoints.http?.description ?? "-"])
         var failure: ServiceGroupError?
         do {
             try await group.run()

@@ -6,7 +6,8 @@ import SpliceCore
 extension Job {
     static let columns: PostgresQuery = """
         id, idempotency_key, submission_fingerprint, source_url, output_url, settings, plan, state, priority, \
-        max_attempts, segments_total, segments_done, error, created_at, updated_at, started_at, finished_at
+        max_attempts, segments_total, segments_done, error, created_at, updated_at, started_at, finished_at, \
+        reference, webhook_url, webhook_secret IS NOT NULL AS own_webhook_secret, submitted_by
         """
 
     init(row: PostgresRow) throws(StoreError) {
@@ -19,7 +20,10 @@ extension Job {
             maxAttempts: try row.decode(column: "max_attempts"), segmentsTotal: try row.decode(column: "segments_total"),
             segmentsDone: try row.decode(column: "segments_done"), error: try row.decode(column: "error"),
             createdAt: try row.decode(column: "created_at"), updatedAt: try row.decode(column: "updated_at"),
-            startedAt: try row.decode(column: "started_at"), finishedAt: try row.decode(column: "finished_at"))
+            startedAt: try row.decode(column: "started_at"), finishedAt: try row.decode(column: "finished_at"),
+            reference: try row.decode(column: "reference"), webhookURL: try row.decode(column: "webhook_url"),
+            hasOwnWebhookSecret: try row.decode(column: "own_webhook_secret"),
+            submittedBy: try row.decode(column: "submitted_by"))
     }
 }
 
