@@ -17,7 +17,7 @@ set -euo pipefail
 
 splice_packages=(
     pkg-config
-    libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev
+    libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libavfilter-dev
     libzmq3-dev libpq-dev postgresql ffmpeg
     prometheus chromium python3-yaml python3-jsonschema python3-venv
 )

@@ -41,6 +41,8 @@ public final class Transcoder: Sendable {
         public var stitch: StitchSummary
         /// The streaming package written, when the request asked for one.
         public var package: PackageSummary?
+        /// The checks of a verified output (`--verify`), every frame's figures included.
+        public var quality: QualityReport?
         public var planNanoseconds: UInt64
         public var encodeNanoseconds: UInt64
         public var stitchNanoseconds: UInt64
@@ -131,8 +133,16 @@ public final class Transcoder: Sendable {
             stitch = try await Stitcher(plan: plan).stitch(segments: paths, checksums: checksums, to: options.output,
                                                            overwrite: options.request.overwrite)
         }
+        var quality: QualityReport?
+        if let request = plan.quality, request.verify != nil {
+            let figures = Dictionary(uniqueKeysWithValues: results.compactMap { r in r.figures.map { (r.index, $0) } })
+            let report = try await StitchVerification(plan: plan).verify(segments: paths, output: options.output, figures: figures)
+            try QualityGate.conclude(report, request: request, output: options.output)
+            quality = report
+        }
         let t3 = clock.now
         return Summary(plan: plan, segments: results.sorted { $0.index < $1.index }, stitch: stitch, package: package,
+                       quality: quality,
                        planNanoseconds: nanoseconds(t1 - t0), encodeNanoseconds: nanoseconds(t2 - t1),
                        stitchNanoseconds: nanoseconds(t3 - t2))
     }

@@ -21,6 +21,10 @@ final class ExportPipeline {
         /// Bytes of encoded video written, and the encoder's mean frame QP when it reports one.
         var videoBytes: Int64 = 0
         var meanQP: Double?
+        /// The video's quality against the pictures encoded, when the plan measures it.
+        var quality: QualitySeries?
+        /// A probe run's outcome per CRF (``ExportPlan/Probe``): bytes and quality of each rendition.
+        var probes: [(bytes: Int64, quality: QualitySeries?)] = []
     }
 
     private let plan: ExportPlan
@@ -56,6 +60,8 @@ final class ExportPipeline {
             let s = try SegmentFileWriter(destination: plan.destination, planID: planID, index: index)
             segmentWriter = s
             writer = s
+        case .discard:
+            writer = DiscardingWriter()
         }
 
         // Paths: audio and video first (they drive the run), then the riders.
@@ -200,12 +206,14 @@ final class ExportPipeline {
             try muxer.finish(appending: postProcess ? extra : nil, isQuickTimeMovie: muxerName == "mov",
                              fastStart: plan.fastStart)
         } else {
+            segmentWriter?.quality = videoEncode?.quality
             try writer.finish()
         }
         onProgress(1)
         return Result(videoFrames: videoEncode?.framesWritten ?? 0, audioSamples: audioEncodes.first?.samplesEncoded ?? 0,
                       videoTimestamps: videoEncode?.writtenTimestamps ?? [], checksum: segmentWriter?.checksum,
-                      videoBytes: videoEncode?.bytesWritten ?? 0, meanQP: videoEncode?.meanQP)
+                      videoBytes: videoEncode?.bytesWritten ?? 0, meanQP: videoEncode?.meanQP,
+                      quality: videoEncode?.quality, probes: videoEncode?.renditionOutcomes ?? [])
     }
 
     /// Whether the codec's keyframes may open GOPs whose leading pictures reference the GOP
