@@ -87,4 +87,79 @@ struct QualityTests {
         #expect(measured.map(\.frames).reduce(0, +) == series.count)
         #expect(report.audio.count == 1 && report.audio.allSatisfy(\.passed), "\(report.audio)")
     }
+
+    /// `splice verify` finds what is wrong with an output, each defect named by segment and time:
+    /// one segment replaced by a CRF 45 encode of the same range, a dropped frame, a repeated
+    /// picture at a join, audio shifted by 1,024 samples; and the correct output passes. Each
+    /// defect is planted by the ffmpeg CLI into the decoded correct output, re-encoded losslessly,
+    /// so nothing else changes.
+    @Test func verifyNamesEveryPlantedDefectAndPassesTheCorrectOutput() async throws {
+        let source = try await Self.clip()
+        let dir = Fixtures.temporaryDirectory("defects")
+        let good = dir.appendingPathComponent("good.mp4")
+        let request = TranscodeRequest(video: VideoSettings(codec: .h264, quality: 23, preset: "veryfast"),
+                                       audio: AudioSettings(codec: .aac), fileType: .mp4,
+                                       segmentDuration: MediaTime(seconds: 1), audioSegmentDuration: MediaTime(seconds: 2))
+        let plan = try await Transcoder(options: .init(source: source, output: good, request: request, jobs: 2)).run().plan
+        let starts = plan.videoSegments.map { ($0.videoStart ?? .zero) - plan.outputZero }
+        try #require(starts.count == 4)
+        // Thresholds an operator of this clip would set: CRF 23 makes about 40 dB here.
+        let thresholds = QualityThresholds(minPSNR: 34)
+        func verify(_ output: URL) async throws -> QualityReport {
+            try await OutputVerifier(options: .init(source: source, output: output.path, plan: plan, thresholds: thresholds)).run()
+        }
+        func plant(_ name: String, _ arguments: [String]) async throws -> URL {
+            let url = dir.appendingPathComponent(name)
+            try await ExternalTool.check("ffmpeg", ["-v", "error", "-y", "-i", good.path] + arguments + [url.path])
+            return url
+        }
+        let lossless = ["-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", "-pix_fmt", "yuv420p"]
+
+        let correct = try await verify(good)
+        #expect(correct.passed, "\(correct.problems.map(\.message))")
+        #expect(correct.frames.expected == 120 && correct.frames.output == 120)
+        #expect(correct.segments.map(\.index) == plan.videoSegments.map(\.index))
+        #expect(correct.videoJoins.count == 3 && correct.audio.first?.points.contains { $0.kind == "join" } == true)
+
+        // Segment 2 (1 s from 2 s) replaced by a CRF 45 encode of the same range of the source.
+        let bad = dir.appendingPathComponent("crf45.mp4")
+        try await ExternalTool.check("ffmpeg", ["-v", "error", "-y", "-ss", "2", "-t", "1", "-i", source, "-an",
+                                                "-c:v", "libx264", "-preset", "veryfast", "-crf", "45", bad.path])
+        let replaced = dir.appendingPathComponent("replaced.mp4")
+        try await ExternalTool.check("ffmpeg", ["-v", "error", "-y", "-i", good.path, "-i", bad.path, "-filter_complex",
+            "[0:v]split=2[g0][g1];[g0]trim=end=2,setpts=PTS-STARTPTS[p0];[g1]trim=start=3,setpts=PTS-STARTPTS[p2];"
+                + "[1:v]setpts=PTS-STARTPTS[p1];[p0][p1][p2]concat=n=3:v=1:a=0,setpts=N/30/TB[v]",
+            "-map", "[v]", "-map", "0:a", "-c:a", "copy"] + lossless + [replaced.path])
+        let second = plan.videoSegments[2].index
+        let low = try await verify(replaced)
+        #expect(!low.passed)
+        #expect(low.problems.contains { $0.kind == "segment" && $0.segment == second && $0.timeMilliseconds == 2000 },
+                "\(low.problems.map(\.message))")
+        #expect(low.problems.allSatisfy { $0.segment == second || $0.kind == "join" }, "\(low.problems.map(\.message))")
+
+        // Frame 50 (1.667 s, in segment 1) dropped, the other timestamps kept.
+        let dropped = try await verify(try await plant("dropped.mp4", [
+            "-vf", "select='not(eq(n\\,50))'", "-fps_mode", "passthrough", "-c:a", "copy"] + lossless))
+        #expect(dropped.frames.missing == [1666], "\(dropped.frames)")
+        #expect(dropped.problems.contains { $0.kind == "frames" && $0.segment == plan.videoSegments[1].index
+            && $0.timeMilliseconds == 1666 }, "\(dropped.problems.map(\.message))")
+
+        // The first frame of segment 3 (3 s, frame 90) shows frame 89 again.
+        let repeated = try await verify(try await plant("repeated.mp4", [
+            "-filter_complex", "[0:v]split[a][b];[a][b]freezeframes=first=90:last=90:replace=89[v]", "-map", "[v]",
+            "-map", "0:a", "-c:a", "copy"] + lossless))
+        #expect(repeated.frames.shifted == [.init(timeMilliseconds: 3000, offset: -1, frames: 1)], "\(repeated.frames)")
+        #expect(repeated.problems.contains { $0.kind == "frames" && $0.segment == plan.videoSegments[3].index
+            && $0.timeMilliseconds == 3000 && $0.message.contains("its first frame") }, "\(repeated.problems.map(\.message))")
+
+        // The audio 1,024 samples late (its length kept).
+        let shifted = try await verify(try await plant("late-audio.mp4", [
+            "-c:v", "copy", "-af", "adelay=delays=1024S:all=1,atrim=end_sample=192000", "-c:a", "aac"]))
+        let lags = shifted.audio.first?.points.map(\.lag) ?? []
+        #expect(!lags.isEmpty && lags.allSatisfy { $0 == 1024 }, "\(lags)")
+        let audioJoin = try #require(plan.audioSegments(track: 0).dropFirst().first)
+        #expect(shifted.problems.contains { $0.kind == "audio-lag" && $0.segment == audioJoin.index }, "\(shifted.problems.map(\.message))")
+        #expect(!shifted.passed)
+    }
 }
+

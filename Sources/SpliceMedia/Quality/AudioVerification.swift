@@ -88,7 +88,7 @@ struct AudioVerification {
     static let block = 1024
     /// Samples compared for a lag, and the largest lag looked for.
     static let window = 4096
-    static let maxLag = 1024
+    static let maxLag = 2048
     /// Blocks quieter than this (−60 dBFS RMS) say nothing about coding noise and are skipped.
     static let quietBlockPower = 1e-6
 
@@ -215,23 +215,29 @@ struct AudioVerification {
         }
         let s = differences(signal), r = differences(reference)
         let start = maxLag, end = start + window
-        var best = 0, bestScore = -Double.infinity
         var referenceEnergy = 0.0
         for i in start..<end { referenceEnergy += Double(r[i]) * Double(r[i]) }
         guard referenceEnergy > 1e-9 else { return 0 }
-        for lag in -maxLag...maxLag {
+        func score(_ lag: Int) -> Double {
             var dot = 0.0, energy = 0.0
             for i in start..<end {
                 let v = Double(s[i + lag])
                 dot += v * Double(r[i])
                 energy += v * v
             }
-            let score = energy > 0 ? dot / energy.squareRoot() : -Double.infinity
-            if score > bestScore {
-                bestScore = score
+            return energy > 0 ? dot / (energy * referenceEnergy).squareRoot() : -1
+        }
+        var best = 0, bestScore = -Double.infinity
+        for lag in -maxLag...maxLag {
+            let value = score(lag)
+            if value > bestScore {
+                bestScore = value
                 best = lag
             }
         }
+        // Periodic sound (a held tone) matches itself a period away as well as in place: only a
+        // lag that matches clearly better than none counts.
+        if best != 0 && score(0) >= 0.9 * bestScore { return 0 }
         return best
     }
 }

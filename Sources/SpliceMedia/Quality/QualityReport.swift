@@ -63,6 +63,12 @@ public struct QualityReport: Sendable, Codable, Hashable {
             public var offset: Int
             /// Frames in the run.
             public var frames: Int
+
+            public init(timeMilliseconds: Int64, offset: Int, frames: Int) {
+                self.timeMilliseconds = timeMilliseconds
+                self.offset = offset
+                self.frames = frames
+            }
         }
 
         public init(expected: Int, output: Int, missing: [Int64] = [], extra: [Int64] = [], shifted: [Shift] = []) {

@@ -65,7 +65,7 @@ public struct QualityReportPage: Sendable {
         let high = min(QualitySeries.identicalPSNR, (psnr.max() ?? 50) + 2).rounded(.up)
         let x = { (t: Double) in left + (t - t0) / span * plotWidth }
         let y = { (v: Double) in top + (1 - (min(high, max(low, v)) - low) / max(1, high - low)) * plotHeight }
-        let ssimLow = min(0.9, (series.ssimY.min() ?? 0.9)).rounded(.down)
+        let ssimLow = max(0, ((min(0.99, series.ssimY.min() ?? 0.9) * 100).rounded(.down) - 1) / 100)
         let ys = { (v: Double) in top + (1 - (v - ssimLow) / max(1e-6, 1 - ssimLow)) * plotHeight }
         // At most one point per horizontal pixel, the lowest of those it stands for (dips stay visible).
         func line(_ values: [Double], _ map: (Double) -> Double) -> String {
