@@ -161,5 +161,82 @@ struct QualityTests {
         #expect(shifted.problems.contains { $0.kind == "audio-lag" && $0.segment == audioJoin.index }, "\(shifted.problems.map(\.message))")
         #expect(!shifted.passed)
     }
+
+    /// Eight seconds of very different content, 2 s each, made from the shared real clips and
+    /// lavfi: a still picture (a Big Buck Bunny frame held), a talking head (the phone clip), high
+    /// motion (the aerial city clip at twice its speed) and film grain (the concert clip under
+    /// FFmpeg's temporal noise).
+    static func mixedClip() async throws -> String {
+        let still = Fixtures.temporaryDirectory("still").appendingPathComponent("still.png").path
+        try await ExternalTool.check("ffmpeg", ["-v", "error", "-y", "-i", Fixtures.shared("vp9_vorbis51_540p.webm"),
+                                                "-frames:v", "1", still])
+        return try await Fixtures.generated("mixed-complexity.mp4", ffmpeg: [
+            "-loop", "1", "-t", "2", "-framerate", "30", "-i", still,
+            "-ss", "0.5", "-t", "2", "-i", Fixtures.shared("h264_aac44k_720p_rotated90.mp4"),
+            "-t", "4.2", "-i", Fixtures.shared("h264_aac_320x240_60fps_5s.mp4"),
+            "-t", "2", "-i", Fixtures.shared("h264_pcm_1080p50.mov"),
+            "-filter_complex",
+            "[0:v]scale=480:270,setsar=1,fps=30,format=yuv420p[a];"
+                + "[1:v]crop=iw:iw*9/16,scale=480:270,setsar=1,fps=30,format=yuv420p[b];"
+                + "[2:v]setpts=0.5*PTS,scale=480:270,setsar=1,fps=30,trim=duration=2,format=yuv420p[c];"
+                + "[3:v]scale=480:270,setsar=1,fps=30,noise=alls=8:allf=t+u,format=yuv420p[d];"
+                + "[a][b][c][d]concat=n=4:v=1:a=0[v]",
+            "-map", "[v]", "-c:v", "libx264", "-preset", "veryfast", "-crf", "6", "-g", "30", "-keyint_min", "30",
+            "-sc_threshold", "0"])
+    }
+
+    /// Mean luma SSIM of each 2 s stretch of `output` against `source`, by ffmpeg.
+    static func ssimPerTwoSeconds(_ output: String, source: String) async throws -> [Double] {
+        let scores = try await ffmpegScores(output, reference: source)
+        return stride(from: 0, to: scores.ssimY.count, by: 60).map { start in
+            let part = scores.ssimY[start..<min(scores.ssimY.count, start + 60)]
+            return part.reduce(0, +) / Double(part.count)
+        }
+    }
+
+    /// With a quality target each segment finds its own CRF: every segment meets the target
+    /// within its tolerance (by ffmpeg's ssim filter too), and the file is smaller than one
+    /// ffmpeg encode at the single CRF that meets the target in its worst segment.
+    @Test func aTargetIsMetInEverySegmentWithFewerBitsThanOneCRF() async throws {
+        let source = try await Self.mixedClip()
+        let target = QualityTarget(metric: .ssim, value: 0.97)
+        let output = Fixtures.temporaryDirectory("target").appendingPathComponent("target.mp4")
+        var request = TranscodeRequest(video: VideoSettings(codec: .h264, preset: "veryfast"), audio: nil, fileType: .mp4,
+                                       segmentDuration: MediaTime(seconds: 2))
+        request.quality = QualityRequest(target: target)
+        let summary = try await Transcoder(options: .init(source: source, output: output, request: request, jobs: 2)).run()
+        let tolerance = try #require(request.quality?.effectiveTolerance)
+        #expect(summary.plan.videoSegments.count == 4)
+        let figures = summary.segments.compactMap(\.figures)
+        #expect(figures.count == 4 && figures.allSatisfy { $0.crf != nil && $0.quality != nil })
+        // The segments chose different CRFs: the still picture far above the grain.
+        let crfs = figures.compactMap(\.crf)
+        #expect((crfs.max() ?? 0) - (crfs.min() ?? 0) >= 8, "CRFs \(crfs)")
+        let measured = try await Self.ssimPerTwoSeconds(output.path, source: source)
+        #expect(measured.count == 4)
+        for (own, ffmpeg) in zip(figures.compactMap(\.quality?.ssimY), measured) {
+            #expect(abs(own - ffmpeg) <= 1e-4, "segment SSIM \(own), ffmpeg \(ffmpeg)")
+            #expect(ffmpeg >= target.value - tolerance, "segment SSIM \(ffmpeg) for a \(target) target")
+        }
+
+        // The single CRF a user would need: the highest whose worst 2 s meets the target.
+        let dir = Fixtures.temporaryDirectory("single-crf")
+        func single(_ crf: Int) async throws -> (bytes: Int, worst: Double) {
+            let path = dir.appendingPathComponent("crf\(crf).mp4").path
+            try await ExternalTool.check("ffmpeg", ["-v", "error", "-y", "-i", source, "-c:v", "libx264", "-preset", "veryfast",
+                                                    "-crf", "\(crf)", path])
+            let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
+            return (size, try await Self.ssimPerTwoSeconds(path, source: source).min() ?? 0)
+        }
+        var (low, high) = (8, 30)  // meets at `low`, not at `high`
+        try #require(try await single(low).worst >= target.value)
+        while high - low > 1 {
+            let middle = (low + high) / 2
+            if try await single(middle).worst >= target.value { low = middle } else { high = middle }
+        }
+        let baseline = try await single(low)
+        let bytes = try FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int ?? 0
+        #expect(bytes < baseline.bytes, "target mode \(bytes) bytes, CRF \(low) \(baseline.bytes) bytes")
+    }
 }
 

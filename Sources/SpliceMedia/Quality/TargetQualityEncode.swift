@@ -12,9 +12,10 @@ import SpliceCore
 ///    the line through the two probes gives the CRF that meets the target (x264 and x265 take
 ///    tenths; the others whole numbers), within the CRF bounds.
 /// 3. **The encode**, measured as `--verify` measures it, and when it missed the target by more
-///    than the tolerance, **one corrective encode** at the CRF the probes' slope points to from
-///    what the encode measured. Of the two, the one that meets the target with fewer bytes is
-///    kept (or the better one, when neither does).
+///    than the tolerance, **one corrective encode**, aimed half a tolerance above the target on
+///    the line through what the encode measured and the probe across the target from it. Of the
+///    two, the one that meets the target with fewer bytes is kept (or the better one, when
+///    neither does).
 ///
 /// The chosen CRF goes to the encoder as a private option over the resolved settings' own, so
 /// `--max-bitrate`/`--buffer-size` still cap it and nothing else about the encode changes.
@@ -87,7 +88,16 @@ struct TargetQualityEncode {
         guard abs(measured - target.value) > tolerance else {
             return Outcome(result: kept, crf: first, encodes: 1, probeCPUMicroseconds: probeCPU)
         }
-        let second = choose(first + (goal - target.linear(measured)) / slope)
+        // The correction: the line through the encode just measured and the probe on the other
+        // side of the target (else the nearest probe), which brackets the answer better than the
+        // probes' own slope where quality bends (grain falls steeply towards low CRFs).
+        let reached = target.linear(measured)
+        let across = points.filter { ($0.score - goal) * (reached - goal) < 0 && $0.crf != first }
+        let partner = (across.isEmpty ? points.filter { $0.crf != first } : across).min { abs($0.crf - first) < abs($1.crf - first) }
+        let correction = partner.map { Self.slope((first, reached), $0, metric: target.metric, codecScale: spread) } ?? slope
+        // A second miss cannot be corrected, so the correction aims half a tolerance above the target.
+        let aim = target.linear(target.value + tolerance / 2)
+        let second = choose(first + (aim - reached) / correction)
         guard second != first else { return Outcome(result: kept, crf: first, encodes: 1, probeCPUMicroseconds: probeCPU) }
 
         // The corrective encode goes beside the first; the better of the two takes the place.
@@ -149,6 +159,19 @@ struct TargetQualityEncode {
         // About 0.6 dB of PSNR and 0.45 dB of SSIM per CRF step on the 51 scale, half that on 63's.
         let typical = (metric == .ssim ? -0.45 : -0.6) * (codecScale > 4 ? 0.5 : 1)
         return measured < typical / 10 ? measured : typical
+    }
+
+    /// Private options every segment of a target job is encoded with, so segments at different
+    /// CRFs still share their codec headers (the stitcher requires it): x264 otherwise codes the
+    /// CRF into the picture parameter set's initial QP (`stitchable` keeps it at 26; given as
+    /// `x264opts`, which libx264 applies besides the resolved `x264-params`), and x265 writes its
+    /// whole option string, CRF included, into an SEI of its headers (`info=0` leaves it out).
+    static func stitchingOptions(_ encoding: VideoEncoding) -> [String: String] {
+        switch encoding.encoderName {
+        case "libx264": ["x264opts": "stitchable=1"]
+        case "libx265": ["x265-params": (encoding.options["x265-params"].map { $0 + ":" } ?? "") + "info=0"]
+        default: [:]
+        }
     }
 
     /// The encoder option for a CRF: "23" or "23.4".

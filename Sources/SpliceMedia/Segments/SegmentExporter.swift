@@ -57,6 +57,7 @@ public struct SegmentExporter: Sendable {
                 let result: ExportPipeline.Result
                 if let quality, let target = quality.target, let settings = plan.videoSettings,
                    case .encode(let encoding)? = exportPlan.video {
+                    exportPlan.extraVideoOptions.merge(TargetQualityEncode.stitchingOptions(encoding)) { _, own in own }
                     let span = ExportPlan.Window(start: spec.videoStart ?? plan.outputZero,
                                                  end: spec.videoEnd ?? plan.outputEnd ?? plan.assetDuration)
                     let outcome = try TargetQualityEncode(request: quality, target: target, settings: settings,
