@@ -1,10 +1,12 @@
+public import Foundation
+
 /// What encoding one segment's video produced, so a starved segment shows: the bytes of its video
 /// packets (warm-up frames dropped), their bit rate over the segment's span, and the encoder's
 /// mean frame QP when it reports one (x264, x265, libvpx); with `--verify` or a quality target,
 /// the picture quality measured against the source frames (``quality``) and the CRF the segment
 /// was encoded at (``crf``). One form from the encoder to the user: `splice transcode --json`
 /// prints it for each segment, a worker's COMPLETE carries it, the store keeps it with the segment
-/// (`video_bytes`, `video_bits_per_second`, `mean_qp`, and the quality columns of migration 0006)
+/// (`video_bytes`, `video_bits_per_second`, `mean_qp`, and the quality columns of migration 0007)
 /// and `splice status` shows it. A segment without video has none.
 public struct SegmentFigures: Sendable, Codable, Hashable {
     /// Bytes of the segment's video packets.
@@ -65,5 +67,27 @@ public struct SegmentQuality: Sendable, Codable, Hashable {
         self.minSSIMY = minSSIMY
         self.worstSecondPSNRY = worstSecondPSNRY
         self.worstSecondStartMilliseconds = worstSecondStartMilliseconds
+    }
+}
+
+extension SegmentQuality {
+    /// Several segments' figures as one stretch: PSNR of their frames' mean squared error
+    /// (each segment's PSNR turned back into its mean squared error and weighted by its frames;
+    /// exact, as every segment shares the peak), frame-weighted mean SSIMs, the worst frame and
+    /// the worst second of any of them. Nil for none.
+    public static func combined(_ parts: [SegmentQuality]) -> SegmentQuality? {
+        let frames = parts.reduce(0) { $0 + $1.frames }
+        guard frames > 0, let worst = parts.min(by: { $0.worstSecondPSNRY < $1.worstSecondPSNRY }) else { return nil }
+        func psnr(_ value: (SegmentQuality) -> Double) -> Double {
+            let error = parts.reduce(0.0) { $0 + Double($1.frames) * pow(10, -value($1) / 10) } / Double(frames)
+            return ((-10 * log10(error)) * 1000).rounded() / 1000
+        }
+        func mean(_ value: (SegmentQuality) -> Double) -> Double {
+            (parts.reduce(0.0) { $0 + Double($1.frames) * value($1) } / Double(frames) * 1_000_000).rounded() / 1_000_000
+        }
+        return SegmentQuality(frames: frames, psnrY: psnr(\.psnrY), psnr: psnr(\.psnr), ssimY: mean(\.ssimY),
+                              ssim: mean(\.ssim), minPSNRY: parts.map(\.minPSNRY).min() ?? 0,
+                              minSSIMY: parts.map(\.minSSIMY).min() ?? 0, worstSecondPSNRY: worst.worstSecondPSNRY,
+                              worstSecondStartMilliseconds: worst.worstSecondStartMilliseconds)
     }
 }

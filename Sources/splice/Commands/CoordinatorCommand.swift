@@ -3,6 +3,7 @@ import SpliceStore
 import SpliceWire
 import SpliceCoordinator
 import SpliceDaemon
+import SpliceMedia
 
 /// `splice coordinator`: the coordinator service. Runs until SIGTERM/SIGINT, then drains (stops
 /// accepting, finishes in-flight commits, tells the workers) and exits 0. Kill -9 is safe too:
@@ -72,6 +73,11 @@ struct CoordinatorCommand: Command {
             + "shared cluster: a client cannot make the coordinator overwrite its own files.",
         isRepeatable: true)
 
+    static let verify = Option<VerifyMode>("verify", valueName: "fail|warn",
+        help: "Verify every job that does not ask otherwise, as submit --verify does: each segment measured where it "
+            + "is encoded, the joins checked after the stitch; fail (the default) fails a job under the thresholds and "
+            + "removes its output, warn only reports it.", implied: .fail, environment: "SPLICE_VERIFY")
+
     static let configuration = CommandConfiguration(
         name: "coordinator", abstract: "Run the coordinator: jobs, leases, workers and the client API.",
         discussion: """
@@ -83,7 +89,7 @@ struct CoordinatorCommand: Command {
             (--metrics-endpoint).
             """,
         arguments: [database, stateDirectory, workersEndpoint, apiEndpoint, dataEndpoint, spool, secretKey, adminKeys, insecure,
-                    leaseSeconds, maxAttempts, backupAfter, inputRoot, outputRoot, sourceProtocols, metricsEndpoint]
+                    leaseSeconds, maxAttempts, backupAfter, inputRoot, outputRoot, sourceProtocols, metricsEndpoint, verify]
                     + DaemonOptions.arguments,
         onShutdown: .notify)
 
@@ -103,6 +109,7 @@ struct CoordinatorCommand: Command {
     let outputRoots: [String]
     let sourceProtocols: [String]
     let metricsEndpoint: MetricsEndpointSetting
+    let defaultVerify: VerifyMode?
     let daemon: DaemonOptions
 
     /// The data endpoint on the workers endpoint's host, port 7452: a coordinator bound to
@@ -132,6 +139,7 @@ struct CoordinatorCommand: Command {
         outputRoots = arguments.values(Self.outputRoot)
         sourceProtocols = try arguments.value(Self.sourceProtocols).split(separator: ",").map(String.init)
         metricsEndpoint = try arguments.value(Self.metricsEndpoint)
+        defaultVerify = arguments[Self.verify]
         daemon = DaemonOptions(arguments)
     }
 
@@ -184,6 +192,7 @@ struct CoordinatorCommand: Command {
         configuration.inputRoots = inputRoots.map(SubmitCommand.absolutePath)
         configuration.outputRoots = outputRoots.map(SubmitCommand.absolutePath)
         configuration.sourceProtocols = sourceProtocols
+        configuration.defaultVerify = defaultVerify
         return configuration
     }
 
