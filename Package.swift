@@ -2,10 +2,11 @@
 // Splice: a segment-parallel video transcoding cluster.
 //
 // Layout (see README.md / ../shared/STYLE.md):
-//   C system libraries (FFmpeg, libzmq, libpq) are wrapped by thin system-library targets; one
+//   C system libraries (FFmpeg, libzmq, libpq, libcurl) are wrapped by thin system-library targets; one
 //   C…Shims target per library turns the macros Swift cannot import into functions, and
 //   CSpliceSystem holds the Linux calls tied to no library. Each Splice* module owns one concern
-//   and links only its own C library: SpliceMedia FFmpeg, SpliceWire libzmq, SpliceStore libpq.
+//   and links only its own C library: SpliceMedia FFmpeg, SpliceWire libzmq, SpliceStore libpq,
+//   SpliceObjectStore libcurl.
 //   SpliceConcurrency holds the primitives they share (wake signals, latches, deadlines…).
 //   `splice` is the command-line tool and `splice-bench` prints benchmark figures.
 import PackageDescription
@@ -31,6 +32,7 @@ let package = Package(
         .library(name: "SpliceClient", targets: ["SpliceClient"]),
         .library(name: "SpliceMetrics", targets: ["SpliceMetrics"]),
         .library(name: "SpliceHTTP", targets: ["SpliceHTTP"]),
+        .library(name: "SpliceObjectStore", targets: ["SpliceObjectStore"]),
     ],
     targets: [
         // MARK: - C libraries from Debian packages
@@ -44,11 +46,14 @@ let package = Package(
         // libzmq's and libpq's pkg-config files add flags SwiftPM rejects (-isystem for Kerberos); their
         // headers sit at fixed Debian paths (/usr/include/zmq.h, /usr/include/postgresql/libpq-fe.h).
         .systemLibrary(name: "CLibPQ", providers: [.apt(["libpq-dev"])]),
+        // libcurl with OpenSSL: HTTP(S) for object storage, requests signed by its CURLOPT_AWS_SIGV4.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // MARK: - C shims: one per library, each depending on that library only
         .target(name: "CFFmpegShims", dependencies: ["CFFmpeg"]),
         .target(name: "CZeroMQShims", dependencies: ["CZeroMQ"]),
         .target(name: "CLibPQShims", dependencies: ["CLibPQ"]),
+        .target(name: "CCurlShims", dependencies: ["CCurl"]),
         // Linux calls glibc hides behind _GNU_SOURCE (posix_spawn actions, renameat2, accept4, prctl,
         // sched_getaffinity); no library.
         .target(name: "CSpliceSystem"),
@@ -80,6 +85,13 @@ let package = Package(
             dependencies: ["SpliceCore", "CLibPQ", "CLibPQShims", "CSpliceSystem", "SpliceConcurrency"],
             swiftSettings: strict,
             plugins: ["EmbedMigrations"]
+        ),
+        // S3 and S3-compatible object storage over libcurl: credentials the AWS way, signed requests,
+        // ranged reads, multipart writes that appear only when complete, presigned URLs.
+        .target(
+            name: "SpliceObjectStore",
+            dependencies: ["SpliceCore", "SpliceConcurrency", "SpliceLog", "CCurl", "CCurlShims"],
+            swiftSettings: strict
         ),
         // What the two daemons share: the service group and its lifecycle, the operators' HTTP
         // endpoint, the data endpoint's transfers (both sides) and the work order an ASSIGN carries.
@@ -128,8 +140,8 @@ let package = Package(
             name: "splice-bench",
             dependencies: [
                 "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCoordinator", "SpliceClient",
-                "SpliceDaemon", "SpliceLog", "SpliceConcurrency",
-                "CZeroMQ",
+                "SpliceDaemon", "SpliceLog", "SpliceConcurrency", "SpliceObjectStore",
+                "CZeroMQ", "CFFmpeg", "CFFmpegShims",
             ],
             swiftSettings: strict
         ),
@@ -178,6 +190,8 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "SpliceLogTests", dependencies: ["SpliceLog"], swiftSettings: strict),
+        // Locations, AWS config files, endpoints and signing arithmetic: nothing running.
+        .testTarget(name: "SpliceObjectStoreTests", dependencies: ["SpliceCore", "SpliceObjectStore"], swiftSettings: strict),
         .testTarget(name: "SpliceConcurrencyTests", dependencies: ["SpliceConcurrency"], swiftSettings: strict),
         .testTarget(name: "SpliceMetricsTests", dependencies: ["SpliceMetrics"], swiftSettings: strict),
         // The parser alone, and the server on loopback sockets (nothing else needs to run).
@@ -208,10 +222,17 @@ let package = Package(
             dependencies: ["SpliceCore", "SpliceStore", "SpliceTestSupport"],
             swiftSettings: strict
         ),
+        // Against moto's S3 in server mode on loopback (started by the tests, auth enforced), with
+        // botocore's signer as the independent judge of every signature (Deploy/s3-emulator.py).
+        .testTarget(
+            name: "SpliceObjectStoreIntegrationTests",
+            dependencies: ["SpliceCore", "SpliceObjectStore", "SpliceConcurrency", "SpliceTestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "SpliceClusterIntegrationTests",
             dependencies: ["SpliceCore", "SpliceJSON", "SpliceCoordinator", "SpliceWorker", "SpliceClient", "SpliceDaemon",
-                           "SpliceWire", "SpliceStore", "SpliceConcurrency", "SpliceTestSupport"],
+                           "SpliceWire", "SpliceStore", "SpliceHTTP", "SpliceConcurrency", "SpliceTestSupport"],
             swiftSettings: strict
         ),
         // The operators' view of real `splice` processes: metrics against a real job (promtool as

@@ -5,8 +5,10 @@
 # Prometheus service too, `systemctl disable --now prometheus` if you do not want it), headless
 # chromium (the status page in a real browser), PyYAML (Deploy/check-deploy.py), Python's
 # jsonschema (docs/schema/transcode-request.json is validated against real requests) and
-# kubernetes-validate from PyPI with Kubernetes' schemas (Deploy/validate-manifests.py), which goes
-# into a Python environment of its own in /opt/splice-tools (SPLICE_TOOLS), never into the system's.
+# kubernetes-validate from PyPI with Kubernetes' schemas (Deploy/validate-manifests.py), and moto's
+# S3 emulator with botocore's signer (Deploy/s3-emulator.py: the object-storage tests and
+# `splice-bench s3`), which go into a Python environment of their own in /opt/splice-tools
+# (SPLICE_TOOLS), never into the system's and never into the checkout.
 #
 # With `--image` (or SPLICE_SETUP_IMAGE=1 before sourcing) it also installs what building and
 # running the container image needs: buildah and debootstrap (Deploy/test-image.sh,
@@ -18,15 +20,16 @@ set -euo pipefail
 splice_packages=(
     pkg-config
     libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libavfilter-dev
-    libzmq3-dev libpq-dev postgresql ffmpeg
+    libzmq3-dev libpq-dev libcurl4-openssl-dev postgresql ffmpeg
     prometheus chromium python3-yaml python3-jsonschema python3-venv
 )
 # The container image: building it (buildah, its chroot isolation and storage) and the stand-in base
 # images (debootstrap); iproute2 for the hosts test's namespaces and bridge.
 splice_image_packages=(buildah debootstrap iproute2)
-# PyPI packages for the tests, pinned (kubernetes-validate's schemas change with its version).
+# PyPI packages for the tests, pinned so the oracles do not move under them (kubernetes-validate's
+# schemas change with its version; moto is the S3 emulator, boto3/botocore the independent SigV4 signer).
 splice_tools="${SPLICE_TOOLS:-/opt/splice-tools}"
-splice_python_tools=(kubernetes-validate==1.37.0)
+splice_python_tools=(kubernetes-validate==1.37.0 "moto[server]==5.2.5" boto3==1.44.8)
 
 splice_find_swift() {
     if ! command -v swift >/dev/null 2>&1; then
@@ -74,6 +77,8 @@ splice_python_tools_installed() {
     local frozen requirement
     frozen=$("$splice_tools/bin/pip" freeze 2>/dev/null)
     for requirement in "${splice_python_tools[@]}"; do
+        # pip freeze names a package without its extras: moto[server]==5.2.5 is moto==5.2.5.
+        [[ $requirement == *\[*\]* ]] && requirement="${requirement%%\[*}${requirement#*\]}"
         grep -qxF "$requirement" <<<"$frozen" || return 1
     done
 }

@@ -2,11 +2,8 @@ public import SpliceCore
 public import SpliceWire
 
 extension JobStatus {
-    /// The API's terminal states: the job will not change any more.
-    public static let finishedStates: Set<String> = ["succeeded", "failed", "cancelled"]
-
     /// Whether the job has ended (succeeded, failed or was cancelled).
-    public var isFinished: Bool { JobStatus.finishedStates.contains(state) }
+    public var isFinished: Bool { state.isTerminal }
 }
 
 /// What `SpliceClient.waitForCompletion` reports while it waits.

@@ -63,8 +63,8 @@ public actor SpliceClient {
         }
     }
 
-    /// Recent jobs, newest first; only those in `state` (an API state name) when given.
-    public func jobs(state: String? = nil, limit: Int? = nil) async throws(SpliceClientError) -> [JobStatus] {
+    /// Recent jobs, newest first; only those in `state` when given.
+    public func jobs(state: JobState? = nil, limit: Int? = nil) async throws(SpliceClientError) -> [JobStatus] {
         try await send(.list(ListJobs(state: state, limit: limit))) { (reply) -> JobList? in
             if case .jobs(let body) = reply { body } else { nil }
         }.jobs

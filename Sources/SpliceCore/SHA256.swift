@@ -54,9 +54,11 @@ public struct SHA256: Sendable {
                     pending.removeAll(keepingCapacity: true)
                 }
             }
-            while buffer.count - index >= 64 {
-                compress(UnsafeBufferPointer(rebasing: buffer[index..<(index + 64)]))
-                index += 64
+            if let base = buffer.baseAddress {
+                while buffer.count - index >= 64 {
+                    compress(UnsafeRawPointer(base + index))
+                    index += 64
+                }
             }
             pending.append(contentsOf: buffer[index...])
             byteCount &+= UInt64(buffer.count)
@@ -70,6 +72,11 @@ public struct SHA256: Sendable {
                 pending.removeAll(keepingCapacity: true)
             }
         }
+    }
+
+    /// Adds the bytes at `bytes` (a file's chunk, a packet) without copying them first.
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        update(UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), count: bytes.count))
     }
 
     /// The digest of everything added (the hasher is spent).
@@ -103,16 +110,23 @@ public struct SHA256: Sendable {
 
     /// Folds one 64-byte block into the state.
     private mutating func compress(_ block: some Collection<UInt8>) {
+        if let done = block.withContiguousStorageIfAvailable({ buffer in
+            compress(UnsafeRawBufferPointer(buffer).baseAddress!)
+        }) {
+            return done
+        }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { copy in
+            _ = copy.initialize(from: block)
+            compress(UnsafeRawPointer(copy.baseAddress!))
+        }
+    }
+
+    /// Folds the 64 bytes at `block` into the state: the words are read in place, big-endian.
+    private mutating func compress(_ block: UnsafeRawPointer) {
         var (a, b, c, d, e, f, g, h) = (state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7])
         withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
-            var index = block.startIndex
             for i in 0..<16 {
-                var word: UInt32 = 0
-                for _ in 0..<4 {
-                    word = word << 8 | UInt32(block[index])
-                    index = block.index(after: index)
-                }
-                w[i] = word
+                w[i] = UInt32(bigEndian: block.loadUnaligned(fromByteOffset: i * 4, as: UInt32.self))
             }
             for i in 16..<64 {
                 let s0 = w[i - 15].rotatedRight(7) ^ w[i - 15].rotatedRight(18) ^ (w[i - 15] >> 3)
@@ -130,14 +144,16 @@ public struct SHA256: Sendable {
                 }
             }
         }
-        state[0] &+= a
-        state[1] &+= b
-        state[2] &+= c
-        state[3] &+= d
-        state[4] &+= e
-        state[5] &+= f
-        state[6] &+= g
-        state[7] &+= h
+        state.withUnsafeMutableBufferPointer { state in
+            state[0] &+= a
+            state[1] &+= b
+            state[2] &+= c
+            state[3] &+= d
+            state[4] &+= e
+            state[5] &+= f
+            state[6] &+= g
+            state[7] &+= h
+        }
     }
 }
 

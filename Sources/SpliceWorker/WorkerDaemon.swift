@@ -111,6 +111,7 @@ public actor WorkerDaemon: Service {
             throw error
         }
         self.endpoint = endpoint
+        figures.connected(endpoint.counters)
         if spool == nil {
             do {
                 transfer = try await WorkerTransfer.start(configuration, context: context, logger: logger)
@@ -197,11 +198,6 @@ public actor WorkerDaemon: Service {
                                   "the operations endpoint (--metrics-endpoint) cannot start: \(error)")
             }
         }
-    }
-
-    /// The endpoint's message counters (received, delivered, dropped by reason); zero before `run()`.
-    public func wireCounters() -> WireCounters.Snapshot {
-        endpoint?.counters.snapshot() ?? WireCounters.Snapshot()
     }
 
     // MARK: - Event sources

@@ -1,7 +1,9 @@
 import SpliceConcurrency
+import SpliceDaemon
 import SpliceHTTP
 import SpliceMetrics
-import SpliceDaemon
+import SpliceWire
+import Synchronization
 
 /// A worker's figures, counted by ``WorkerDaemon`` as its encodes start and end.
 final class WorkerMetrics: Sendable {
@@ -23,6 +25,9 @@ final class WorkerMetrics: Sendable {
     let registered = Gauge("splice_worker_registered",
                            help: "1 while a coordinator has welcomed this worker (WELCOME received), else 0.")
 
+    /// The connection to the coordinator, once made: its messages received and dropped by reason.
+    private let endpoint = Mutex<WireCounters?>(nil)
+
     init(slots: Int, usableCores: Int, threadsPerSlot: Int) {
         self.slots.set(Double(slots))
         self.usableCores.set(Double(usableCores))
@@ -30,7 +35,15 @@ final class WorkerMetrics: Sendable {
     }
 
     var sources: [any MetricSource] {
-        [slots, usableCores, threadsPerSlot, busySlots, segments, frames, encodeSeconds, registered]
+        let messages = EndpointMessages { [self] in
+            endpoint.withLock { $0 }.map { [("coordinator", $0.snapshot())] } ?? []
+        }
+        return [slots, usableCores, threadsPerSlot, busySlots, segments, frames, encodeSeconds, registered, messages]
+    }
+
+    /// The worker connected: its endpoint's counters are served from now on.
+    func connected(_ counters: WireCounters) {
+        endpoint.withLock { $0 = counters }
     }
 
     /// An encode started.
@@ -54,35 +67,3 @@ final class WorkerMetrics: Sendable {
     }
 }
 
-/// What a worker's operations endpoint serves: `/metrics` (``WorkerMetrics``, `splice_build_info`,
-/// `process_*`), `/healthz` (the daemon's actor answers within 2 s), `/readyz` (registered with a
-/// coordinator: WELCOME received and the coordinator heard from since).
-struct WorkerSite: OperationsSite {
-    let metrics = MetricsRegistry()
-    let daemon: WorkerDaemon
-    let figures: WorkerMetrics
-    static let probeWait: Duration = .seconds(2)
-
-    init(daemon: WorkerDaemon, figures: WorkerMetrics, version: String) {
-        self.daemon = daemon
-        self.figures = figures
-        metrics.register(BuildInfo(version: version))
-        for source in figures.sources { metrics.register(source) }
-        metrics.register(ProcessFigures())
-    }
-
-    func liveness() async -> HealthCheck {
-        let daemon = self.daemon
-        guard await SpliceConcurrency.value(of: Task { await daemon.ping() }, within: Self.probeWait) != nil else {
-            return .fail("the worker's main loop did not answer within \(Self.probeWait)")
-        }
-        return .pass("the main loop answers")
-    }
-
-    func readiness() async -> HealthCheck {
-        figures.registered.value() == 1 ? .pass("registered with the coordinator")
-            : .fail("not registered with a coordinator (no WELCOME yet, or the coordinator fell silent)")
-    }
-
-    func page(_ request: HTTPRequest) async -> HTTPResponse? { nil }
-}

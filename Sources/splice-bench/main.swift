@@ -5,6 +5,7 @@ import Foundation
 let arguments = Array(CommandLine.arguments.dropFirst())
 let usage = "usage: splice-bench export [runs] | transcode [runs] | store [options] | cluster [options] | codec [iterations]"
     + " | ratecontrol [--codec C]… | ladder [runs] [--seconds N] [--preset NAME] | transfer [options] | transfer --cluster [--runs N]"
+    + " | s3 [--megabytes N] [--runs N]"
 do {
     switch arguments.first {
     case "export": try ExportBenchmark.run(arguments: Array(arguments.dropFirst()))
@@ -15,6 +16,7 @@ do {
     case "ratecontrol": try RateControlBenchmark.run(arguments: Array(arguments.dropFirst()))
     case "ladder": try LadderBenchmark.run(Array(arguments.dropFirst()))
     case "transfer": try await TransferBenchmark.run(Array(arguments.dropFirst()))
+    case "s3": try await ObjectStoreBenchmark.run(Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data((usage + "\n").utf8))
         exit(64)

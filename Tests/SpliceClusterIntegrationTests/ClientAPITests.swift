@@ -46,7 +46,7 @@ struct ClientAPITests {
         let server = try await ScriptedAPIServer.start { request, index in
             guard case .status(let query) = request else { return [] }
             // Only the first send is answered, and only after the client has sent again.
-            return index == 0 ? [.delayed(.status(.scripted(query.job, "running")), by: .milliseconds(500))] : []
+            return index == 0 ? [.delayed(.status(.scripted(query.job, .running)), by: .milliseconds(500))] : []
         }
         try await withClient(of: server) { client in
             let status = try await client.status(of: .numbered(2))
@@ -60,14 +60,14 @@ struct ClientAPITests {
         let server = try await ScriptedAPIServer.start { request, _ in
             guard case .status(let query) = request else { return [] }
             return [
-                .replyAs(.status(.scripted(.numbered(98), "failed")), id: "not-yours"),
+                .replyAs(.status(.scripted(.numbered(98), .failed)), id: "not-yours"),
                 .replyAs(.error(APIError(APIError.Code(rawValue: "late"), "an old answer")), id: "older"),
-                .reply(.status(.scripted(query.job, "running", done: 1, total: 3))),
+                .reply(.status(.scripted(query.job, .running, done: 1, total: 3))),
             ]
         }
         try await withClient(of: server) { client in
             let status = try await client.status(of: .numbered(3))
-            #expect(status == .scripted(.numbered(3), "running", done: 1, total: 3))
+            #expect(status == .scripted(.numbered(3), .running, done: 1, total: 3))
             // At least the two foreign replies (a loaded machine may make the client resend and see more).
             #expect(await eventually { await client.skippedRepliesNow() >= 2 })
         }
@@ -77,7 +77,7 @@ struct ClientAPITests {
     func waitSurvivesRestart() async throws {
         let job = JobID.numbered(4)
         let first = try await ScriptedAPIServer.start { _, _ in
-            [.reply(.status(.scripted(job, "running", done: 1, total: 3)))]
+            [.reply(.status(.scripted(job, .running, done: 1, total: 3)))]
         }
         let endpoint = first.endpoint
         let client = try await SpliceClient.connect(Self.configuration(endpoint, timeout: .milliseconds(400)))
@@ -90,17 +90,17 @@ struct ClientAPITests {
         #expect(await eventually { events.entries.contains { if case .unreachable = $0 { true } else { false } } })
 
         let second = try await ScriptedAPIServer.start(on: endpoint) { _, index in
-            [.reply(.status(index < 2 ? .scripted(job, "running", done: 2, total: 3)
-                                      : .scripted(job, "succeeded", done: 3, total: 3)))]
+            [.reply(.status(index < 2 ? .scripted(job, .running, done: 2, total: 3)
+                                      : .scripted(job, .succeeded, done: 3, total: 3)))]
         }
         let final = try #require(await withDeadline(.seconds(20)) { try? await waiting.value })
-        #expect(final.state == "succeeded")
+        #expect(final.state == .succeeded)
         let seen = events.entries
         let firstOutage = try #require(seen.firstIndex { if case .unreachable = $0 { true } else { false } })
         let back = try #require(seen.firstIndex(of: .reachable))
         #expect(firstOutage < back)
-        #expect(seen[..<firstOutage].allSatisfy { $0 == .status(.scripted(job, "running", done: 1, total: 3)) })
-        #expect(seen.last == .status(.scripted(job, "succeeded", done: 3, total: 3)))
+        #expect(seen[..<firstOutage].allSatisfy { $0 == .status(.scripted(job, .running, done: 1, total: 3)) })
+        #expect(seen.last == .status(.scripted(job, .succeeded, done: 3, total: 3)))
         guard case .unreachable(let error) = seen[firstOutage] else { return }
         #expect(error.code == .unreachable)
         #expect(error.isRetryable)
@@ -180,7 +180,7 @@ struct ClientAPITests {
         let server = try await ScriptedAPIServer.start { request, _ in
             guard case .status(let query) = request else { return [] }
             if query.job == .numbered(99) { return [.reply(.error(APIError(.notFound, "no job gone")))] }
-            return [.reply(.status(.scripted(query.job, "running", done: 0, total: 2)))]
+            return [.reply(.status(.scripted(query.job, .running, done: 0, total: 2)))]
         }
         try await withClient(of: server) { client in
             let gone = await clientError {

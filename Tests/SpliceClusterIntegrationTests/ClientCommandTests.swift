@@ -132,18 +132,18 @@ struct ClientCommandTests {
     }
 
     @Test("submit --wait: the job's outcome is the exit status", arguments: [
-        ("succeeded", Int32(0)), ("failed", Int32(1)), ("cancelled", Int32(2)),
+        (JobState.succeeded, Int32(0)), (JobState.failed, Int32(1)), (JobState.cancelled, Int32(2)),
     ])
-    func submitWait(outcome: String, status expected: Int32) async throws {
-        let job = JobID.numbered(outcome.count)
+    func submitWait(outcome: JobState, status expected: Int32) async throws {
+        let job = JobID.numbered(outcome.rawValue.count)
         let server = try await ScriptedAPIServer.start { request, index in
             switch request {
             case .submit:
                 return [.reply(.submitted(JobSubmitted(job: job)))]
             case .status where index < 3:
-                return [.reply(.status(.scripted(job, "running", done: index - 1, total: 2)))]
+                return [.reply(.status(.scripted(job, .running, done: index - 1, total: 2)))]
             case .status:
-                let error = outcome == "failed" ? "segment 1 could not be decoded on 3 workers" : nil
+                let error = outcome == .failed ? "segment 1 could not be decoded on 3 workers" : nil
                 return [.reply(.status(.scripted(job, outcome, done: 2, total: 2, error: error)))]
             default:
                 return []
@@ -155,9 +155,9 @@ struct ClientCommandTests {
         #expect(result.stderr.hasPrefix("job \(job) submitted; waiting for it (Ctrl-C stops waiting, not the job)\n"))
         #expect(result.stderr.contains("progress 50% 1/2\n"))
         switch outcome {
-        case "succeeded":
+        case .succeeded:
             #expect(result.stdout == "job \(job) succeeded: /out.mp4\n")
-        case "failed":
+        case .failed:
             #expect(result.stderr.hasSuffix(
                 "splice submit: job \(job) failed: segment 1 could not be decoded on 3 workers\n"))
         default:
@@ -169,14 +169,14 @@ struct ClientCommandTests {
     @Test("submit --wait survives a coordinator restart: says so on stderr and keeps waiting")
     func submitWaitRestart() async throws {
         let job = JobID.numbered(101)
-        let first = try await ScriptedAPIServer.submitting(job, then: .scripted(job, "running", done: 1, total: 4))
+        let first = try await ScriptedAPIServer.submitting(job, then: .scripted(job, .running, done: 1, total: 4))
         let endpoint = first.endpoint
         let process = try SpliceProcess(["submit", "/in.mov", "/out.mp4", "--wait", "--timeout", "5",
                                          "--coordinator", endpoint])
         #expect(await process.waitForStderr(containing: "progress 25% 1/4"))
         await first.stop()
         #expect(await process.waitForStderr(containing: "coordinator unreachable, retrying"))
-        let second = try await ScriptedAPIServer.submitting(job, then: .scripted(job, "succeeded", done: 4, total: 4),
+        let second = try await ScriptedAPIServer.submitting(job, then: .scripted(job, .succeeded, done: 4, total: 4),
                                                            on: endpoint)
         let result = await process.finish(within: .seconds(30))
         #expect(result.status == 0, "\(result.stderr)")
@@ -189,7 +189,7 @@ struct ClientCommandTests {
     @Test("Ctrl-C while waiting stops waiting, not the job: exit 130 and how to cancel it")
     func submitWaitInterrupted() async throws {
         let job = JobID.numbered(102)
-        let server = try await ScriptedAPIServer.submitting(job, then: .scripted(job, "running", done: 0, total: 8))
+        let server = try await ScriptedAPIServer.submitting(job, then: .scripted(job, .running, done: 0, total: 8))
         let process = try SpliceProcess(["submit", "/in.mov", "/out.mp4", "--wait", "--coordinator", server.endpoint])
         #expect(await process.waitForStderr(containing: "progress 0% 0/8"))
         process.send(SIGINT)
@@ -204,12 +204,12 @@ struct ClientCommandTests {
     @Test("status, jobs, cancel, workers, enroll and revoke print what the coordinator answered")
     func readCommands() async throws {
         let key = try CurveKeyPair.generate().publicKey
-        let running = JobStatus.scripted(.numbered(1), "running", done: 2, total: 5)
+        let running = JobStatus.scripted(.numbered(1), .running, done: 2, total: 5)
         let server = try await ScriptedAPIServer.start { request, _ in
             switch request {
             case .status: [.reply(.status(running))]
-            case .list(let list): [.reply(.jobs(JobList(jobs: list.state == "failed" ? [] : [running])))]
-            case .cancel(let cancel): [.reply(.cancelled(JobCancelled(job: cancel.job, state: "cancelled")))]
+            case .list(let list): [.reply(.jobs(JobList(jobs: list.state == .failed ? [] : [running])))]
+            case .cancel(let cancel): [.reply(.cancelled(JobCancelled(job: cancel.job, state: .cancelled)))]
             case .workers: [.reply(.workers(WorkerList(workers: [WorkerInfo(
                 publicKey: key, name: "w1", enrolled: true, connected: true, slots: 2, running: 1,
                 lastSeenAtMilliseconds: 1_796_059_201_250)])))]
@@ -244,7 +244,7 @@ struct ClientCommandTests {
         #expect(try await run("workers", "revoke", key.z85).stdout
             == "revoked worker key \(key); closed 1 live session\n")
         let sent = server.requests.map { $0.message }
-        #expect(sent.contains(.list(ListJobs(state: "failed", limit: 50))))
+        #expect(sent.contains(.list(ListJobs(state: .failed, limit: 50))))
         #expect(sent.contains(.enroll(EnrollWorker(publicKey: key, name: "w1"))))
         await server.stop()
     }

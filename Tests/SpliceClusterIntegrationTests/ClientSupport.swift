@@ -127,12 +127,12 @@ final class Recorder<Element: Sendable>: Sendable {
 
 extension JobStatus {
     /// A status for scripts: `state` with `done` of `total` segments.
-    static func scripted(_ job: JobID, _ state: String, done: Int = 0, total: Int? = nil, error: String? = nil,
+    static func scripted(_ job: JobID, _ state: JobState, done: Int = 0, total: Int? = nil, error: String? = nil,
                          output: String = "/out.mp4") -> JobStatus {
         JobStatus(job: job, state: state, input: "/in.mov", output: output, priority: 0, segmentsTotal: total,
                   segmentsDone: done, fraction: total.map { Double(done) / Double(max($0, 1)) } ?? 0,
                   submittedAtMilliseconds: 1_796_059_201_250,
-                  finishedAtMilliseconds: JobStatus.finishedStates.contains(state) ? 1_796_059_262_000 : nil,
+                  finishedAtMilliseconds: state.isTerminal ? 1_796_059_262_000 : nil,
                   error: error)
     }
 }

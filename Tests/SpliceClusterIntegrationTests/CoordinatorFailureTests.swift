@@ -32,7 +32,7 @@ struct CoordinatorFailureTests {
         #expect(FileManager.default.fileExists(atPath: jobDirectory))
 
         let cancelled = try await client.request(.cancel(CancelJob(job: job)))
-        #expect(cancelled == .cancelled(JobCancelled(job: job, state: "cancelled")))
+        #expect(cancelled == .cancelled(JobCancelled(job: job, state: .cancelled)))
         for assign in running {
             #expect(await worker.cancel(of: assign.attempt)?.reason == .jobCancelled)
         }
@@ -44,9 +44,9 @@ struct CoordinatorFailureTests {
         #expect(try await worker.complete(late) == .stale)
         #expect(await worker.assignment(within: .milliseconds(700)) == nil)
         let status = try await client.status(job)
-        #expect(status.state == "cancelled" && status.finishedAtMilliseconds != nil)
+        #expect(status.state == .cancelled && status.finishedAtMilliseconds != nil)
         #expect(try await client.request(.cancel(CancelJob(job: job)))
-                == .cancelled(JobCancelled(job: job, state: "cancelled")), "cancelling again changes nothing")
+                == .cancelled(JobCancelled(job: job, state: .cancelled)), "cancelling again changes nothing")
         guard case .error(let error) = try await client.request(.cancel(CancelJob(job: JobID(UUID())))) else {
             Issue.record("cancelling an unknown job did not fail")
             return
@@ -76,7 +76,7 @@ struct CoordinatorFailureTests {
 
         // A worker that reports every encode failure as retryable: the coordinator must still stop.
         var decoderError = ""
-        while try await client.status(job).state != "failed", let assign = await worker.assignment() {
+        while try await client.status(job).state != .failed, let assign = await worker.assignment() {
             do {
                 #expect(try await worker.complete(try await worker.acceptAndEncode(assign)) == .accepted)
             } catch {
@@ -87,7 +87,7 @@ struct CoordinatorFailureTests {
             }
         }
         let status = try await client.status(job)
-        #expect(status.state == "failed")
+        #expect(status.state == .failed)
         let message = status.error ?? ""
         #expect(message.contains("segment 1 dead (gave up after 3 attempt(s)"), "\(message)")
         #expect(!decoderError.isEmpty && message.contains(decoderError), "the job says why: \(message)")

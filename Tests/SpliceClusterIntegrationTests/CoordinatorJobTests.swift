@@ -30,8 +30,8 @@ struct CoordinatorJobTests {
         #expect(assigned.map(\.segment).sorted() == [0, 1, 2, 3])
         #expect(assigned.allSatisfy { $0.attempt == 1 })
 
-        let status = try await client.wait(for: job, toBe: ["succeeded", "failed"])
-        #expect(status.state == "succeeded", "\(status.error ?? "")")
+        let status = try await client.wait(for: job, toBe: [.succeeded, .failed])
+        #expect(status.state == .succeeded, "\(status.error ?? "")")
         #expect(status.segmentsTotal == 4 && status.segmentsDone == 4 && status.fraction == 1)
         let (written, original) = (try await TestMedia.frames(output), try await TestMedia.frames(source))
         #expect(written == original)
@@ -89,8 +89,8 @@ struct CoordinatorJobTests {
         #expect(try await fast.complete(result) == .duplicate)
         #expect(try await slow.complete(late) == .stale, "a resend gets the same answer")
 
-        let status = try await client.wait(for: job, toBe: ["succeeded", "failed"])
-        #expect(status.state == "succeeded", "\(status.error ?? "")")
+        let status = try await client.wait(for: job, toBe: [.succeeded, .failed])
+        #expect(status.state == .succeeded, "\(status.error ?? "")")
         let done = try await coordinator.events("segment_done", of: job)
         #expect(done.count == 1, "committed exactly once")
         #expect(done.first?.leaseToken == second.attempt.leaseToken)

@@ -42,8 +42,8 @@ struct CoordinatorLossTests {
         #expect(second.attempt.segment == first.attempt.segment)
         #expect(moved < .seconds(15), "the segment moved after \(moved); the lease is 60 s")
         #expect(try await survivor.complete(try await survivor.acceptAndEncode(second)) == .accepted)
-        let status = try await client.wait(for: job, toBe: ["succeeded", "failed"])
-        #expect(status.state == "succeeded", "\(status.error ?? "")")
+        let status = try await client.wait(for: job, toBe: [.succeeded, .failed])
+        #expect(status.state == .succeeded, "\(status.error ?? "")")
         let released = try await coordinator.events("segment_lease_released", of: job)
         #expect(released.count == 1 && released.first?.leaseToken == first.attempt.leaseToken)
 
@@ -75,7 +75,7 @@ struct CoordinatorLossTests {
         #expect(try await eventually(within: .seconds(20)) {
             try await client.status(job).waiting?.contains("output-outside-spool") == true
         })
-        #expect(try await client.status(job).state == "running")
+        #expect(try await client.status(job).state == .running)
         guard case .workers(let list) = try await client.request(.workers(ListWorkers())) else {
             Issue.record("WORKERS did not answer")
             return
@@ -91,8 +91,8 @@ struct CoordinatorLossTests {
         #expect(taken.attempt.segment == refused.attempt.segment)
         #expect(taken.attempt.attempt == 1, "the refusal spent no attempt")
         #expect(try await healthy.complete(try await healthy.acceptAndEncode(taken)) == .accepted)
-        let status = try await client.wait(for: job, toBe: ["succeeded", "failed"])
-        #expect(status.state == "succeeded", "\(status.error ?? "")")
+        let status = try await client.wait(for: job, toBe: [.succeeded, .failed])
+        #expect(status.state == .succeeded, "\(status.error ?? "")")
         #expect(try await coordinator.events("segment_returned", of: job).count == 1)
         #expect(try await coordinator.events("segment_failed", of: job).isEmpty)
 
@@ -128,8 +128,8 @@ struct CoordinatorLossTests {
         #expect(waited < .seconds(20), "released after \(waited); the lease is 60 s")
         #expect(try await survivor.complete(try await survivor.acceptAndEncode(taken)) == .accepted)
         let secondClient = try await TestClient.connect(to: second.endpoints.api, context: context)
-        let status = try await secondClient.wait(for: job, toBe: ["succeeded", "failed"])
-        #expect(status.state == "succeeded", "\(status.error ?? "")")
+        let status = try await secondClient.wait(for: job, toBe: [.succeeded, .failed])
+        #expect(status.state == .succeeded, "\(status.error ?? "")")
 
         await survivor.close()
         await secondClient.close()

@@ -51,8 +51,8 @@ struct CoordinatorRestartTests {
         }
         #expect(remaining.isEmpty)
 
-        let status = try await client.wait(for: job, toBe: ["succeeded", "failed"])
-        #expect(status.state == "succeeded", "\(status.error ?? "")")
+        let status = try await client.wait(for: job, toBe: [.succeeded, .failed])
+        #expect(status.state == .succeeded, "\(status.error ?? "")")
         let (written, original) = (try await TestMedia.frames(output), try await TestMedia.frames(source))
         #expect(written == original)
         let repository = JobRepository(client: PostgresClient(configuration: database, maxConnections: 1))
@@ -78,7 +78,7 @@ struct CoordinatorRestartTests {
         let client = try await TestClient.connect(to: first.endpoints.api, context: context)
         let output = Fixtures.temporaryDirectory("out").appendingPathComponent("crashed.mp4").path
         let job = try await client.submit(source, to: output)
-        _ = try await client.wait(for: job, toBe: ["running"])
+        _ = try await client.wait(for: job, toBe: [.running])
         await first.crash()
         await client.close()
 
@@ -91,8 +91,8 @@ struct CoordinatorRestartTests {
             #expect(try await worker.complete(try await worker.acceptAndEncode(assign)) == .accepted)
         }
         let fresh = try await TestClient.connect(to: second.endpoints.api, context: context)
-        let status = try await fresh.wait(for: job, toBe: ["succeeded", "failed"])
-        #expect(status.state == "succeeded", "\(status.error ?? "")")
+        let status = try await fresh.wait(for: job, toBe: [.succeeded, .failed])
+        #expect(status.state == .succeeded, "\(status.error ?? "")")
         let (written, original) = (try await TestMedia.frames(output), try await TestMedia.frames(source))
         #expect(written == original)
 

@@ -59,7 +59,7 @@ struct CoordinatorSubmitTests {
 
         // With -y an existing output is accepted (the stitch replaces it); the input never is.
         let job = try await client.submit(source, to: existing, overwrite: true)
-        #expect(try await client.status(job).state != "failed")
+        #expect(try await client.status(job).state != .failed)
         #expect(try Self.refusal(try await client.submitting(source, to: link, overwrite: true)).message
             .contains("link-to-source.mp4"))
         await client.close()
@@ -82,13 +82,13 @@ struct CoordinatorSubmitTests {
         guard case .submitted(let submitted) = reply else { throw TestFailure("SUBMIT answered \(reply)") }
         // Encode whatever the job hands out until it is done.
         var status = try await client.status(submitted.job)
-        while !JobStatus.finishedStates.contains(status.state) {
+        while !status.isFinished {
             if let assign = await worker.assignment(within: .seconds(2)) {
                 #expect(try await worker.complete(try await worker.acceptAndEncode(assign)) == .accepted)
             }
             status = try await client.status(submitted.job)
         }
-        #expect(status.state == "succeeded", "\(status.error ?? "")")
+        #expect(status.state == .succeeded, "\(status.error ?? "")")
         let probe = try await Probe(output)
         #expect(probe.first("video")?.codec_name == "h264")
         #expect(probe.first("audio")?.codec_name == "aac", "the output has no audio: \(probe.streams.map(\.codec_type))")
@@ -189,8 +189,8 @@ struct CoordinatorSubmitTests {
         let context = try WireContext()
         let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)
         let job = try await client.submit(source, to: Fixtures.temporaryDirectory("out").appendingPathComponent("o.mp4").path)
-        let status = try await client.wait(for: job, toBe: ["failed", "succeeded"], within: .seconds(30))
-        #expect(status.state == "failed")
+        let status = try await client.wait(for: job, toBe: [.failed, .succeeded], within: .seconds(30))
+        #expect(status.state == .failed)
         #expect(status.error?.contains("crashed (signal 11)") == true, "\(status.error ?? "")")
         // Still serving.
         guard case .jobs(let list) = try await client.request(.list(ListJobs())) else {
@@ -227,8 +227,8 @@ struct CoordinatorSubmitTests {
             let assign = try #require(await worker.assignment())
             #expect(try await worker.complete(try await worker.acceptAndEncode(assign)) == .accepted)
         }
-        let status = try await client.wait(for: job, toBe: ["succeeded", "failed"])
-        #expect(status.state == "succeeded", "\(status.error ?? "")")
+        let status = try await client.wait(for: job, toBe: [.succeeded, .failed])
+        #expect(status.state == .succeeded, "\(status.error ?? "")")
         #expect(try await TestMedia.frames(output) == (try await TestMedia.frames(source)))
         await worker.close()
         await client.close()
@@ -249,8 +249,8 @@ struct CoordinatorSubmitTests {
         let result = try await worker.acceptAndEncode(assign)
         try FileManager.default.removeItem(at: folder)
         #expect(try await worker.complete(result) == .accepted)
-        let status = try await client.wait(for: job, toBe: ["succeeded", "failed"])
-        #expect(status.state == "failed")
+        let status = try await client.wait(for: job, toBe: [.succeeded, .failed])
+        #expect(status.state == .failed)
         #expect(status.error?.contains("stitching failed") == true, "\(status.error ?? "")")
         #expect(status.error?.contains(folder.path) == true, "\(status.error ?? "")")
 
@@ -258,7 +258,7 @@ struct CoordinatorSubmitTests {
         let next = try await client.submit(source, to: Fixtures.temporaryDirectory("out").appendingPathComponent("n.mp4").path)
         let second = try #require(await worker.assignment())
         #expect(try await worker.complete(try await worker.acceptAndEncode(second)) == .accepted)
-        #expect(try await client.wait(for: next, toBe: ["succeeded", "failed"]).state == "succeeded")
+        #expect(try await client.wait(for: next, toBe: [.succeeded, .failed]).state == .succeeded)
         await worker.close()
         await client.close()
         try await coordinator.stop()
@@ -286,7 +286,7 @@ struct SourceProtocolTests {
         #expect(concat.message.contains("protocol 'concat'") && concat.message.contains("--source-protocols"))
         // A web URL is accepted at submit; planning opens it (and fails the job with the reason: nothing listens).
         let job = try await client.submit("http://127.0.0.1:9/clip.mp4", to: output)
-        #expect(await eventually(within: .seconds(60)) { (try? await client.status(job).state) == "failed" })
+        #expect(await eventually(within: .seconds(60)) { (try? await client.status(job).state) == .failed })
         let failed = try await client.status(job)
         #expect(failed.error?.contains("127.0.0.1:9") == true, "\(String(describing: failed.error))")
         let jobs = try await coordinator.repository.jobs(in: JobState.allCases)

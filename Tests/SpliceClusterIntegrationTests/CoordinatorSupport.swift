@@ -142,7 +142,7 @@ struct TestClient: Sendable {
     }
 
     /// Polls STATUS until the job is in one of `states`.
-    func wait(for job: JobID, toBe states: Set<String>, within timeout: Duration = .seconds(60)) async throws
+    func wait(for job: JobID, toBe states: Set<JobState>, within timeout: Duration = .seconds(60)) async throws
         -> JobStatus
     {
         let deadline = ContinuousClock.now + timeout
@@ -150,7 +150,7 @@ struct TestClient: Sendable {
             let status = try await status(job)
             if states.contains(status.state) { return status }
             guard ContinuousClock.now < deadline else {
-                throw TestFailure("job \(job) is \(status.state) after \(timeout), not \(states.sorted())")
+                throw TestFailure("job \(job) is \(status.state) after \(timeout), not \(states.map(\.rawValue).sorted())")
             }
             try await Task.sleep(for: .milliseconds(50))
         }

@@ -33,7 +33,7 @@ struct SegmentFiguresTests {
         let status = try JSONDecoder().decode(JobStatus.self, from: Data(json.stdout.utf8))
         let segments = try #require(status.segments, "no segments in \(json.stdout)")
         #expect(segments.map(\.index) == Array(0..<EndToEndMedia.segments))
-        #expect(segments.allSatisfy { $0.state == "done" })
+        #expect(segments.allSatisfy { $0.state == .done })
 
         // Which rows are video, and the range each covers, from the plan the store recorded.
         let rows = try await cluster.segments(of: job)

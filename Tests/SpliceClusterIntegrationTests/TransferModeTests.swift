@@ -203,8 +203,8 @@ struct TransferModeCurveTests {
         let source = try await TestMedia.clip(seconds: 3)
         let output = Fixtures.temporaryDirectory("out").appendingPathComponent("curve.mp4").path
         let job = try await client.submit(source, to: output)
-        let status = try await client.wait(for: job, toBe: ["succeeded", "failed"], within: .seconds(120))
-        #expect(status.state == "succeeded", "\(status.error ?? "")")
+        let status = try await client.wait(for: job, toBe: [.succeeded, .failed], within: .seconds(120))
+        #expect(status.state == .succeeded, "\(status.error ?? "")")
         #expect(try await TestMedia.frames(output) == (try await TestMedia.frames(source)))
         guard case .workers(let listed) = try await client.request(.workers(ListWorkers())) else {
             Issue.record("WORKERS did not answer WORKER_LIST")

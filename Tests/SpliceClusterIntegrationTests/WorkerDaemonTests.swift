@@ -1,5 +1,6 @@
 import Foundation
 import SpliceConcurrency
+import SpliceHTTP
 import SpliceMedia
 import SpliceTestSupport
 import SpliceWire
@@ -152,9 +153,9 @@ struct WorkerDaemonTests {
         }
     }
 
-    @Test("garbage from the coordinator side is counted and dropped; the session goes on")
+    @Test("garbage from the coordinator side is counted on /metrics and dropped; the session goes on")
     func garbage() async throws {
-        try await session { coordinator, worker, _ in
+        try await session(configure: { $0.metricsEndpoint = HTTPAddress(parsing: "127.0.0.1:0") }) { coordinator, worker, hello in
             let codec = WireCodec()
             let json = { (text: String) in [Data(text.utf8)] }
             let garbage: [([Data], WireRejection.Reason)] = [
@@ -175,8 +176,16 @@ struct WorkerDaemonTests {
                                                 token: "after-garbage")
             try await coordinator.send(.assign(assign))
             #expect(await coordinator.next { $0.asComplete }?.attempt == assign.attempt)
-            let counters = await worker.daemon.wireCounters()
-            #expect(counters.dropped == Dictionary(garbage.map { ($0.1, 1) }, uniquingKeysWith: +))
+            // What an operator sees: the worker's /metrics counts each drop under its reason.
+            let address = try #require(hello.metricsEndpoint, "the HELLO names no operations endpoint")
+            let scraped = try #require(await HTTPFetch.get(address, "/metrics"), "no answer from \(address)")
+            let metrics = MetricsText(scraped.body)
+            for (reason, count) in Dictionary(garbage.map { ($0.1, 1) }, uniquingKeysWith: +) {
+                #expect(metrics.value("splice_messages_dropped_total", ["endpoint": "coordinator", "reason": reason.rawValue])
+                    == Double(count), "\(reason)")
+            }
+            #expect((metrics.value("splice_messages_received_total", ["endpoint": "coordinator"]) ?? 0)
+                >= Double(garbage.count + 2))
         }
     }
 
@@ -273,9 +282,11 @@ struct WorkerDaemonTests {
     /// Binds a scripted coordinator, starts a worker against it, completes HELLO/WELCOME, runs
     /// `body`, and stops both whatever happens.
     func session(slots: Int = 1, drainTimeout: Duration = .seconds(30), heartbeat: Duration = .seconds(1),
+                 configure: (inout WorkerConfiguration) -> Void = { _ in },
                  _ body: (ScriptedCoordinator, RunningWorker, Hello) async throws -> Void) async throws {
         let coordinator = try await ScriptedCoordinator.bind()
-        let worker = try RunningWorker.start(coordinator: coordinator.address, slots: slots, drainTimeout: drainTimeout)
+        let worker = try RunningWorker.start(coordinator: coordinator.address, slots: slots, drainTimeout: drainTimeout,
+                                             configure: configure)
         do {
             let hello = try await coordinator.welcome(heartbeat: heartbeat)
             try await body(coordinator, worker, hello)

@@ -170,7 +170,7 @@ struct StatusPageTests {
         #expect(job.fraction == 0.5)  // (4 done + 1 running) / 10
         #expect(job.etaSeconds == 100)  // 100 s for the first half
         #expect(job.failedAttempts == 2)
-        #expect(Self.report().jobs.last?.state == "failed")
+        #expect(Self.report().jobs.last?.state == .failed)
         #expect(Self.report().workers.first?.status == "quarantined")
         #expect(Self.report().workers.first?.busy == 1)
     }

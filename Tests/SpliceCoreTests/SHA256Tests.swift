@@ -1,3 +1,4 @@
+import Foundation
 import SpliceCore
 import Testing
 
@@ -29,5 +30,30 @@ struct SHA256Tests {
             }
             #expect(hasher.finalize() == whole, "pieces of \(size)")
         }
+    }
+}
+
+@Suite("File checksums")
+struct FileChecksumTests {
+    @Test("a file of several read buffers hashes to what sha256sum says; a missing file is a clear error")
+    func fileAgainstSha256sum() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("splice-sha-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        // 2.5 MiB of varied bytes: three reads of the 1 MiB buffer, the last one short.
+        let bytes = (0..<(5 << 19)).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 11) }
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        process.arguments = [path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let expected = try #require(output.split(separator: " ").first.map(String.init))
+        #expect(try FileChecksum.sha256(ofFileAt: path).bytes == SHA256.digest(of: bytes))
+        #expect(SHA256.hex(try FileChecksum.sha256(ofFileAt: path).bytes) == expected)
+        let missing = #expect(throws: FileChecksumError.self) { try FileChecksum.sha256(ofFileAt: path + ".gone") }
+        #expect(missing?.message.contains(".gone") == true && missing?.isRetryable == true)
     }
 }

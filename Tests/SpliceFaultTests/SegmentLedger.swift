@@ -48,7 +48,7 @@ struct SegmentLedger: Sendable, CustomStringConvertible {
                 lost.insert(segment)
             }
         }
-        if job.state == .completed {
+        if job.state == .succeeded {
             for segment in segments where segment.state != .done || doneEvents[segment.id] == nil {
                 lost.insert(segment.id)
             }
@@ -73,7 +73,7 @@ struct SegmentLedger: Sendable, CustomStringConvertible {
     var attempts: Int { events("segment_leased").count + events("segment_backup_started").count }
 
     /// How the job ended, in the API's words where they differ (`completed` is `succeeded`).
-    var outcome: String { job.state == .completed ? "completed" : job.state.rawValue }
+    var outcome: String { job.state.rawValue }
 
     var description: String {
         "job \(job.id) \(job.state.rawValue) (\(job.error ?? "no error")), "

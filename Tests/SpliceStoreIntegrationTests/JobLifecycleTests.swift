@@ -27,9 +27,9 @@ import Testing
             == .alreadyCompleted)
 
         let completed = try await store.repository.completeJob(jobID: job.id)
-        #expect(completed.state == .completed && completed.finishedAt != nil && completed.segmentsDone == 3)
+        #expect(completed.state == .succeeded && completed.finishedAt != nil && completed.segmentsDone == 3)
         let kinds = try await store.repository.events(ofJob: job.id).map(\.kind)
-        #expect(kinds.first == "job_created" && kinds.last == "job_completed")
+        #expect(kinds.first == "job_created" && kinds.last == "job_succeeded")
         #expect(kinds.filter { $0 == "segment_done" }.count == 3)
         #expect(kinds.contains("job_stitching"))
     }

@@ -1,4 +1,5 @@
 import Foundation
+import SpliceCore
 import SpliceStore
 import SpliceTestSupport
 import Testing
@@ -28,6 +29,28 @@ import Testing
             SELECT count(*) FROM pg_tables WHERE tablename IN ('jobs', 'segments', 'workers', 'job_events')
             """)
         #expect(try tables[0].decode(Int.self, at: 0) == 4)
+    }
+
+    @Test("migration 0006 renames a finished job's `completed` to `succeeded`, the API's spelling")
+    func finishedJobsBecomeSucceeded() async throws {
+        let database = try await TestPostgres.makeDatabase(migrated: false)
+        let all = try Migration.embedded()
+        let before = try #require(all.firstIndex { $0.version == 6 })
+        try await Migrator(configuration: database, migrations: Array(all.prefix(before))).migrate()
+        let client = PostgresClient(configuration: database)
+        try await client.query("""
+            INSERT INTO jobs (idempotency_key, source_url, output_url, settings, plan, state, segments_total,
+                              segments_done, finished_at)
+            VALUES ('old', '/in.mov', '/out.mp4', '{}', '{}', 'completed', 2, 2, now())
+            """)
+        try await Migrator(configuration: database).migrate()
+        let rows = try await client.query("SELECT state FROM jobs WHERE idempotency_key = 'old'")
+        #expect(try rows[0].decode(JobState.self, column: "state") == .succeeded)
+        // The old spelling is refused from now on.
+        await #expect(throws: (any Error).self) {
+            try await client.query("UPDATE jobs SET state = 'completed' WHERE idempotency_key = 'old'")
+        }
+        await client.close()
     }
 
     @Test func threeConcurrentMigratorsApplyEachMigrationOnce() async throws {

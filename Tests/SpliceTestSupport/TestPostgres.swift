@@ -83,9 +83,20 @@ public enum TestPostgres {
 
     private static func cleanUpAtExit() {
         for directory in ownedDirectories.withLock({ $0 }) {
-            EmbeddedPostgres(configuration(directory: directory)).stopNow(mode: .immediate)
+            stopImmediately(EmbeddedPostgres(configuration(directory: directory)))
             try? FileManager.default.removeItem(atPath: directory)
         }
+    }
+
+    /// Stops a server from a synchronous context (an `atexit` handler) the way
+    /// `pg_ctl stop -m immediate` does: SIGQUIT to the postmaster its pid file names, then a short
+    /// wait for it to go. Errors are ignored: the folder is removed next either way.
+    private static func stopImmediately(_ server: EmbeddedPostgres) {
+        guard let text = try? String(contentsOfFile: server.dataDirectory + "/postmaster.pid", encoding: .utf8),
+              let pid = text.split(separator: "\n").first.flatMap({ Int32($0) }), pid > 0
+        else { return }
+        guard kill(pid, SIGQUIT) == 0 else { return }
+        for _ in 0..<100 where kill(pid, 0) == 0 { usleep(20_000) }
     }
 
     /// Stops and removes servers whose test process is gone (killed before its exit handler ran).
@@ -95,7 +106,7 @@ public enum TestPostgres {
             let pidText = name.dropFirst("splice-test-pg-".count).prefix { $0.isNumber }
             guard let pid = Int32(pidText), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
             let directory = "/tmp/" + name
-            EmbeddedPostgres(configuration(directory: directory)).stopNow(mode: .immediate)
+            stopImmediately(EmbeddedPostgres(configuration(directory: directory)))
             try? FileManager.default.removeItem(atPath: directory)
         }
     }

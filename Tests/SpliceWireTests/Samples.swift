@@ -60,16 +60,16 @@ enum Samples {
     ]
 
     static let status = JobStatus(
-        job: job, state: "running", input: "/in/a.mov", output: "/out/a.mp4", priority: 0, segmentsTotal: 40,
+        job: job, state: .running, input: "/in/a.mov", output: "/out/a.mp4", priority: 0, segmentsTotal: 40,
         segmentsDone: 12, fraction: 0.3, submittedAtMilliseconds: 1_790_000_000_000
     )
 
     /// A STATUS answer listing segments: one done with figures, an audio one done without, one pending.
     static let statusWithSegments = JobStatus(
-        job: job, state: "running", input: "/in/a.mov", output: "/out/a.mp4", priority: 0, segmentsTotal: 3,
+        job: job, state: .running, input: "/in/a.mov", output: "/out/a.mp4", priority: 0, segmentsTotal: 3,
         segmentsDone: 2, fraction: 0.66, submittedAtMilliseconds: 1_790_000_000_000,
-        segments: [SegmentStatus(index: 0, state: "done", figures: completeWithFigures.figures),
-                   SegmentStatus(index: 1, state: "done"), SegmentStatus(index: 2, state: "pending")]
+        segments: [SegmentStatus(index: 0, state: .done, figures: completeWithFigures.figures),
+                   SegmentStatus(index: 1, state: .done), SegmentStatus(index: 2, state: .pending)]
     )
 
     static let requests: [APIRequest] = [
@@ -77,7 +77,7 @@ enum Samples {
                           submissionKey: "0b7e2c1e-submit")),
         .submit(SubmitJob(input: "/in/b.mov", output: "/out/b.mp4", export: JSONPayload(.object([:])))),
         .status(JobStatusQuery(job: job)),
-        .list(ListJobs(state: "running", limit: 20)),
+        .list(ListJobs(state: .running, limit: 20)),
         .list(ListJobs()),
         .cancel(CancelJob(job: job)),
         .workers(ListWorkers()),
@@ -90,7 +90,7 @@ enum Samples {
         .status(status),
         .status(statusWithSegments),
         .jobs(JobList(jobs: [status, status])),
-        .cancelled(JobCancelled(job: job, state: "cancelled")),
+        .cancelled(JobCancelled(job: job, state: .cancelled)),
         .workers(WorkerList(workers: [WorkerInfo(
             publicKey: key, name: "encoder-3", enrolled: true, connected: true, slots: 4, running: 2,
             lastSeenAtMilliseconds: 1_790_000_000_500, usableCores: 8, threadsPerSlot: 2, metricsEndpoint: "127.0.0.1:9452"

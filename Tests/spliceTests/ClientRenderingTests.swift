@@ -17,7 +17,7 @@ struct ClientRenderingTests {
     /// Job `number`'s id.
     static func id(_ number: Int) -> JobID { .numbered(number) }
 
-    static func job(_ number: Int, _ state: String, done: Int = 0, total: Int? = nil, fraction: Double = 0,
+    static func job(_ number: Int, _ state: JobState, done: Int = 0, total: Int? = nil, fraction: Double = 0,
                     error: String? = nil, finished: Int64? = nil) -> JobStatus {
         JobStatus(job: id(number), state: state, input: "/media/in.mov", output: "/media/\(id(number)).mp4",
                   priority: 0, segmentsTotal: total, segmentsDone: done, fraction: fraction,
@@ -26,7 +26,7 @@ struct ClientRenderingTests {
 
     @Test("status: one aligned line per field; error and finish time only when there are some")
     func status() {
-        #expect(StatusCommand.lines(for: Self.job(1, "running", done: 5, total: 12, fraction: 0.4321)) == [
+        #expect(StatusCommand.lines(for: Self.job(1, .running, done: 5, total: 12, fraction: 0.4321)) == [
             "job        \(Self.id(1))",
             "state      running",
             "progress   5/12 segments (43%)",
@@ -35,25 +35,25 @@ struct ClientRenderingTests {
             "priority   0",
             "submitted  2026-11-30 17:20:01 UTC",
         ])
-        let failed = StatusCommand.lines(for: Self.job(2, "failed", done: 3, total: 4, fraction: 0.75,
+        let failed = StatusCommand.lines(for: Self.job(2, .failed, done: 3, total: 4, fraction: 0.75,
                                                        error: "segment 3 failed on 3 workers: cannot decode",
                                                        finished: Self.submitted + 61_000))
         #expect(failed.contains("finished   2026-11-30 17:21:02 UTC"))
         #expect(failed.last == "error      segment 3 failed on 3 workers: cannot decode")
-        #expect(StatusCommand.lines(for: Self.job(3, "queued"))[2] == "progress   not planned yet")
+        #expect(StatusCommand.lines(for: Self.job(3, .queued))[2] == "progress   not planned yet")
     }
 
     @Test("status with segments: after the fields, a blank line and one row per segment; - where there is no figure")
     func statusSegments() {
-        var status = Self.job(4, "running", done: 2, total: 3, fraction: 0.6)
+        var status = Self.job(4, .running, done: 2, total: 3, fraction: 0.6)
         status.segments = [
-            SegmentStatus(index: 0, state: "done",
+            SegmentStatus(index: 0, state: .done,
                           figures: SegmentFigures(videoBytes: 156_160, videoBitsPerSecond: 624_499, meanQP: 27.4)),
-            SegmentStatus(index: 1, state: "done", figures: SegmentFigures(videoBytes: 1_000)),
-            SegmentStatus(index: 2, state: "leased"),
+            SegmentStatus(index: 1, state: .done, figures: SegmentFigures(videoBytes: 1_000)),
+            SegmentStatus(index: 2, state: .leased),
         ]
         let lines = StatusCommand.lines(for: status)
-        #expect(Array(lines.prefix(7)) == StatusCommand.lines(for: Self.job(4, "running", done: 2, total: 3, fraction: 0.6)))
+        #expect(Array(lines.prefix(7)) == StatusCommand.lines(for: Self.job(4, .running, done: 2, total: 3, fraction: 0.6)))
         #expect(Array(lines.dropFirst(7)) == [
             "",
             "SEGMENT  STATE   VIDEO KiB  KBIT/S  MEAN QP",
@@ -66,8 +66,8 @@ struct ClientRenderingTests {
     @Test("jobs: a table with a header, columns as wide as their widest cell")
     func jobs() {
         let lines = JobsCommand.table([
-            Self.job(7, "running", done: 1, total: 4, fraction: 0.3),
-            Self.job(6, "queued"),
+            Self.job(7, .running, done: 1, total: 4, fraction: 0.3),
+            Self.job(6, .queued),
         ]).lines
         let (first, second) = (Self.id(7), Self.id(6))
         #expect(lines == [
@@ -103,20 +103,20 @@ struct ClientRenderingTests {
 
     @Test("cancel says whether it cancelled or the job had already finished")
     func cancel() {
-        #expect(CancelCommand.line(for: JobCancelled(job: Self.id(1), state: "cancelled")) == "job \(Self.id(1)) cancelled")
-        #expect(CancelCommand.line(for: JobCancelled(job: Self.id(1), state: "succeeded"))
+        #expect(CancelCommand.line(for: JobCancelled(job: Self.id(1), state: .cancelled)) == "job \(Self.id(1)) cancelled")
+        #expect(CancelCommand.line(for: JobCancelled(job: Self.id(1), state: .succeeded))
             == "job \(Self.id(1)) had already finished (succeeded); nothing to cancel")
     }
 
     @Test("a finished job's outcome is the exit status: 0 succeeded, 1 failed with its error, 2 cancelled")
     func outcomes() {
         let cases: [(JobStatus, ExitCode, String, String)] = [
-            (Self.job(1, "succeeded", done: 4, total: 4, fraction: 1), .success,
+            (Self.job(1, .succeeded, done: 4, total: 4, fraction: 1), .success,
              "job \(Self.id(1)) succeeded: /media/\(Self.id(1)).mp4\n", ""),
-            (Self.job(2, "failed", error: "cannot open /media/in.mov: no such file"), ExitCode(1),
+            (Self.job(2, .failed, error: "cannot open /media/in.mov: no such file"), ExitCode(1),
              "", "splice submit: job \(Self.id(2)) failed: cannot open /media/in.mov: no such file\n"),
-            (Self.job(3, "failed"), ExitCode(1), "", "splice submit: job \(Self.id(3)) failed: no reason was recorded\n"),
-            (Self.job(4, "cancelled"), ExitCode(2), "", "splice submit: job \(Self.id(4)) was cancelled\n"),
+            (Self.job(3, .failed), ExitCode(1), "", "splice submit: job \(Self.id(3)) failed: no reason was recorded\n"),
+            (Self.job(4, .cancelled), ExitCode(2), "", "splice submit: job \(Self.id(4)) was cancelled\n"),
         ]
         for (status, code, stdout, stderr) in cases {
             let out = Captured(), err = Captured()
@@ -133,13 +133,13 @@ struct ClientRenderingTests {
         let err = Captured()
         let display = JobWaitDisplay(label: "out.mp4", output: err.output)
         let lost = SpliceClientError(.unreachable, "no coordinator answered at tcp://c:7451", isRetryable: true)
-        display.show(.status(Self.job(5, "queued")))
-        display.show(.status(Self.job(5, "running", done: 1, total: 4, fraction: 0.3)))
+        display.show(.status(Self.job(5, .queued)))
+        display.show(.status(Self.job(5, .running, done: 1, total: 4, fraction: 0.3)))
         display.show(.unreachable(lost))
         display.show(.unreachable(lost))
         display.show(.reachable)
-        display.show(.status(Self.job(5, "running", done: 1, total: 4, fraction: 0.4)))
-        display.show(.status(Self.job(5, "stitching", done: 4, total: 4, fraction: 0.99)))
+        display.show(.status(Self.job(5, .running, done: 1, total: 4, fraction: 0.4)))
+        display.show(.status(Self.job(5, .stitching, done: 4, total: 4, fraction: 0.99)))
         display.stop(succeeded: true)
         #expect(err.value == """
             progress 25% 1/4
@@ -154,7 +154,7 @@ struct ClientRenderingTests {
     func waitDisplayOnTerminal() {
         let err = Captured(isTerminal: true)
         let display = JobWaitDisplay(label: "out.mp4", output: err.output)
-        display.show(.status(Self.job(5, "running", done: 1, total: 4)))
+        display.show(.status(Self.job(5, .running, done: 1, total: 4)))
         display.show(.unreachable(SpliceClientError(.unreachable, "gone", isRetryable: true)))
         #expect(err.value.contains("1/4"))
         #expect(err.value.hasSuffix("\r\u{1B}[Kcoordinator unreachable, retrying (gone)\n"))

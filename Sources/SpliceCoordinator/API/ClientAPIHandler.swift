@@ -179,16 +179,7 @@ final class ClientAPIHandler: Sendable {
     }
 
     private func list(_ list: ListJobs) async throws -> APIReply {
-        let states: [JobState]
-        if let name = list.state {
-            guard let state = JobStatusMapping.state(named: name) else {
-                throw APIError(.invalidRequest, "`state` '\(name.prefix(64))' is not a job state; use one of "
-                    + JobStatusMapping.stateNames.joined(separator: ", "))
-            }
-            states = [state]
-        } else {
-            states = JobState.allCases
-        }
+        let states = list.state.map { [$0] } ?? JobState.allCases
         // `limit` is within WireLimits.listLimit (1…1000) or the request never got here.
         let limit = list.limit ?? 50
         // The store lists by priority and age; the API shows the newest first.
@@ -212,13 +203,13 @@ final class ClientAPIHandler: Sendable {
         } catch let error as StoreError where error.code == .invalidTransition {
             // Already finished: it keeps its state.
             guard let finished = try await repository.job(id: job) else { throw notFound(job) }
-            return .cancelled(JobCancelled(job: job, state: JobStatusMapping.name(of: finished.state)))
+            return .cancelled(JobCancelled(job: job, state: finished.state))
         }
         if stored.state == .cancelled {
             logger.info("job cancelled", ["job": job.description])
             await shell.jobEnded(job, reason: .jobCancelled)
         }
-        return .cancelled(JobCancelled(job: job, state: JobStatusMapping.name(of: stored.state)))
+        return .cancelled(JobCancelled(job: job, state: stored.state))
     }
 
     private func notFound(_ job: JobID) -> APIError {

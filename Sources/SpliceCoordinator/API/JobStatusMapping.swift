@@ -3,21 +3,9 @@ import Foundation
 import SpliceStore
 import SpliceWire
 
-/// How the store's jobs read in the client API: states by their API names (`completed` is
-/// `succeeded`), progress as a fraction, times in milliseconds since the epoch.
+/// How the store's jobs read in the client API: progress as a fraction, times in milliseconds
+/// since the epoch. States are `JobState` on both sides (one spelling).
 enum JobStatusMapping {
-    /// The API's state names, in lifecycle order.
-    static let stateNames = ["queued", "planning", "running", "stitching", "succeeded", "failed", "cancelled"]
-
-    static func name(of state: JobState) -> String {
-        state == .completed ? "succeeded" : state.rawValue
-    }
-
-    /// The store state for an API name (`completed` is accepted for `succeeded`).
-    static func state(named name: String) -> JobState? {
-        name == "succeeded" ? .completed : JobState(rawValue: name)
-    }
-
     /// The job as JOB_STATUS. `running` is its running attempts' PROGRESS; `progress` its costs
     /// and backup attempts (nil: not read); `segments` its segments with their figures (nil: not
     /// read, as in JOB_LIST).
@@ -27,7 +15,7 @@ enum JobStatusMapping {
         let planned = job.segmentsTotal > 0
         let backups = progress.flatMap { $0.backupsStarted > 0 ? $0 : nil }
         return JobStatus(
-            job: job.id, state: name(of: job.state), input: job.sourceURL, output: job.outputURL,
+            job: job.id, state: job.state, input: job.sourceURL, output: job.outputURL,
             priority: job.priority, segmentsTotal: planned ? job.segmentsTotal : nil, segmentsDone: job.segmentsDone,
             fraction: fraction(state: job.state, segmentsDone: job.segmentsDone, segmentsTotal: job.segmentsTotal,
                                progress: progress, running: running),
@@ -36,7 +24,7 @@ enum JobStatusMapping {
             waiting: job.state == .running ? waiting : nil, backupsStarted: backups?.backupsStarted,
             backupsWon: backups?.backupsWon,
             segments: segments.flatMap { $0.isEmpty ? nil : $0.map {
-                SegmentStatus(index: $0.index, state: $0.state.rawValue, figures: $0.figures)
+                SegmentStatus(index: $0.index, state: $0.state, figures: $0.figures)
             } })
     }
 
@@ -46,7 +34,7 @@ enum JobStatusMapping {
     static func fraction(
         state: JobState, segmentsDone: Int, segmentsTotal: Int, progress: JobProgress?, running: RunningProgress
     ) -> Double {
-        if state == .completed { return 1 }
+        if state == .succeeded { return 1 }
         guard segmentsTotal > 0 else { return 0 }
         if let progress, progress.costTotal > 0 {
             return min(0.99, max(0, (Double(progress.costDone) + running.cost) / Double(progress.costTotal)))

@@ -23,9 +23,9 @@ enum SubmissionFingerprint {
     static func of(_ submit: SubmitJob, request: TranscodeRequest) throws -> SHA256Digest {
         let canonical = Canonical(input: submit.input, output: submit.output, priority: submit.priority ?? 0,
                                   export: request)
-        let digest = SHA256Stream()
-        digest.update(Data(try JSON.encode(canonical)))
-        return digest.finish()
+        var hasher = SHA256()
+        hasher.update(try JSON.encode(canonical))
+        return hasher.finalDigest()
     }
 
     /// Throws `conflict` when `job` was made by `key` from another request than `fingerprint`'s;

@@ -172,7 +172,7 @@ final class CoordinatorSite: OperationsSite {
         families.append(.gauge(
             "splice_jobs", help: "Jobs in the database by state (succeeded is the store's completed).",
             labelNames: ["state"],
-            JobState.allCases.map { (labels: [JobStatusMapping.name(of: $0)], value: Double(overview.jobs[$0] ?? 0)) }))
+            JobState.allCases.map { (labels: [$0.rawValue], value: Double(overview.jobs[$0] ?? 0)) }))
         let priorities = overview.pendingSegments.isEmpty ? [0: 0] : overview.pendingSegments
         families.append(.gauge(
             "splice_queue_segments", help: "Segments waiting to be leased (pending), by their job's priority.",
@@ -205,23 +205,8 @@ final class CoordinatorSite: OperationsSite {
     /// The endpoints' message counters.
     private static func wireFamilies(_ phase: Phase) -> [MetricFamily] {
         guard let runtime = runtime(phase) else { return [] }
-        let endpoints = [("workers", runtime.workerEndpoint.counters.snapshot()),
-                         ("api", runtime.apiEndpoint.counters.snapshot())]
-        var received: [(labels: [String], value: Double)] = []
-        var dropped: [(labels: [String], value: Double)] = []
-        for (name, counters) in endpoints {
-            received.append((labels: [name], value: Double(counters.received)))
-            for (reason, count) in counters.dropped.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-                dropped.append((labels: [name, reason.rawValue], value: Double(count)))
-            }
-        }
-        return [
-            .counter("splice_messages_received_total", help: "Messages read from the coordinator's ZeroMQ endpoints.",
-                     labelNames: ["endpoint"], received),
-            .counter("splice_messages_dropped_total",
-                     help: "Messages dropped by the coordinator's endpoints (garbled, wrong protocol, out of range…).",
-                     labelNames: ["endpoint", "reason"], dropped),
-        ]
+        return EndpointMessages { [("workers", runtime.workerEndpoint.counters.snapshot()),
+                                   ("api", runtime.apiEndpoint.counters.snapshot())] }.collect()
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import SpliceCore
 
 /// The coordinator's status page at `/`: one self-contained HTML document (no external assets),
 /// its jobs and its workers. Every value that comes from a client or a worker (file names, error
@@ -101,7 +102,7 @@ enum StatusPage {
                 <td><code title="\(escape(job.id))">\(escape(String(job.id.prefix(8))))</code>\
                 <div class="path" title="\(escape(job.input))">\(escape(job.input))</div>\
                 <div class="path" title="\(escape(job.output))">→ \(escape(job.output))</div></td>\
-                <td><span class="state \(stateClass(job.state))">\(escape(job.state))</span></td>\
+                <td><span class="state \(stateClass(job.state))">\(escape(job.state.rawValue))</span></td>\
                 <td class="progress"><progress value="\(String(format: "%.3f", job.fraction))" max="1">\(percent)%</progress> \
                 \(percent)%</td>\
                 <td class="num">\(segments)</td><td class="num">\(eta)</td>\
@@ -197,9 +198,8 @@ enum StatusPage {
         return String(format: "%.2f dB · %.4f", psnr, ssim)
     }
 
-    private static func stateClass(_ state: String) -> String {
-        ["queued", "planning", "running", "stitching", "succeeded", "failed", "cancelled"].contains(state)
-            ? "state-" + state : "state-other"
+    private static func stateClass(_ state: JobState) -> String {
+        "state-" + state.rawValue
     }
 
     // MARK: - Style and script

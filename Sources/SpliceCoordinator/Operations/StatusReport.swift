@@ -1,4 +1,5 @@
 import Foundation
+import SpliceCore
 import SpliceStore
 import SpliceWire
 
@@ -8,7 +9,7 @@ struct StatusReport: Codable, Sendable {
     struct Job: Codable, Sendable {
         var id: String
         /// The API's names: queued, planning, running, stitching, succeeded, failed, cancelled.
-        var state: String
+        var state: JobState
         var input: String
         var output: String
         var priority: Int
@@ -81,7 +82,7 @@ struct StatusReport: Codable, Sendable {
             eta = Int((elapsed * (1 - fraction) / fraction).rounded())
         }
         return Job(
-            id: summary.id.uuidString.lowercased(), state: JobStatusMapping.name(of: summary.state),
+            id: summary.id.uuidString.lowercased(), state: summary.state,
             input: summary.sourceURL, output: summary.outputURL, priority: summary.priority,
             segmentsDone: summary.segmentsDone, segmentsTotal: planned ? summary.segmentsTotal : nil, fraction: fraction,
             etaSeconds: eta, failedAttempts: summary.failedAttempts, backupsStarted: summary.progress.backupsStarted,

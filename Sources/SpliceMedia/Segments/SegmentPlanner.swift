@@ -36,15 +36,6 @@ public struct SegmentPlanner: Sendable {
     /// The audio segment length in effect.
     var effectiveAudioTarget: MediaTime { audioTargetDuration ?? MediaTime.max(targetDuration, MediaTime(seconds: 60)) }
 
-    /// Plans `asset` for the given output (tests and tools; jobs come through
-    /// ``plan(source:request:)``).
-    public func plan(asset: Asset, video: VideoSettings?, audio: AudioSettings?, fileType: OutputFileType,
-                     range: MediaTimeRange? = nil, fastStart: Bool = false, metadata: [String: String] = [:]) async throws -> SegmentPlan {
-        let request = TranscodeRequest(video: video, audio: audio, fileType: fileType, range: range,
-                                       optimizesForNetworkUse: fastStart, segmentDuration: targetDuration)
-        return try await plan(asset: asset, request: request, metadata: metadata)
-    }
-
     /// Plans `asset` as `request` asks: resolves the tracks, scans the source once without
     /// decoding (keyframes, audio packets), learns each audio encoder's framing, then cuts.
     public func plan(asset: Asset, request: TranscodeRequest, metadata: [String: String]) async throws -> SegmentPlan {

@@ -121,11 +121,6 @@ public final class EmbeddedPostgres: Sendable {
 
     // MARK: - Blocking steps (run off the cooperative pool)
 
-    /// Stops the server from a synchronous context (an `atexit` handler); errors are ignored.
-    public func stopNow(mode: StopMode) {
-        try? stopBlocking(mode: mode)
-    }
-
     private func startBlocking() throws {
         let socketPath = "\(configuration.directory)/.s.PGSQL.\(configuration.port)"
         guard socketPath.utf8.count < 108 else {

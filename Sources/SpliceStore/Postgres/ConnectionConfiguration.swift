@@ -56,14 +56,6 @@ public struct ConnectionConfiguration: Sendable, Equatable, CustomStringConverti
         secrets = []
     }
 
-    /// Reads the URL from an environment variable (by default `SPLICE_DATABASE_URL`); nil when unset or empty.
-    public static func fromEnvironment(
-        _ variable: String = "SPLICE_DATABASE_URL"
-    ) throws(StoreError) -> ConnectionConfiguration? {
-        guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else { return nil }
-        return try ConnectionConfiguration(value)
-    }
-
     /// The database name, when the string names one.
     public var database: String? { value(of: "dbname") }
 

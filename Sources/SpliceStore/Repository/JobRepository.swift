@@ -97,7 +97,7 @@ public final class JobRepository: Sendable {
         return try await client.transaction { connection in
             guard let job = try await lockJob(jobID, on: connection) else { throw notFound(jobID) }
             // A retry after a lost COMMIT answer finds its own plan already recorded.
-            if [.running, .stitching, .completed].contains(job.state) && job.segmentsTotal == segments.count {
+            if [.running, .stitching, .succeeded].contains(job.state) && job.segmentsTotal == segments.count {
                 return job
             }
             guard job.state == .planning else { throw invalidTransition(job, to: .running) }
@@ -127,8 +127,8 @@ public final class JobRepository: Sendable {
     @discardableResult
     public func completeJob(jobID: JobID) async throws -> Job {
         try await client.transaction { connection in
-            try await transition(jobID, from: [.stitching], to: .completed, setting: ", finished_at = now()",
-                                 alreadyThere: [.completed], on: connection)
+            try await transition(jobID, from: [.stitching], to: .succeeded, setting: ", finished_at = now()",
+                                 alreadyThere: [.succeeded], on: connection)
         }
     }
 

@@ -117,10 +117,10 @@ public struct JobStatusQuery: MessageBody, Hashable {
 /// LIST: recent jobs, newest first.
 public struct ListJobs: MessageBody, Hashable {
     public static let messageType = "LIST"
-    /// Only jobs in this state (`queued`, `running`, `succeeded`…); nil for all.
-    public var state: String?
+    /// Only jobs in this state; nil for all.
+    public var state: JobState?
     public var limit: Int?
-    public init(state: String? = nil, limit: Int? = nil) {
+    public init(state: JobState? = nil, limit: Int? = nil) {
         self.state = state
         self.limit = limit
     }
@@ -171,8 +171,7 @@ public struct JobSubmitted: MessageBody, Hashable {
 public struct JobStatus: MessageBody, Hashable {
     public static let messageType = "JOB_STATUS"
     public var job: JobID
-    /// `queued`, `planning`, `running`, `stitching`, `succeeded`, `failed`, `cancelled`.
-    public var state: String
+    public var state: JobState
     public var input: String
     public var output: String
     public var priority: Int
@@ -197,7 +196,7 @@ public struct JobStatus: MessageBody, Hashable {
     public var segments: [SegmentStatus]?
 
     public init(
-        job: JobID, state: String, input: String, output: String, priority: Int, segmentsTotal: Int?,
+        job: JobID, state: JobState, input: String, output: String, priority: Int, segmentsTotal: Int?,
         segmentsDone: Int, fraction: Double, submittedAtMilliseconds: Int64, finishedAtMilliseconds: Int64? = nil,
         error: String? = nil, waiting: String? = nil, backupsStarted: Int? = nil, backupsWon: Int? = nil,
         segments: [SegmentStatus]? = nil
@@ -220,15 +219,14 @@ public struct JobStatus: MessageBody, Hashable {
     }
 }
 
-/// One segment in JOB_STATUS: its index in the plan, its state (`pending`, `leased`, `done`,
-/// `failed`, `dead`, `cancelled`) and, once done, what its video came to — so a starved segment
-/// shows. Audio segments have no figures.
+/// One segment in JOB_STATUS: its index in the plan, its state and, once done, what its video came
+/// to — so a starved segment shows. Audio segments have no figures.
 public struct SegmentStatus: Codable, Sendable, Hashable {
     public var index: Int
-    public var state: String
+    public var state: SegmentState
     public var figures: SegmentFigures?
 
-    public init(index: Int, state: String, figures: SegmentFigures? = nil) {
+    public init(index: Int, state: SegmentState, figures: SegmentFigures? = nil) {
         self.index = index
         self.state = state
         self.figures = figures
@@ -246,8 +244,8 @@ public struct JobList: MessageBody, Hashable {
 public struct JobCancelled: MessageBody, Hashable {
     public static let messageType = "CANCELLED"
     public var job: JobID
-    public var state: String
-    public init(job: JobID, state: String) {
+    public var state: JobState
+    public init(job: JobID, state: JobState) {
         self.job = job
         self.state = state
     }

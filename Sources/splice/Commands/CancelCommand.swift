@@ -28,7 +28,7 @@ struct CancelCommand: ClientCommand {
 
     /// `job X cancelled`, or what the job had already become.
     static func line(for answer: JobCancelled) -> String {
-        guard answer.state != "cancelled" else { return "job \(answer.job) cancelled" }
-        return "job \(answer.job) had already finished (\(answer.state)); nothing to cancel"
+        guard answer.state != .cancelled else { return "job \(answer.job) cancelled" }
+        return "job \(answer.job) had already finished (\(answer.state.rawValue)); nothing to cancel"
     }
 }

@@ -1,13 +1,9 @@
+import SpliceCore
 import SpliceWire
 
 /// `splice jobs [--state S] [--limit N] [--json]`: recent jobs, newest first.
 struct JobsCommand: ClientCommand {
-    /// The states the API lists jobs by.
-    enum State: String, CaseIterable, ArgumentValue {
-        case queued, planning, running, stitching, succeeded, failed, cancelled
-    }
-
-    static let state = Option<State>("state", valueName: "state", help: "Only jobs in this state.")
+    static let state = Option<JobState>("state", valueName: "state", help: "Only jobs in this state.")
     static let limit = Option<Int>("limit", valueName: "count", help: "At most this many jobs, from 1 to 1000.",
                                    default: 50)
     static let json = Flag("json", help: "Print the jobs as JSON.")
@@ -16,7 +12,7 @@ struct JobsCommand: ClientCommand {
         name: "jobs", abstract: "List recent jobs, newest first.",
         arguments: [state, limit, json] + ClientOptions.arguments)
 
-    let state: State?
+    let state: JobState?
     let limit: Int
     let json: Bool
     let client: ClientOptions
@@ -34,7 +30,7 @@ struct JobsCommand: ClientCommand {
     }
 
     func run(_ context: CommandContext) async throws -> ExitCode {
-        let jobs = try await client.withClient { try await $0.jobs(state: state?.rawValue, limit: limit) }
+        let jobs = try await client.withClient { try await $0.jobs(state: state, limit: limit) }
         if json {
             try context.output.writeJSON(jobs)
         } else if jobs.isEmpty {
@@ -51,7 +47,7 @@ struct JobsCommand: ClientCommand {
         for job in jobs {
             let segments = job.segmentsTotal.map { "\(job.segmentsDone)/\($0)" } ?? "-"
             table.rows.append([
-                job.job.description, job.state, segments, "\(StatusCommand.percent(job.fraction))%",
+                job.job.description, job.state.rawValue, segments, "\(StatusCommand.percent(job.fraction))%",
                 ClusterText.time(millisecondsSinceEpoch: job.submittedAtMilliseconds), job.output,
             ])
         }

@@ -50,7 +50,7 @@ struct StatusCommand: ClientCommand {
         return TextTable(headers: headers, rows: segments.map { segment in
             let figures = segment.figures
             var row = [
-                String(segment.index), segment.state, figures.map { String($0.videoBytes / 1024) } ?? "-",
+                String(segment.index), segment.state.rawValue, figures.map { String($0.videoBytes / 1024) } ?? "-",
                 figures?.videoBitsPerSecond.map { String(($0 + 500) / 1000) } ?? "-",
                 figures?.meanQP.map { String(format: "%.2f", $0) } ?? "-",
             ]
@@ -76,7 +76,7 @@ struct StatusCommand: ClientCommand {
     private static func fieldLines(for status: JobStatus) -> [String] {
         var fields = [
             ("job", status.job.description),
-            ("state", status.state),
+            ("state", status.state.rawValue),
             ("progress", progress(of: status)),
             ("input", status.input),
             ("output", status.output),

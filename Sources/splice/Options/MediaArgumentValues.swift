@@ -1,7 +1,9 @@
+import SpliceCore
 import SpliceMedia
 
 // How media types are typed on the command line.
 
+extension JobState: ArgumentValue {}
 extension VideoSettings.Codec: ArgumentValue {}
 extension AudioSettings.Codec: ArgumentValue {}
 extension OutputFileType: ArgumentValue {}
