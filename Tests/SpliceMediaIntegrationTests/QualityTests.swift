@@ -14,48 +14,6 @@ struct QualityTests {
         try await Fixtures.clip(TranscodeTests.clip(seconds: 4, fps: "30", rate: 48000, width: 320, height: 240))
     }
 
-    /// FFmpeg's per-frame luma and overall PSNR and SSIM of `output` against `reference` (its
-    /// stats files), and the whole-file averages it prints.
-    struct FFmpegScores {
-        var mseY: [Double] = []
-        var ssimY: [Double] = []
-        var averagePSNRY = 0.0
-        var averagePSNR = 0.0
-        var averageSSIMY = 0.0
-        var averageSSIM = 0.0
-    }
-
-    static func ffmpegScores(_ output: String, reference: String, filter: String = "") async throws -> FFmpegScores {
-        let dir = Fixtures.temporaryDirectory("scores")
-        let psnrLog = dir.appendingPathComponent("psnr.log").path, ssimLog = dir.appendingPathComponent("ssim.log").path
-        let prefix = filter.isEmpty ? "[1:v]null[ref];" : "[1:v]\(filter)[ref];"
-        let run = try await ExternalTool.check("ffmpeg", [
-            "-hide_banner", "-i", output, "-i", reference, "-lavfi",
-            prefix + "[ref]split[r1][r2];[0:v][r1]psnr=stats_file=\(psnrLog)[p];[p][r2]ssim=stats_file=\(ssimLog)",
-            "-f", "null", "-"])
-        var scores = FFmpegScores()
-        func field(_ line: Substring, _ name: String) -> Double? {
-            line.split(separator: " ").first { $0.hasPrefix(name + ":") }.flatMap { Double($0.dropFirst(name.count + 1)) }
-        }
-        for line in try String(contentsOfFile: psnrLog, encoding: .utf8).split(separator: "\n") {
-            scores.mseY.append(try #require(field(line, "mse_y")))
-        }
-        for line in try String(contentsOfFile: ssimLog, encoding: .utf8).split(separator: "\n") {
-            scores.ssimY.append(try #require(field(line, "Y")))
-        }
-        // "[Parsed_psnr_…] PSNR y:… u:… v:… average:… min:… max:…", "[Parsed_ssim_…] SSIM Y:… (…) … All:… (…)"
-        for line in run.stderr.split(separator: "\n") {
-            if line.contains("PSNR y:") {
-                scores.averagePSNRY = try #require(field(line, "y"))
-                scores.averagePSNR = try #require(field(line, "average"))
-            } else if line.contains("SSIM Y:") {
-                scores.averageSSIMY = try #require(field(line, "Y"))
-                scores.averageSSIM = try #require(field(line, "All"))
-            }
-        }
-        return scores
-    }
-
     /// The per-frame figures a verified transcode measured where it encoded each segment are
     /// FFmpeg's: frame for frame, and over the whole file to 0.01 dB.
     @Test func figuresEqualFFmpegsOwnOverTheWholeFile() async throws {
@@ -70,7 +28,7 @@ struct QualityTests {
         #expect(report.passed, "\(report.problems.map(\.message))")
         let series = try #require(report.series)
         #expect(summary.plan.videoSegments.count >= 3)
-        let ffmpeg = try await Self.ffmpegScores(output.path, reference: source)
+        let ffmpeg = try await FFmpegQuality.measure(output.path, reference: source)
         try #require(ffmpeg.mseY.count == series.count)
         for i in 0..<series.count {
             #expect(abs(series.mseY[i] - ffmpeg.mseY[i]) <= 0.01, "frame \(i): MSE \(series.mseY[i]) vs \(ffmpeg.mseY[i])")
@@ -162,6 +120,69 @@ struct QualityTests {
         #expect(!shifted.passed)
     }
 
+    /// `splice verify` from the command line: a correct output passes (exit 0) with FFmpeg's own
+    /// whole-file PSNR and SSIM; an output whose third segment is a CRF 45 encode fails (exit 2),
+    /// names that segment, and its `--report` page, opened in headless Chromium, shows a non-blank
+    /// picture, an SVG plot with every join marked, a row per segment, and no console message; it
+    /// loads nothing from outside and shows the file name as text.
+    @Test func verifyCommandAndItsReportPageInABrowser() async throws {
+        let source = try await Self.clip()
+        let dir = Fixtures.temporaryDirectory("verify-cli")
+        let good = dir.appendingPathComponent("good.mp4").path
+        let transcode = try await SpliceProcess.run(["transcode", source, good, "--crf", "23", "--preset", "veryfast",
+                                                     "--segment-seconds", "1", "--jobs", "2", "--json"], timeout: .seconds(300))
+        try #require(transcode.status == 0, "\(transcode.stderr)")
+        let planFile = dir.appendingPathComponent("summary.json").path
+        try transcode.stdout.write(toFile: planFile, atomically: true, encoding: .utf8)
+        let plan = try JSONDecoder().decode(Transcoder.Summary.self, from: Data(transcode.stdout.utf8)).plan
+        try #require(plan.videoSegments.count == 4)
+        let third = plan.videoSegments[2].index
+
+        let passed = try await SpliceProcess.run(["verify", source, good, "--json", "--plan", planFile], timeout: .seconds(300))
+        #expect(passed.status == 0, "\(passed.stderr)")
+        let report = try JSONDecoder().decode(QualityReport.self, from: Data(passed.stdout.utf8))
+        let ffmpeg = try await FFmpegQuality.measure(good, reference: source)
+        let overall = try #require(report.overall)
+        #expect(abs(overall.psnrY - ffmpeg.averagePSNRY) <= 0.01, "PSNR Y \(overall.psnrY) vs \(ffmpeg.averagePSNRY)")
+        #expect(abs(overall.ssimY - ffmpeg.averageSSIMY) <= 1e-4, "SSIM Y \(overall.ssimY) vs \(ffmpeg.averageSSIMY)")
+        #expect(report.segmentsFrom == "plan" && report.segments.count == 4 && report.videoJoins.count == 3)
+
+        // The third segment (2 s to 3 s) replaced by a CRF 45 encode of the same range, under a name with markup in it.
+        let low = dir.appendingPathComponent("crf45.mp4").path
+        try await ExternalTool.check("ffmpeg", ["-v", "error", "-y", "-ss", "2", "-t", "1", "-i", source, "-an",
+                                                "-c:v", "libx264", "-preset", "veryfast", "-crf", "45", low])
+        let bad = dir.appendingPathComponent("out <b>&\"2\".mp4").path
+        try await ExternalTool.check("ffmpeg", ["-v", "error", "-y", "-i", good, "-i", low, "-filter_complex",
+            "[0:v]split=2[g0][g1];[g0]trim=end=2,setpts=PTS-STARTPTS[p0];[g1]trim=start=3,setpts=PTS-STARTPTS[p2];"
+                + "[1:v]setpts=PTS-STARTPTS[p1];[p0][p1][p2]concat=n=3:v=1:a=0,setpts=N/30/TB[v]",
+            "-map", "[v]", "-map", "0:a", "-c:a", "copy", "-c:v", "libx264", "-preset", "ultrafast", "-qp", "0",
+            "-pix_fmt", "yuv420p", bad])
+        let page = dir.appendingPathComponent("report.html").path
+        let failed = try await SpliceProcess.run(["verify", source, bad, "--plan", planFile, "--min-psnr", "34",
+                                                  "--report", page], timeout: .seconds(300))
+        #expect(failed.status == 2, "\(failed.stdout)\(failed.stderr)")
+        #expect(failed.stdout.hasPrefix("FAILED") && failed.stdout.contains("segment \(third) (0:02"),
+                "\(failed.stdout)")
+
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        #expect(!html.contains(" src=") && !html.contains(" href=") && !html.contains("<script"), "self-contained, no script")
+        #expect(html.contains("out &lt;b&gt;&amp;&quot;2&quot;.mp4") && !html.contains("<b>&"))
+        let shot = try await Browser.screenshot(URL(fileURLWithPath: page).absoluteString, name: "quality-report.png")
+        // Not blank: ffmpeg's signalstats finds dark text and plot lines on the white page.
+        let stats = try await ExternalTool.check("ffprobe", [
+            "-v", "error", "-f", "lavfi", "-i", "movie=\(shot.path),signalstats", "-show_entries",
+            "frame_tags=lavfi.signalstats.YMIN,lavfi.signalstats.YMAX", "-of", "csv=p=0"])
+        let luma = stats.text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Int($0) }
+        #expect(luma.count == 2 && luma.max()! - luma.min()! > 150, "screenshot \(shot.path) luma range \(stats.text)")
+        let dom = try await Browser.dom(URL(fileURLWithPath: page).absoluteString)
+        #expect(!dom.console.contains("CONSOLE") && !dom.console.contains("Uncaught"), "\(dom.console)")
+        #expect(dom.html.components(separatedBy: "<svg").count == 2)
+        #expect(dom.html.components(separatedBy: "<polyline").count == 3, "a PSNR and an SSIM line")
+        #expect(dom.html.components(separatedBy: "stroke-dasharray").count == 1 + 3, "every join marked")
+        #expect(dom.html.components(separatedBy: "<tr class=\"bad\"><td>\(third)</td>").count == 2, "its row marked")
+        print("quality report screenshot: \(shot.path)")
+    }
+
     /// Eight seconds of very different content, 2 s each, made from the shared real clips and
     /// lavfi: a still picture (a Big Buck Bunny frame held), a talking head (the phone clip), high
     /// motion (the aerial city clip at twice its speed) and film grain (the concert clip under
@@ -187,7 +208,7 @@ struct QualityTests {
 
     /// Mean luma SSIM of each 2 s stretch of `output` against `source`, by ffmpeg.
     static func ssimPerTwoSeconds(_ output: String, source: String) async throws -> [Double] {
-        let scores = try await ffmpegScores(output, reference: source)
+        let scores = try await FFmpegQuality.measure(output, reference: source)
         return stride(from: 0, to: scores.ssimY.count, by: 60).map { start in
             let part = scores.ssimY[start..<min(scores.ssimY.count, start + 60)]
             return part.reduce(0, +) / Double(part.count)
