@@ -109,7 +109,8 @@ final class ClientAPIHandler: Sendable {
             try SubmissionFingerprint.check(existing, key: key, against: fingerprint)
             return .submitted(JobSubmitted(job: existing.id))
         }
-        try await checkPaths(input: submit.input, output: submit.output, overwrite: request.overwrite)
+        try await checkPaths(input: submit.input, output: submit.output, overwrite: request.overwrite,
+                             report: request.quality?.reportPath)
         let creation = try await repository.createJob(JobSubmission(
             idempotencyKey: key, fingerprint: fingerprint, sourceURL: submit.input, outputURL: submit.output,
             settings: try PostgresJSON(encoding: request), priority: submit.priority ?? 0, maxAttempts: maxAttempts))
@@ -127,8 +128,10 @@ final class ClientAPIHandler: Sendable {
     /// inside the configured roots (links resolved), a path input readable here (a URL input is
     /// opened when the job is planned), and the output
     /// writable (`OutputDestination`: its folder exists and takes a file, it is not the input,
-    /// it does not exist unless `overwrite`).
-    private func checkPaths(input: String, output: String, overwrite: Bool) async throws {
+    /// it does not exist unless `overwrite`). A verified job's report (`export.quality.reportPath`),
+    /// which the coordinator writes after the stitch, is held to the same roots and may replace
+    /// an earlier report, never the input or the output.
+    private func checkPaths(input: String, output: String, overwrite: Bool, report: String?) async throws {
         let (inputRoots, outputRoots) = (self.inputRoots, self.outputRoots)
         let isURL = SourceProtocols.isURL(input)
         let refusal: Refusal? = try await FileSystemQueue.run {
@@ -143,6 +146,26 @@ final class ClientAPIHandler: Sendable {
                 guard let resolved = PathRoots.resolvedOutput(output), outputRoots.contains(resolved: resolved) else {
                     return Refusal(.invalidRequest, "`output` \(output) is not inside an output root of this coordinator ("
                         + outputRoots.roots.joined(separator: ", ") + ")")
+                }
+            }
+            if let report {
+                let field = "`export.quality.reportPath` \(report)"
+                guard report.hasPrefix("/") else { return Refusal(.invalidRequest, "\(field) must be an absolute path") }
+                if !outputRoots.isEmpty {
+                    guard let resolved = PathRoots.resolvedOutput(report), outputRoots.contains(resolved: resolved) else {
+                        return Refusal(.invalidRequest, "\(field) is not inside an output root of this coordinator ("
+                            + outputRoots.roots.joined(separator: ", ") + ")")
+                    }
+                }
+                guard PathRoots.resolvedOutput(report) != PathRoots.resolvedOutput(output) else {
+                    return Refusal(.invalidRequest, "\(field) is the output; choose another file for the report")
+                }
+                do {
+                    try OutputDestination.check(output: report, inputs: isURL ? [] : [input], overwrite: true)
+                } catch let error as MediaError {
+                    return Refusal(.invalidRequest, "\(field): \(error.message)")
+                } catch {
+                    return Refusal(.invalidRequest, "\(field): \(error)")
                 }
             }
             if !isURL {
