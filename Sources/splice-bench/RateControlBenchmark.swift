@@ -1,13 +1,14 @@
 import Foundation
 
-/// `splice-bench ratecontrol [--codec h264|hevc|vp9]… [--source FILE] [--segment-seconds S]`:
+/// `splice-bench ratecontrol [--codec h264|hevc|vp9]… [--source FILE] [--seconds N] [--segment-seconds S]`:
 /// quality across segment joins for each rate-control mode, `splice transcode --jobs 2` against
 /// one `ffmpeg` at the same settings, judged by ffmpeg's `psnr` filter (per-frame luma PSNR
 /// against the source) and ffprobe's packets.
 ///
 /// The default source is real content: the shared phone clip (`h264_aac44k_720p_rotated90.mp4`),
 /// upright at 360×640, played forward then backward (10 s without a scene cut), re-encoded near
-/// losslessly with a keyframe every half second so that segments cut anywhere. Per mode it prints
+/// losslessly with a keyframe every half second so that segments cut anywhere; `--seconds N` plays it
+/// forward and backward again until it is N seconds long (17: the clip of issue 21). Per mode it prints
 /// the worst segment-start dip (mean PSNR of a segment's first 12 frames under the rest of it,
 /// segments after the first), the mean PSNR and bit rate of both files, for peak-rate modes the
 /// lowest level of a leaky-bucket decoder buffer over the whole file (negative: it ran dry), and
@@ -45,12 +46,14 @@ enum RateControlBenchmark {
         var codecs: [String] = []
         var source: String?
         var segmentSeconds = "2"
+        var seconds = 10
         var words = arguments[...]
         while let word = words.popFirst() {
             switch word {
             case "--codec": if let c = words.popFirst() { codecs.append(c) }
             case "--source": source = words.popFirst()
             case "--segment-seconds": if let s = words.popFirst() { segmentSeconds = s }
+            case "--seconds": if let s = words.popFirst().flatMap({ Int($0) }) { seconds = s }
             default: break
             }
         }
@@ -59,7 +62,7 @@ enum RateControlBenchmark {
         let dir = fm.temporaryDirectory.appendingPathComponent("splice-bench-ratecontrol-\(getpid())")
         try fm.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? fm.removeItem(at: dir) }
-        let clip = try source ?? phoneClip(in: dir)
+        let clip = try source ?? phoneClip(seconds: seconds, in: dir)
         var report: [String] = []
         for codec in codecs {
             report.append("  \(codec)")
@@ -68,21 +71,29 @@ enum RateControlBenchmark {
             }
         }
         print("")
-        print("rate control across joins (\(source ?? "phone clip 360x640 10 s"), --segment-seconds \(segmentSeconds) "
+        print("rate control across joins (\(source ?? "phone clip 360x640 \(seconds) s"), --segment-seconds \(segmentSeconds) "
               + "--jobs 2, preset veryfast / vp9 speed 6, keyint 250; splice | one ffmpeg)")
         print("    mode                          worst dip   mean PSNR        kbit/s          buffer low      warm-up")
         for line in report { print(line) }
     }
 
-    /// The phone clip, upright, 360×640, forward then backward, near lossless, keyframes every 15 frames.
-    static func phoneClip(in dir: URL) throws -> String {
+    /// The phone clip, upright, 360×640, forward then backward (and again, up to `seconds`), near
+    /// lossless, keyframes every 15 frames.
+    static func phoneClip(seconds: Int, in dir: URL) throws -> String {
         let path = dir.appendingPathComponent("phone.mp4").path
         let shared = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/media/h264_aac44k_720p_rotated90.mp4")
         print("making the source from \(shared.path) …")
-        _ = try MeasuredProcess.run(["ffmpeg", "-y", "-i", shared.path, "-filter_complex",
-                                     "[0:v]scale=360:640,split[a][b];[b]reverse[r];[a][r]concat=n=2:v=1[v]", "-map", "[v]",
-                                     "-an", "-c:v", "libx264", "-preset", "veryfast", "-crf", "6", "-g", "15", path])
+        // One forward-and-backward pass is 9.94 s; each further pass doubles what the last made.
+        var graph = "[0:v]scale=360:640,split[a][b];[b]reverse[r];[a][r]concat=n=2:v=1"
+        var made = 10
+        while made < seconds {
+            graph += ",split[c\(made)][d\(made)];[c\(made)][d\(made)]concat=n=2:v=1"
+            made *= 2
+        }
+        _ = try MeasuredProcess.run(["ffmpeg", "-y", "-i", shared.path, "-filter_complex", graph + "[v]", "-map", "[v]",
+                                     "-t", "\(seconds)", "-an", "-c:v", "libx264", "-preset", "veryfast", "-crf", "6",
+                                     "-g", "15", path])
         return path
     }
 

@@ -306,8 +306,16 @@ struct ExportTests {
         #expect(rv.codec_name == "h264")
         #expect(rv.readFrames == sv.readFrames)
         #expect(rv.rotation == 0)
-        let display = try #require(asset.videoTrack?.displaySize)
-        #expect(rv.width == display.width + display.width % 2 && rv.height == display.height + display.height % 2)
+        // Upright at the stored size: an anamorphic source (the B-pyramid clip, 800×640 at 64:45)
+        // keeps its pixels and says their aspect ratio, as one ffmpeg does.
+        let track = try #require(asset.videoTrack)
+        let (width, height) = try (#require(track.width), #require(track.height))
+        let stored = track.rotation % 180 == 0 ? (width: width, height: height) : (width: height, height: width)
+        #expect(rv.width == stored.width + stored.width % 2 && rv.height == stored.height + stored.height % 2)
+        if let sar = track.sampleAspectRatio {
+            let upright = track.rotation % 180 == 0 ? sar : Rational(sar.denominator, sar.numerator)
+            #expect(rv.sample_aspect_ratio == "\(upright.numerator):\(upright.denominator)")
+        }
         if source.first("audio") != nil { #expect(result.first("audio")?.codec_name == "aac") }
         // Duration within one frame of the source's presented video.
         let frameMicros = try #require(asset.videoTrack?.frameRate).reciprocalDuration.converted(to: 1_000_000).value

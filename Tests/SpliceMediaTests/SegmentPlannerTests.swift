@@ -115,7 +115,7 @@ struct SegmentPlannerTests {
         }
     }
 
-    @Test func bitRateSegmentsAfterTheFirstWarmUpOnTheSecondBeforeThem() throws {
+    @Test func bitRateSegmentsAfterTheFirstWarmUpOnTheVideoBeforeThem() throws {
         let keys = (0..<30).map { MediaTime(seconds: Int64($0)) }
         let rate = try plan(Self.asset(seconds: 30), keyframes: keys, framing: nil,
                             video: VideoSettings(codec: .h264, bitrate: 2_000_000))

@@ -101,8 +101,33 @@ struct ResolveTests {
         #expect(e.width == 640 && e.height == 360)
         let (r, _) = try resolve(VideoSettings(codec: .h264, height: 640), Self.videoTrack(width: 1280, height: 720, rotation: 90))
         #expect(r.width == 360 && r.height == 640)
-        let (a, _) = try resolve(VideoSettings(codec: .h264), Self.videoTrack(width: 800, height: 640, sar: Rational(64, 45)))
-        #expect(a.width == 1138 && a.height == 640)
+        // An anamorphic source with a size asked for (or square pixels) gets square pixels at its display aspect.
+        let (a, _) = try resolve(VideoSettings(codec: .h264, squarePixels: true), Self.videoTrack(width: 800, height: 640, sar: Rational(64, 45)))
+        #expect(a.width == 1138 && a.height == 640 && a.sampleAspectRatio == Rational(1, 1))
+        let (h, _) = try resolve(VideoSettings(codec: .h264, height: 480), Self.videoTrack(width: 720, height: 480, sar: Rational(32, 27)))
+        #expect(h.width == 854 && h.height == 480 && h.sampleAspectRatio == Rational(1, 1))
+        let (w, _) = try resolve(VideoSettings(codec: .h264, width: 720), Self.videoTrack(width: 720, height: 480, sar: Rational(32, 27)))
+        #expect(w.width == 720 && w.height == 406 && w.sampleAspectRatio == Rational(1, 1))
+    }
+
+    /// Issue 21: with no size asked for, an anamorphic source keeps its stored pixels and writes
+    /// their shape (FFmpeg's and HandBrake's automatic anamorphic), turned with the picture.
+    @Test(arguments: [
+        (800, 640, Rational(64, 45), 0, 800, 640, Rational(64, 45)),
+        (720, 480, Rational(32, 27), 0, 720, 480, Rational(32, 27)),
+        (1440, 1080, Rational(4, 3), 0, 1440, 1080, Rational(4, 3)),
+        (720, 480, Rational(32, 27), 90, 480, 720, Rational(27, 32)),
+        (720, 480, Rational(32, 27), 180, 720, 480, Rational(32, 27)),
+    ])
+    func anAnamorphicSourceKeepsItsStoredSizeAndPixelAspect(
+        width: Int, height: Int, sar: Rational, rotation: Int, outWidth: Int, outHeight: Int, outSAR: Rational
+    ) throws {
+        let (e, notices) = try resolve(VideoSettings(codec: .h264), Self.videoTrack(width: width, height: height, rotation: rotation, sar: sar))
+        #expect(e.width == outWidth && e.height == outHeight && e.sampleAspectRatio == outSAR)
+        // The whole canvas is picture: nothing scaled, nothing padded.
+        #expect(e.contentX == 0 && e.contentY == 0 && e.contentWidth == e.canvasWidth && e.contentHeight == e.canvasHeight)
+        #expect(e.contentWidth == width && e.contentHeight == height)
+        #expect(notices.isEmpty)
     }
 
     @Test func aBoxOfAnotherAspectIsFittedAndCentred() throws {
@@ -142,11 +167,20 @@ struct ResolveTests {
         hevc.codec = .hevc
         let x265 = try VideoEncoding.resolve(hevc, source: track, fileType: .mp4, threads: 1, closedGOP: true, notices: &notices)
         #expect(x265.options["x265-params"]?.split(separator: ":").contains("vbv-init=0.50") == true)
-        // Without a peak rate there is no buffer model to start; a bit-rate segment keeps to its
-        // share more tightly than x264's default tolerance, a whole file keeps x264's default.
+        // Without a peak rate there is no buffer model to start; a bit-rate segment keeps x264's
+        // own rate tolerance, as a whole file does (a tighter one made joins dip: ``RateControl``).
         let rate = VideoSettings(codec: .h264, bitrate: 900_000)
         let plain = try VideoEncoding.resolve(rate, source: track, fileType: .mp4, threads: 1, closedGOP: true, notices: &notices)
-        #expect(plain.options["x264-params"] == "ratetol=0.25")
+        #expect(plain.options["x264-params"] == nil)
+        // A short segment keeps to its share more tightly: a quarter per second, x264's own from 4 s.
+        let short = try VideoEncoding.resolve(rate, source: track, fileType: .mp4, threads: 1, closedGOP: true,
+                                              segmentLength: MediaTime(seconds: 2), notices: &notices)
+        #expect(short.options["x264-params"] == "ratetol=0.50")
+        #expect(RateControl.segmentRateTolerance(length: MediaTime(seconds: 1)) == "0.25")
+        #expect(RateControl.segmentRateTolerance(length: MediaTime(value: 1500, timescale: 1000)) == "0.37")
+        #expect(RateControl.segmentRateTolerance(length: MediaTime(value: 100, timescale: 1000)) == "0.10")
+        #expect(RateControl.segmentRateTolerance(length: MediaTime(seconds: 4)) == nil)
+        #expect(RateControl.segmentRateTolerance(length: MediaTime(seconds: 10)) == nil)
         let whole = try VideoEncoding.resolve(rate, source: track, fileType: .mp4, threads: 1, notices: &notices)
         #expect(whole.options["x264-params"] == nil)
     }

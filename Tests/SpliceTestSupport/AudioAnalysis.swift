@@ -121,6 +121,35 @@ public enum MP4Boxes {
         return result
     }
 
+    /// Writes a copy of the MP4 at `path` to `output` with an `iTunSMPB` tag (moov/udta/meta/ilst
+    /// `----` com.apple.iTunes), the way iTunes and Apple's encoders state AAC priming without an
+    /// edit list. `path`'s `moov` must be its last box (ffmpeg's default layout), so no chunk
+    /// offset moves.
+    public static func addingITunSMPB(_ path: String, priming: Int, to output: String) throws {
+        var data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let boxes = children(data, 0..<data.count)
+        guard let moov = boxes.last, moov.type == "moov" else {
+            throw ToolFailure(command: "addingITunSMPB", status: -1, stderr: "\(path): moov is not the last box")
+        }
+        func box(_ type: String, _ payload: Data) -> Data {
+            var size = UInt32(8 + payload.count).bigEndian
+            return Data(bytes: &size, count: 4) + Data(type.utf8) + payload
+        }
+        let zero4 = Data(count: 4)
+        let value = String(format: " 00000000 %08X 00000000 %016X", priming, 0)
+        var dataHeader = Data([0, 0, 0, 1]) + zero4
+        dataHeader += Data(value.utf8)
+        let freeform = box("----", box("mean", zero4 + Data("com.apple.iTunes".utf8))
+                                     + box("name", zero4 + Data("iTunSMPB".utf8)) + box("data", dataHeader))
+        let handler = box("hdlr", Data(count: 8) + Data("mdirappl".utf8) + Data(count: 9))
+        let udta = box("udta", box("meta", zero4 + handler + box("ilst", freeform)))
+        let start = moov.payload.lowerBound - 8
+        var size = UInt32(moov.payload.upperBound - start + udta.count).bigEndian
+        data.replaceSubrange(start..<(start + 4), with: Data(bytes: &size, count: 4))
+        data.insert(contentsOf: udta, at: moov.payload.upperBound)
+        try data.write(to: URL(fileURLWithPath: output))
+    }
+
     private struct Box {
         var type: String
         var payload: Range<Int>

@@ -1,4 +1,5 @@
 public import Foundation
+import Synchronization
 
 /// Test media: the shared real-world clips and clips generated with FFmpeg's lavfi sources.
 public enum Fixtures {
@@ -81,7 +82,19 @@ public enum Fixtures {
     }
 
     private static let cache = LockedBox<[ClipSpec: String]>([:])
-    private static let generating = NSLock()
+    /// One lock per fixture: a test waits only for the fixture it asked for, never behind other
+    /// tests' larger ones (with one lock for all, the 1 s clip of the output-safety tests queued
+    /// behind every other suite's fixtures and ran out of its two minutes on two busy cores).
+    private static let generating = Mutex<[String: NSLock]>([:])
+
+    private static func generating(_ key: String) -> NSLock {
+        generating.withLock { locks in
+            if let lock = locks[key] { return lock }
+            let lock = NSLock()
+            locks[key] = lock
+            return lock
+        }
+    }
 
     /// A generated clip (cached per process): a moving test pattern with a frame counter and,
     /// when asked, non-periodic audio — a tone sweep over quiet pink noise, so misalignment shows.
@@ -90,8 +103,9 @@ public enum Fixtures {
     }
 
     private static func clipBlocking(_ spec: ClipSpec) throws -> String {
-        generating.lock()
-        defer { generating.unlock() }
+        let lock = generating("clip \(spec)")
+        lock.lock()
+        defer { lock.unlock() }
         if let path = cache.value[spec] { return path }
         let path = scratch.appendingPathComponent("clip-\(UUID().uuidString.prefix(8)).\(spec.container)").path
         var args = ["-v", "error", "-y",
@@ -118,8 +132,9 @@ public enum Fixtures {
     /// several tracks, HDR metadata). `extraFiles` are written beside it first (subtitles, chapters).
     public static func generated(_ name: String, extraFiles: [String: String] = [:], ffmpeg arguments: [String]) async throws -> String {
         try await ExternalTool.offPool {
-            generating.lock()
-            defer { generating.unlock() }
+            let lock = generating("generated \(name)")
+            lock.lock()
+            defer { lock.unlock() }
             if let path = made.value[name] { return path }
             let dir = scratch.appendingPathComponent("gen-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

@@ -52,6 +52,15 @@ struct MediaCommandTests {
         #expect(usageError(["in.mp4", "out.mp4", "--segment-seconds", "2.5", "-j", "2"], for: TranscodeCommand.self) == nil)
     }
 
+    @Test func squarePixelsIsAVideoSettingOfEveryEncodingCommand() throws {
+        #expect(try parse(["in.mp4", "out.mp4", "--square-pixels"], as: TranscodeCommand.self).request.video?.squarePixels == true)
+        #expect(try parse(["in.mp4", "out.mp4"], as: TranscodeCommand.self).request.video?.squarePixels == nil)
+        #expect(try parse(["/in.mp4", "/out.mp4", "--square-pixels"], as: SubmitCommand.self).request.video?.squarePixels == true)
+        #expect(usageError(["in.mp4", "out.mp4", "--square-pixels"], for: ExportCommand.self) == nil)
+        #expect(usageError(["in.mp4", "out.mp4", "--copy-video", "--square-pixels"], for: ExportCommand.self)?
+            .contains("--copy-video copies the video unchanged") == true)
+    }
+
     @Test func minusYAndOverwriteAllowReplacingTheOutputAndHelpSaysSo() throws {
         #expect(try parse(["in.mp4", "out.mp4"], as: ExportCommand.self).destination.overwrite == false)
         #expect(try parse(["in.mp4", "out.mp4", "-y"], as: ExportCommand.self).destination.overwrite)

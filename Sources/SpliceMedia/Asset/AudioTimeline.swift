@@ -100,13 +100,8 @@ final class AudioPacketSizer {
     func info(_ packet: Packet) -> AudioPacketInfo {
         let p = packet.pointer.pointee
         let stamp = p.pts != FFmpeg.noPTS ? p.pts : (p.dts != FFmpeg.noPTS ? p.dts : nil)
-        var skipStart: Int64 = 0, skipEnd: Int64 = 0
-        var size = 0
-        if let sd = av_packet_get_side_data(packet.pointer, AV_PKT_DATA_SKIP_SAMPLES, &size), size >= 8 {
-            skipStart = Int64(UInt32(littleEndianBytes: UnsafeBufferPointer(start: sd, count: 4)))
-            skipEnd = Int64(UInt32(littleEndianBytes: UnsafeBufferPointer(start: sd + 4, count: 4)))
-        }
-        return AudioPacketInfo(stamp: stamp, samples: samples(packet), skipStart: skipStart, skipEnd: skipEnd,
+        let skip = packet.skipSamples
+        return AudioPacketInfo(stamp: stamp, samples: samples(packet), skipStart: skip.start, skipEnd: skip.end,
                                discard: p.flags & AV_PKT_FLAG_DISCARD != 0)
     }
 

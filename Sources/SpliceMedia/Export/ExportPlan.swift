@@ -212,12 +212,16 @@ struct ExportPlan: Sendable {
             guard let track = asset.videoTrack else {
                 throw MediaError(.noUsableTrack, "'\(asset.location)' has no video track")
             }
+            let start = spec.videoStart ?? plan.outputZero
+            let length = (spec.videoEnd ?? plan.outputEnd ?? plan.assetDuration).map { $0 - start } ?? plan.targetDuration
             videoRoute = .encode(try VideoEncoding.resolve(settings, source: track, fileType: plan.outputFileType,
-                                                           threads: codecThreads, closedGOP: true, notices: &notices))
+                                                           threads: codecThreads, closedGOP: true, segmentLength: length,
+                                                           notices: &notices))
             videoStream = track.id
             for rung in plan.package?.renditions.dropFirst() ?? [] {
                 ladder.append(try VideoEncoding.resolve(rung, source: track, fileType: plan.outputFileType,
-                                                        threads: codecThreads, closedGOP: true, notices: &notices))
+                                                        threads: codecThreads, closedGOP: true, segmentLength: length,
+                                                        notices: &notices))
             }
         }
         guard videoRoute != nil || !audio.isEmpty else {

@@ -16,6 +16,9 @@ struct VideoEncoding: Sendable, Hashable, Codable {
     var contentY: Int
     var contentWidth: Int
     var contentHeight: Int
+    /// The output's pixel aspect ratio (upright): 1:1, or an anamorphic source's kept (turned with
+    /// the picture: a quarter turn swaps its terms).
+    var sampleAspectRatio = Rational(1, 1)
     var pixelFormat: String
     /// Encoder time base: the source's (timestamps kept) or 1/rate for a constant rate.
     var timeBase: Rational
@@ -58,16 +61,16 @@ struct VideoEncoding: Sendable, Hashable, Codable {
     /// Resolves `settings` for `source`. Adds human-readable notes to `notices` for anything it
     /// had to adjust (odd sizes rounded for chroma subsampling).
     /// `closedGOP` (for segments) makes every keyframe a clean entry point (x265 defaults to open
-    /// GOPs) and sets the rate control up for joining (``RateControl``).
+    /// GOPs) and sets the rate control up for joining (``RateControl``); `segmentLength`, the
+    /// length of the segment this encoder codes, sets x264's rate tolerance for an average rate.
     static func resolve(_ settings: VideoSettings, source: Track, fileType: OutputFileType?,
-                        threads: Int, closedGOP: Bool = false, notices: inout [String]) throws(SettingsError) -> VideoEncoding {
+                        threads: Int, closedGOP: Bool = false, segmentLength: MediaTime? = nil,
+                        notices: inout [String]) throws(SettingsError) -> VideoEncoding {
         try settings.validate()
         if let fileType { try settings.validate(for: fileType) }
-        let encoderName = try encoderName(for: settings.codec)
-        guard let encoder = avcodec_find_encoder_by_name(encoderName) else {
-            throw SettingsError(field: "video-codec", value: settings.codec.rawValue,
-                                allowed: "a codec this FFmpeg can encode (no \(encoderName))")
-        }
+        let codec = settings.codec.descriptor
+        let (encoderDescriptor, encoder) = try Self.encoder(for: settings.codec)
+        let encoderName = encoderDescriptor.name
 
         // Pixel format: the source's depth where the codec has it (H.264 High 10, HEVC Main 10,
         // VP9 profile 2, AV1), 8-bit otherwise and for tone-mapped output.
@@ -76,11 +79,7 @@ struct VideoEncoding: Sendable, Hashable, Codable {
             notices.append("--tone-map has nothing to do: the source is not HDR (\(source.colorTransfer ?? "unspecified transfer"))")
         }
         let deep = (source.bitDepth ?? 8) > 8 && !toneMaps
-        let defaultFormat: String = switch settings.codec {
-        case .prores: settings.profile == "4444" || settings.profile == "4444xq" ? "yuv444p10le" : "yuv422p10le"
-        default: deep ? "yuv420p10le" : "yuv420p"
-        }
-        let pixelFormat = settings.pixelFormat ?? defaultFormat
+        let pixelFormat = settings.pixelFormat ?? codec.defaultPixelFormat(settings.profile, deep)
         let supported = supportedPixelFormats(encoder)
         if !supported.isEmpty && !supported.contains(pixelFormat) {
             throw SettingsError(field: "pixel-format", value: pixelFormat,
@@ -100,9 +99,18 @@ struct VideoEncoding: Sendable, Hashable, Codable {
         }
 
         // Size: upright source display size, a requested box, or one side with the aspect kept.
-        guard let display = source.displaySize, display.width > 0, display.height > 0 else {
+        guard var display = source.displaySize, display.width > 0, display.height > 0,
+              let storedWidth = source.width, let storedHeight = source.height else {
             throw SettingsError(field: "video-codec", value: settings.codec.rawValue,
                                 allowed: "used on a source whose picture size is known")
+        }
+        // An anamorphic source with no size asked for keeps its stored pixels and their shape:
+        // scaling 720×480 up to 854×480 adds pixels to encode and detail to none.
+        var sampleAspectRatio = Rational(1, 1)
+        if let sar = source.sampleAspectRatio, settings.width == nil, settings.height == nil, settings.squarePixels != true {
+            let quarterTurned = source.rotation % 180 != 0
+            display = quarterTurned ? (storedHeight, storedWidth) : (storedWidth, storedHeight)
+            sampleAspectRatio = quarterTurned ? Rational(sar.denominator, sar.numerator) : sar
         }
         var width: Int, height: Int
         switch (settings.width, settings.height) {
@@ -148,60 +156,20 @@ struct VideoEncoding: Sendable, Hashable, Codable {
             ?? max(1, 10 * Int(nominal.map { MediaTime.rescale(Int64($0.numerator), multiplier: 1, divisor: Int64($0.denominator)) } ?? 30))
 
         // Rate control (see ``RateControl``): constant quality unless a bit rate is asked for.
-        var options: [String: String] = [:]
         var bitrate = settings.bitrate
-        let quality = settings.quality ?? (settings.bitrate == nil ? RateControl.defaultQuality(encoderName) : nil)
-        if let q = quality {
-            options["crf"] = "\(q)"
-            // libvpx and libaom are in constant-quality mode only with a zero target bit rate.
-            if settings.codec == .vp9 || encoderName == "libaom-av1" { bitrate = 0 }
-        }
+        let quality = settings.quality ?? (settings.bitrate == nil ? encoderDescriptor.defaultQuality : nil)
+        if quality != nil && encoderDescriptor.constantQualityNeedsZeroBitrate { bitrate = 0 }
         // Segments start their buffer model where every predecessor is steered to leave it
         // (``RateControl/segmentBufferFill``), not at the encoders' 90 %; all of them alike, as x265
         // writes its parameters into the codec headers the stitcher compares.
-        var x264: [String] = []
-        var x265: [String] = ["log-level=error"]
+        var request = VideoEncoderDescriptor.EncoderRequest(
+            preset: settings.preset, profile: settings.profile, level: settings.level, singleThreaded: threads == 1,
+            closedGOP: closedGOP)
+        if closedGOP && settings.bitrate != nil, let length = segmentLength {
+            request.rateTolerance = RateControl.segmentRateTolerance(length: length)
+        }
         if closedGOP && settings.maxBitrate != nil && settings.bufferSize != nil {
-            switch settings.codec {
-            case .h264: x264.append("vbv-init=\(RateControl.segmentBufferFill)")
-            case .hevc: x265.append("vbv-init=\(RateControl.segmentBufferFill)")
-            default: break
-            }
-        }
-        if closedGOP && settings.bitrate != nil {
-            x264.append("ratetol=\(RateControl.segmentRateTolerance)")
-        }
-        var profileNumber: Int?
-        switch settings.codec {
-        case .h264:
-            options["preset"] = settings.preset ?? "medium"
-            if let p = settings.profile { options["profile"] = p }
-            if threads == 1 { options["threads"] = "1" }
-            // A keyframe asked for mid-stream (the first frame after a rate-control warm-up) is an IDR.
-            options["forced-idr"] = "1"
-        case .hevc:
-            options["preset"] = settings.preset ?? "medium"
-            if let p = settings.profile { options["profile"] = p }
-            if let l = settings.level { x265.append("level-idc=\(l)") }
-            if threads == 1 { x265.append(contentsOf: ["pools=none", "frame-threads=1"]) }
-            if closedGOP { x265.append("open-gop=0") }
-            options["forced-idr"] = "1"
-        case .vp9:
-            options["cpu-used"] = settings.preset ?? "4"
-            options["deadline"] = "good"
-            options["row-mt"] = "1"
-            profileNumber = settings.profile.flatMap { Int($0) }
-        case .av1:
-            if encoderName == "libsvtav1" {
-                options["preset"] = settings.preset ?? "8"
-                if threads == 1 { options["svtav1-params"] = "lp=1" }
-            } else {
-                options["cpu-used"] = settings.preset ?? "6"
-                options["row-mt"] = "1"
-            }
-            profileNumber = settings.profile.flatMap { ["main": 0, "high": 1, "professional": 2][$0] }
-        case .prores:
-            options["profile"] = settings.profile ?? "standard"
+            request.bufferFill = RateControl.segmentBufferFill
         }
         // Colour description and HDR10 metadata: kept, or BT.709 SDR when tone-mapped.
         var hdr = source.isHDR && !toneMaps ? source.hdr : nil
@@ -220,50 +188,30 @@ struct VideoEncoding: Sendable, Hashable, Codable {
             space = Int32(AVCOL_SPC_BT709.rawValue)
             hdr = nil
         }
-        if let hdr {
-            switch settings.codec {
-            case .h264:
-                if let m = hdr.masteringDisplay { x264.append("mastering-display=\(m.x26xParameter)") }
-                if let c = hdr.contentLightLevel { x264.append("cll=\(c.maxContent),\(c.maxFrameAverage)") }
-            case .hevc:
-                x265.append("hdr10=1")
-                if let m = hdr.masteringDisplay { x265.append("master-display=\(m.x26xParameter)") }
-                if let c = hdr.contentLightLevel { x265.append("max-cll=\(c.maxContent),\(c.maxFrameAverage)") }
-            case .av1 where encoderName == "libsvtav1":
-                var params = options["svtav1-params"].map { [$0] } ?? []
-                if let m = hdr.masteringDisplay { params.append("mastering-display=\(m.svtParameter)") }
-                if let c = hdr.contentLightLevel { params.append("content-light=\(c.maxContent),\(c.maxFrameAverage)") }
-                options["svtav1-params"] = params.joined(separator: ":")
-            default:
-                break  // VP9, libaom: in the container only (Matroska MasteringMetadata, MP4 SmDm/CoLL).
-            }
-        }
-        if settings.codec == .hevc { options["x265-params"] = x265.joined(separator: ":") }
-        if settings.codec == .h264 && !x264.isEmpty { options["x264-params"] = x264.joined(separator: ":") }
+        request.hdr = hdr
+        var setup = encoderDescriptor.configure(request)
+        if let quality { setup.options["crf"] = "\(quality)" }
 
         return VideoEncoding(
             codec: settings.codec, encoderName: encoderName, width: width, height: height, rotation: rotation,
-            contentX: cx, contentY: cy, contentWidth: cw, contentHeight: ch, pixelFormat: pixelFormat,
+            contentX: cx, contentY: cy, contentWidth: cw, contentHeight: ch, sampleAspectRatio: sampleAspectRatio,
+            pixelFormat: pixelFormat,
             timeBase: timeBase, constantFrameRate: settings.frameRate, nominalFrameRate: nominal,
             bitrate: bitrate, maxBitrate: settings.maxBitrate, bufferSize: settings.bufferSize,
             keyframeInterval: keyframeInterval,
-            level: settings.codec == .h264 ? settings.level.flatMap(VideoSettings.levelNumber) : nil,
-            profileNumber: profileNumber, options: options, hdr: hdr, colorPrimaries: primaries, colorTransfer: transfer,
+            level: setup.level, profileNumber: setup.profileNumber, options: setup.options, hdr: hdr, colorPrimaries: primaries, colorTransfer: transfer,
             colorSpace: space, toneMap: toneMapping)
     }
 
-    /// The FFmpeg encoder used for a codec (AV1: SVT-AV1 when present, else libaom).
-    static func encoderName(for codec: VideoSettings.Codec) throws(SettingsError) -> String {
-        switch codec {
-        case .h264: return "libx264"
-        case .hevc: return "libx265"
-        case .vp9: return "libvpx-vp9"
-        case .prores: return "prores_ks"
-        case .av1:
-            if avcodec_find_encoder_by_name("libsvtav1") != nil { return "libsvtav1" }
-            if avcodec_find_encoder_by_name("libaom-av1") != nil { return "libaom-av1" }
-            throw SettingsError(field: "video-codec", value: "av1", allowed: "a codec this FFmpeg can encode (no AV1 encoder)")
+    /// The encoder used for a codec: the first of its descriptor's encoders this FFmpeg has (AV1:
+    /// SVT-AV1 when present, else libaom).
+    static func encoder(for codec: VideoSettings.Codec) throws(SettingsError)
+        -> (VideoEncoderDescriptor, UnsafePointer<AVCodec>) {
+        for candidate in codec.descriptor.encoders {
+            if let encoder = avcodec_find_encoder_by_name(candidate.name) { return (candidate, encoder) }
         }
+        let names = codec.descriptor.encoders.map(\.name).joined(separator: " or ")
+        throw SettingsError(field: "video-codec", value: codec.rawValue, allowed: "a codec this FFmpeg can encode (no \(names))")
     }
 
     static func supportedPixelFormats(_ codec: UnsafePointer<AVCodec>) -> [String] {

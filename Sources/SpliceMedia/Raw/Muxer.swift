@@ -62,6 +62,9 @@ final class Muxer: PacketWriter {
         let ret = avcodec_parameters_from_context(st.pointee.codecpar, encoder.pointer)
         if ret < 0 { throw FFmpeg.error(.writeFailed, "cannot add a stream to '\(destination)'", ret) }
         st.pointee.time_base = encoder.pointer.pointee.time_base
+        // Matroska and WebM write the display size from the stream's pixel aspect ratio, not the
+        // codec parameters' (which MP4's pasp and the codecs' own headers use).
+        st.pointee.sample_aspect_ratio = st.pointee.codecpar.pointee.sample_aspect_ratio
         if let frameRate { st.pointee.avg_frame_rate = frameRate.av }
         return Int(st.pointee.index)
     }
@@ -90,6 +93,7 @@ final class Muxer: PacketWriter {
         if ret < 0 { throw FFmpeg.error(.writeFailed, "cannot add a stream to '\(destination)'", ret) }
         st.pointee.codecpar.pointee.codec_tag = 0
         st.pointee.time_base = timeBase
+        st.pointee.sample_aspect_ratio = par.pointee.sample_aspect_ratio
         return st
     }
 

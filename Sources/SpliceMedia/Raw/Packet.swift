@@ -37,6 +37,16 @@ final class Packet {
     var isDiscard: Bool { pointer.pointee.flags & AV_PKT_FLAG_DISCARD != 0 }
     var size: Int { Int(pointer.pointee.size) }
 
+    /// Samples the container asks the decoder to drop at the packet's start and end
+    /// (`AV_PKT_DATA_SKIP_SAMPLES`: an MP4 edit list's or `iTunSMPB`'s priming, Opus pre-skip);
+    /// zero when there is no such side data.
+    var skipSamples: (start: Int64, end: Int64) {
+        var size = 0
+        guard let sd = av_packet_get_side_data(pointer, AV_PKT_DATA_SKIP_SAMPLES, &size), size >= 8 else { return (0, 0) }
+        return (Int64(UInt32(littleEndianBytes: UnsafeBufferPointer(start: sd, count: 4))),
+                Int64(UInt32(littleEndianBytes: UnsafeBufferPointer(start: sd + 4, count: 4))))
+    }
+
     /// The frame QP an encoder reported in the packet's quality statistics (x264, x265:
     /// `AV_PKT_DATA_QUALITY_STATS`, quality = QP × FF_QP2LAMBDA), nil when there are none.
     var encoderQP: Int? {

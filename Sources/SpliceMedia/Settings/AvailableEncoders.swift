@@ -4,8 +4,8 @@ internal import CFFmpeg
 /// them in its HELLO so the coordinator knows what it can encode.
 public enum AvailableEncoders {
     /// Every encoder the video and audio settings may resolve to, in a stable order.
-    static let candidates = ["libx264", "libx265", "libvpx-vp9", "libsvtav1", "libaom-av1", "prores_ks",
-                             "aac", "libopus", "pcm_s16le", "pcm_s24le"]
+    static let candidates = VideoSettings.Codec.allCases.flatMap { $0.descriptor.encoders.map(\.name) }
+        + ["aac", "libopus", "pcm_s16le", "pcm_s24le"]
 
     /// The candidates `avcodec_find_encoder_by_name` finds.
     public static let names: [String] = candidates.filter { avcodec_find_encoder_by_name($0) != nil }

@@ -10,38 +10,45 @@
 ///   second: 4–5 dB under the rest of the segment at every join, and the file 12 % under its
 ///   target). A segment after the first therefore encodes ``warmUp`` of the frames before its
 ///   start first, drops their packets, and begins its own frames with a forced keyframe; x264
-///   keeps each segment to its share more tightly (``segmentRateTolerance``).
+///   keeps a short segment to its share more tightly (``segmentRateTolerance(length:)``).
 /// - **Peak rate** (`--max-bitrate` with `--buffer-size`, with either mode above): the stitched
 ///   stream keeps to one leaky-bucket buffer over the whole file. Every segment starts its
 ///   encoder's buffer model at ``segmentBufferFill``. With an average bit rate the warm-up still
 ///   runs (the cold start cost 5.6 dB at joins): the model then meets the segment's first picture
 ///   at the level the encoder steered to over the same frames its predecessor just encoded.
 public enum RateControl {
-    /// The constant-quality level used when neither a quality nor a bit rate is given.
-    static func defaultQuality(_ encoderName: String) -> Int? {
-        switch encoderName {
-        case "libx264": 23
-        case "libx265": 28
-        case "libvpx-vp9": 31
-        case "libsvtav1": 35
-        case "libaom-av1": 32
-        default: nil
-        }
-    }
-
     /// How much of the video before a bit-rate segment's start its encoder codes and drops, so that
-    /// its rate control has settled when the segment's own first frame (an IDR) arrives. A tenth
-    /// more encoding with the default 10 s segments. Half a second halves that but left joins
-    /// up to 0.9 dB under their segment on the benchmark clips (1 s: 0.5 dB).
-    public static let warmUp = MediaTime(seconds: 1)
+    /// its rate control has settled when the segment's own first frame (an IDR) arrives. The same
+    /// whatever the segment length: it is what the encoder needs, not a share of the segment.
+    ///
+    /// Settling takes seconds, not frames: x264's and x265's average-rate control divides all the
+    /// bits wanted so far by all the complexity seen so far (nothing decays without a peak rate),
+    /// so a segment's quantiser approaches a single pass's only as its history grows. And a
+    /// segment that reaches back to the file's start sees exactly what a single pass saw, so the
+    /// first join (at 2 s with 2 s segments) is a single pass's frame for frame. Measured with
+    /// 2 s segments at 600 kbit/s, x264 veryfast (docs/media.md): a warm-up of 1 s left the worst
+    /// join 1.2–1.6 dB under its segment (one ffmpeg: 0.6 dB at the same frames); 2 s, with
+    /// ``segmentRateTolerance(length:)``, 0.6 dB; 3 s gained 0.2 dB more on one clip and nothing on
+    /// another. It costs encoding: a fifth more with the default 10 s segments, as much again with
+    /// 2 s ones.
+    ///
+    public static let warmUp = MediaTime(seconds: 2)
 
-    /// x264's `ratetol` for bit-rate segments (its default is 1). A single pass over a whole file
-    /// lets its average drift by up to two seconds' worth of bits (growing with the square root
-    /// of the time done) and pays it back later; a segment has no later to pay back in, so its
-    /// error stays in the file. Measured on the benchmark clips (1 and 2 s segments, 600 kbit/s):
-    /// with 1, 549 and 580 kbit/s (−9 %, −3 %); with 0.25, 578 and 602 (−4 %, +0.3 %), the
-    /// same mean PSNR within 0.1 dB and no deeper dips.
-    static let segmentRateTolerance = "0.25"
+    /// x264's `ratetol` for a bit-rate segment `length` long; nil keeps x264's default (1).
+    ///
+    /// x264 lets an average rate drift by `2 × ratetol` seconds' worth of bits (more as the encode
+    /// goes on) and pays it back later; a segment has no later, so too loose a tolerance misses
+    /// its share (1 s segments with x264's default: 8 % under the target). Too tight, and the
+    /// segment pays its forced IDR back within a few frames: with 2 s segments at `0.25`, as
+    /// every segment had before, the frames after the IDR sat 0.7–1.2 dB under the rest of their
+    /// segment. So the tolerance scales with the segment: a quarter per second, which lets a
+    /// segment drift by half its own budget — `0.25` for 1 s segments, `0.5` for 2 s (0.6 dB at
+    /// the worst join, its rate within 1 % of one ffmpeg's), x264's own from 4 s on.
+    static func segmentRateTolerance(length: MediaTime) -> String? {
+        let hundredths = max(10, length.converted(to: 1000, rounding: .down).value / 40)
+        guard hundredths < 100 else { return nil }
+        return "0." + (hundredths < 10 ? "0" : "") + "\(hundredths)"
+    }
 
     /// Whether `settings` encode segments after the first with a ``warmUp``: an average rate (its
     /// control starts cold), and a peak rate with x264 or x265 (their buffer model starts at
@@ -50,8 +57,8 @@ public enum RateControl {
     /// where the encoder steers it: 0.7 dB on the benchmark clip, the stitched buffer's low point
     /// 18 % instead of 39 %).
     static func warmsUp(_ settings: VideoSettings) -> Bool {
-        (settings.bitrate != nil && [.h264, .hevc, .vp9].contains(settings.codec))
-            || (settings.maxBitrate != nil && [.h264, .hevc].contains(settings.codec))
+        let codec = settings.codec.descriptor
+        return (settings.bitrate != nil && codec.warmsUpAverageRate) || (settings.maxBitrate != nil && codec.warmsUpPeakRate)
     }
 
     /// The buffer fullness (a fraction of `--buffer-size`, as x264's and x265's `vbv-init` take

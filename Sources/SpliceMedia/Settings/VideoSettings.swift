@@ -1,7 +1,8 @@
 /// How to encode video. `nil` video settings on an export mean pass-through (packets copied).
 ///
 /// Fields left `nil` take defaults derived from the source when the export starts: size from the
-/// upright source, constant quality at the encoder's usual level unless a quality or a bit rate
+/// upright source (an anamorphic source keeps its stored size and pixel aspect ratio unless
+/// ``squarePixels`` or a size is asked for), constant quality at the encoder's usual level unless a quality or a bit rate
 /// is given (``RateControl``: x264 CRF 23, x265 28, VP9 31, SVT-AV1 35, libaom 32), a keyframe
 /// at most every ten seconds of source frames,
 /// 4:2:0 at the source's bit depth (10-bit stays 10-bit for h264 High 10, hevc Main 10, vp9
@@ -24,7 +25,7 @@ public struct VideoSettings: Sendable, Codable, Hashable {
     /// Exclusive with ``bitrate``. Not used by prores (pick a profile instead).
     public var quality: Int?
     /// Average bit rate in bits per second (segments after the first warm their rate control up
-    /// on the second before them: ``RateControl``).
+    /// on the two seconds before them: ``RateControl``).
     public var bitrate: Int?
     /// Peak bit rate in bits per second (VBV/HRD max rate); requires ``bufferSize``.
     public var maxBitrate: Int?
@@ -49,11 +50,17 @@ public struct VideoSettings: Sendable, Codable, Hashable {
     /// Map an HDR (PQ or HLG) source to SDR BT.709 (Hable curve, peak from the mastering
     /// display). Without it an HDR source keeps its transfer and at least 10 bits.
     public var toneMap: Bool?
+    /// Square output pixels for an anamorphic source (one whose pixels are not square: DVD's
+    /// 720×480 at 32:27, HDV's 1440×1080 at 4:3): scaled to its display width. Without it, and
+    /// without ``width`` or ``height``, the output keeps the source's stored size and writes its
+    /// pixel aspect ratio (as FFmpeg does, and HandBrake's automatic anamorphic); a width or height
+    /// always gives square pixels.
+    public var squarePixels: Bool?
 
     public init(codec: Codec, width: Int? = nil, height: Int? = nil, quality: Int? = nil, bitrate: Int? = nil,
                 maxBitrate: Int? = nil, bufferSize: Int? = nil, profile: String? = nil, level: String? = nil,
                 preset: String? = nil, keyframeInterval: Int? = nil, frameRate: Rational? = nil,
-                pixelFormat: String? = nil, toneMap: Bool? = nil) {
+                pixelFormat: String? = nil, toneMap: Bool? = nil, squarePixels: Bool? = nil) {
         self.codec = codec
         self.width = width
         self.height = height
@@ -68,40 +75,13 @@ public struct VideoSettings: Sendable, Codable, Hashable {
         self.frameRate = frameRate
         self.pixelFormat = pixelFormat
         self.toneMap = toneMap
+        self.squarePixels = squarePixels
     }
 
     /// What a `fileType` output gets when no video settings are given: h264, or vp9 for WebM,
     /// everything else from the source (the CLI without video flags, a SUBMIT without `video`).
     public static func defaults(for fileType: OutputFileType) -> VideoSettings {
         VideoSettings(codec: fileType == .webm ? .vp9 : .h264)
-    }
-
-    static let x26xPresets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
-                              "veryslow", "placebo"]
-    static let profiles: [Codec: [String]] = [
-        .h264: ["baseline", "main", "high", "high10", "high422", "high444"],
-        .hevc: ["main", "main10", "main422-10", "main444-8", "main444-10"],
-        .vp9: ["0", "1", "2", "3"],
-        .av1: ["main", "high", "professional"],
-        .prores: ["proxy", "lt", "standard", "hq", "4444", "4444xq"],
-    ]
-
-    /// The CRF range the codec accepts.
-    var qualityRange: ClosedRange<Int>? {
-        switch codec {
-        case .h264, .hevc: 0...51
-        case .vp9, .av1: 0...63
-        case .prores: nil
-        }
-    }
-
-    /// The speed range for codecs whose preset is a number.
-    var speedRange: ClosedRange<Int>? {
-        switch codec {
-        case .vp9: 0...8
-        case .av1: 0...13
-        default: nil
-        }
     }
 
     /// Checks every field on its own terms (the source-dependent checks happen when an export
@@ -113,8 +93,9 @@ public struct VideoSettings: Sendable, Codable, Hashable {
         if let height, height <= 0 || height > 16384 {
             throw SettingsError(field: "height", value: "\(height)", allowed: "a whole number of pixels from 1 to 16384")
         }
+        let descriptor = codec.descriptor
         if let quality {
-            guard let range = qualityRange else {
+            guard let range = descriptor.qualityRange else {
                 throw SettingsError(field: "crf", value: "\(quality)",
                                     allowed: "unset for prores (choose a profile instead: proxy, lt, standard, hq, 4444, 4444xq)")
             }
@@ -147,11 +128,11 @@ public struct VideoSettings: Sendable, Codable, Hashable {
         if let bufferSize, bufferSize < 1000 {
             throw SettingsError(field: "buffer-size", value: "\(bufferSize)", allowed: "at least 1000 bits")
         }
-        if let profile, let allowed = VideoSettings.profiles[codec], !allowed.contains(profile) {
-            throw SettingsError(field: "profile", value: profile, allowed: SettingsError.oneOf(allowed) + " for \(codec)")
+        if let profile, !descriptor.profiles.contains(profile) {
+            throw SettingsError(field: "profile", value: profile, allowed: SettingsError.oneOf(descriptor.profiles) + " for \(codec)")
         }
         if let level {
-            guard codec == .h264 || codec == .hevc else {
+            guard descriptor.takesLevels else {
                 throw SettingsError(field: "level", value: level, allowed: "unset for \(codec) (levels apply to h264 and hevc)")
             }
             if VideoSettings.levelNumber(level) == nil {
@@ -159,15 +140,18 @@ public struct VideoSettings: Sendable, Codable, Hashable {
             }
         }
         if let preset {
-            if let range = speedRange {
+            switch descriptor.presets {
+            case .speeds(let range):
                 guard let n = Int(preset), range.contains(n) else {
                     throw SettingsError(field: "preset", value: preset,
                                         allowed: "a speed from \(range.lowerBound) to \(range.upperBound) for \(codec)")
                 }
-            } else if codec == .prores {
-                throw SettingsError(field: "preset", value: preset, allowed: "unset for prores")
-            } else if !VideoSettings.x26xPresets.contains(preset) {
-                throw SettingsError(field: "preset", value: preset, allowed: SettingsError.oneOf(VideoSettings.x26xPresets))
+            case .names(let names):
+                if !names.contains(preset) {
+                    throw SettingsError(field: "preset", value: preset, allowed: SettingsError.oneOf(names))
+                }
+            case .none:
+                throw SettingsError(field: "preset", value: preset, allowed: "unset for \(codec)")
             }
         }
         if let keyframeInterval, keyframeInterval < 1 || keyframeInterval > 10000 {
@@ -182,12 +166,7 @@ public struct VideoSettings: Sendable, Codable, Hashable {
 
     /// The codecs each container holds.
     public static func codecs(for fileType: OutputFileType) -> [Codec] {
-        switch fileType {
-        case .mp4: [.h264, .hevc, .vp9, .av1]
-        case .mov: [.h264, .hevc, .prores]
-        case .mkv: Codec.allCases
-        case .webm: [.vp9, .av1]
-        }
+        Codec.allCases.filter { $0.descriptor.containers.contains(fileType) }
     }
 
     /// Checks that the codec fits the container.

@@ -104,12 +104,15 @@ struct ExportOptions: OptionGroup {
             { $0.width = $1 },
         .video(Option<Int>("height", valueName: "pixels",
             help: "Output height; with --width the picture is fitted and padded.")) { $0.height = $1 },
+        .video(Flag("square-pixels", help: "Scale an anamorphic source (pixels not square: 720x480 DVD, 1440x1080 HDV) "
+            + "to square pixels at its display width. Without it and without a size, the output keeps the stored size "
+            + "and writes the pixel aspect ratio; a size, and every streaming rung, is always square.")) { $0.squarePixels = true },
         .video(Option<Int>("crf", valueName: "quality",
             help: "Constant quality (h264/hevc 0-51, vp9/av1 0-63; lower is better). The default when no rate is "
                 + "given: h264 23, hevc 28, vp9 31, av1 35 (SVT) or 32 (libaom). Even across segment joins.")) { $0.quality = $1 },
         .video(Option<BitRate>("video-bitrate", valueName: "rate",
             help: "Average video bit rate (e.g. 4M) instead of constant quality. In segments, each one after the "
-                + "first warms its rate control up on the second before it, so joins do not dip.")) { $0.bitrate = $1.bitsPerSecond },
+                + "first warms its rate control up on the two seconds before it, so joins do not dip.")) { $0.bitrate = $1.bitsPerSecond },
         .video(Option<BitRate>("max-bitrate", valueName: "rate",
             help: "Peak video bit rate (VBV/HRD), with --crf or --video-bitrate; needs --buffer-size. A stitched "
                 + "file keeps to one buffer over its whole length (each segment starts it half full; the stitch is "

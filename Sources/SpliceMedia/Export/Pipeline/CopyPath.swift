@@ -7,7 +7,12 @@ import Foundation
 ///   times, which MP4/MOV hide with an edit list); packets presented at or after the window end
 ///   are left out.
 /// - Audio keeps every packet that overlaps the window, its priming and skip data included, so a
-///   whole-file copy is bit-identical and keeps its edit list.
+///   whole-file copy decodes to exactly the source's samples and keeps its edit list. A window
+///   that starts at the output's zero keeps the packets before it too: the priming (an AAC
+///   encoder's first packet, pts −1024, all of its samples skipped) presents nothing, but the
+///   decoder needs it for the samples after it. Priming stated without an edit list (`iTunSMPB`:
+///   the first packet at zero, its samples skipped) is moved before zero, the one way an MP4
+///   states it, so the first real sample plays at the track's start.
 /// - Cues (subtitles, data) that overlap the window are kept whole inside it: one that began
 ///   before the window starts at its start, one that runs past its end stops there.
 final class CopyPath: TrackPath {
@@ -21,6 +26,9 @@ final class CopyPath: TrackPath {
     private let origin: MediaTime
     /// Ticks (input time base) subtracted from every timestamp.
     private let offset: Int64
+    /// Audio: the priming, in input ticks, moved before zero (see the type's notes).
+    private var primingShift: Int64 = 0
+    private let sampleRate: Int32
     private var started = false
 
     private(set) var isDone = false
@@ -33,6 +41,7 @@ final class CopyPath: TrackPath {
         let stream = demuxer.stream(streamIndex)
         self.streamIndex = streamIndex
         inputTimeBase = stream.pointee.time_base
+        sampleRate = stream.pointee.codecpar.pointee.sample_rate
         switch stream.pointee.codecpar.pointee.codec_type {
         case AVMEDIA_TYPE_VIDEO: mode = .video
         case AVMEDIA_TYPE_AUDIO: mode = .audio
@@ -76,7 +85,16 @@ final class CopyPath: TrackPath {
             }
         case .audio:
             if let end = window.end, t >= end { isDone = true; return }
-            if t + duration <= window.start { return }
+            if window.start > .zero && t + duration <= window.start { return }
+            if !started {
+                started = true
+                let skip = packet.skipSamples.start
+                if skip > 0 && sampleRate > 0 && stamp - offset >= 0 {
+                    primingShift = MediaTime(value: skip, timescale: sampleRate).value(in: tb, rounding: .nearest)
+                }
+            }
+            if packet.pts != FFmpeg.noPTS { packet.pts -= primingShift }
+            if packet.dts != FFmpeg.noPTS { packet.dts -= primingShift }
         case .cue:
             if let end = window.end, t >= end { isDone = true; return }
             if t + duration <= window.start && !(duration == .zero && t == window.start) { return }

@@ -141,7 +141,7 @@ extension VideoEncoding {
     /// 1080p after encoding; 720p → 540p lost 0.3 dB, more than the scaling it saves is worth).
     func canFeed(_ smaller: VideoEncoding) -> Bool {
         isUnpadded && smaller.isUnpadded && rotation == smaller.rotation && pixelFormat == smaller.pixelFormat
-            && toneMap == smaller.toneMap && colorPrimaries == smaller.colorPrimaries
+            && toneMap == smaller.toneMap && sampleAspectRatio == smaller.sampleAspectRatio && colorPrimaries == smaller.colorPrimaries
             && colorTransfer == smaller.colorTransfer && colorSpace == smaller.colorSpace
             && width >= 2 * smaller.width && height >= 2 * smaller.height
     }

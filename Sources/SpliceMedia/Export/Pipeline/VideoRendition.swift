@@ -63,7 +63,7 @@ final class VideoRendition {
         ctx.pointee.pix_fmt = av_get_pix_fmt(encoding.pixelFormat)
         ctx.pointee.time_base = encoding.timeBase.av
         if let rate = encoding.nominalFrameRate { ctx.pointee.framerate = rate.av }
-        ctx.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+        ctx.pointee.sample_aspect_ratio = encoding.sampleAspectRatio.av
         ctx.pointee.gop_size = Int32(encoding.keyframeInterval)
         if let b = encoding.bitrate { ctx.pointee.bit_rate = Int64(b) }
         if let m = encoding.maxBitrate { ctx.pointee.rc_max_rate = Int64(m) }
