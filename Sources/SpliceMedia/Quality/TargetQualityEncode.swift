@@ -40,7 +40,7 @@ struct TargetQualityEncode {
         tolerance = request.effectiveTolerance ?? target.metric.defaultTolerance
         bounds = request.crfRange(for: settings.codec)
         fractional = settings.codec == .h264 || settings.codec == .hevc
-        let usual = Double(RateControl.defaultQuality(encoderName) ?? 23)
+        let usual = Double(settings.codec.descriptor.encoders.first { $0.name == encoderName }?.defaultQuality ?? 23)
         centre = min(bounds.upperBound, max(bounds.lowerBound, usual))
         spread = settings.codec == .h264 || settings.codec == .hevc ? 4 : 8
     }
