@@ -1,7 +1,7 @@
 import Foundation
 import SpliceMedia
 
-/// `splice-bench quality [--part target|verify|cluster]… [--target ssim:0.985] [--runs N] [--seconds N]`:
+/// `splice-bench quality [--part target|verify|cluster]… [--target ssim:0.97]… [--runs N] [--seconds N]`:
 /// what knowing the quality costs and what aiming for it saves (issue 27). Figures for docs, not a test.
 ///
 /// - **target**: a clip of four very different 2 s parts (a held still picture, the phone clip's
@@ -18,14 +18,14 @@ import SpliceMedia
 enum QualityBenchmark {
     static func run(_ arguments: [String]) throws {
         var parts: [String] = []
-        var target = "ssim:0.985"
+        var targets: [String] = []
         var runs = 2
         var seconds = 10
         var words = arguments[...]
         while let word = words.popFirst() {
             switch word {
             case "--part": if let p = words.popFirst() { parts.append(p) }
-            case "--target": if let t = words.popFirst() { target = t }
+            case "--target": if let t = words.popFirst() { targets.append(t) }
             case "--runs": runs = words.popFirst().flatMap(Int.init) ?? runs
             case "--seconds": seconds = words.popFirst().flatMap(Int.init) ?? seconds
             default: throw ClusterBenchmarkError("unknown argument \(word)")
@@ -37,7 +37,10 @@ enum QualityBenchmark {
         try fm.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? fm.removeItem(at: dir) }
         var report: [String] = []
-        if parts.contains("target") { report += try targetMode(target, in: dir) }
+        if targets.isEmpty { targets = ["ssim:0.97"] }
+        if parts.contains("target") {
+            for target in targets { report += try targetMode(target, in: dir) }
+        }
         if parts.contains("verify") || parts.contains("cluster") {
             let clip = dir.appendingPathComponent("clip1080.mp4").path
             try BenchmarkClip.generate(seconds: seconds, at: clip)
@@ -101,8 +104,9 @@ enum QualityBenchmark {
         guard let target = QualityTarget(parsing: targetText), target.metric != .vmaf else {
             throw ClusterBenchmarkError("--target must be ssim:X or psnr:X")
         }
-        let source = try mixedClip(in: dir)
-        let ours = dir.appendingPathComponent("target.mp4").path
+        let existing = dir.appendingPathComponent("mixed.mp4").path
+        let source = FileManager.default.fileExists(atPath: existing) ? existing : try mixedClip(in: dir)
+        let ours = dir.appendingPathComponent("target-\(targetText).mp4").path
         let common = ["--no-audio", "--video-codec", "h264", "--preset", "veryfast", "--segment-seconds", "2", "--jobs", "4"]
         print("splice transcode --target-quality \(targetText) …")
         let started = DispatchTime.now().uptimeNanoseconds
@@ -119,7 +123,7 @@ enum QualityBenchmark {
         var cache: [Double: (bytes: Int, worst: Double)] = [:]
         func single(_ crf: Double) throws -> (bytes: Int, worst: Double) {
             if let known = cache[crf] { return known }
-            let path = dir.appendingPathComponent(String(format: "crf%.1f.mp4", crf)).path
+            let path = dir.appendingPathComponent(String(format: "\(target.metric)-crf%.1f.mp4", crf)).path
             _ = try MeasuredProcess.run(["ffmpeg", "-y", "-i", source, "-an", "-c:v", "libx264", "-preset", "veryfast",
                                          "-crf", String(format: "%.1f", crf), path])
             let result = (size(path), try partScores(path, source: source, metric: target.metric, in: dir).min() ?? 0)
@@ -136,10 +140,11 @@ enum QualityBenchmark {
             if try single(middle).worst >= target.value { low = middle } else { high = middle }
         }
         let baseline = try single(low)
-        // Splice at that same CRF, for where the saving comes from.
+        // Splice at that CRF (whole: --crf takes integers), for where the saving comes from.
         let segmented = dir.appendingPathComponent("segmented.mp4").path
+        let wholeCRF = Int(low.rounded(.down))
         let plain = try MeasuredProcess.run([Binaries.splice, "transcode", source, segmented, "-y", "--crf",
-                                             String(format: "%.1f", low)] + common)
+                                             String(wholeCRF)] + common)
         let targetBytes = size(ours)
         let format = { (v: Double) in target.metric == .ssim ? String(format: "%.4f", v) : String(format: "%.2f dB", v) }
         var lines = [
@@ -148,7 +153,7 @@ enum QualityBenchmark {
             "    target mode        \(targetBytes / 1024) KiB  parts \(ourParts.map(format).joined(separator: " "))",
             "    one ffmpeg CRF \(String(format: "%.1f", low))  \(baseline.bytes / 1024) KiB  worst part \(format(baseline.worst))"
                 + "  ratio \(Stats.ratio(targetBytes, baseline.bytes))",
-            "    splice CRF \(String(format: "%.1f", low))     \(size(segmented) / 1024) KiB  (segmented, one CRF)",
+            "    splice CRF \(wholeCRF)         \(size(segmented) / 1024) KiB  (segmented, one CRF)",
             "    probes' CPU \(probeCPU / 1000) ms of \(allCPU / 1000) ms: \(Stats.ratio(probeCPU, max(1, allCPU - probeCPU)))"
                 + "× the final encodes' (their measuring included); wall \(Stats.milliseconds(targetWall)), "
                 + "one CRF \(Stats.milliseconds(plain.wallNanoseconds))",
