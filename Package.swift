@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 // Splice: a segment-parallel video transcoding cluster.
 //
-// Layout (see README.md / ../shared/STYLE.md):
+// Layout (see README.md, "Modules"):
 //   C system libraries (FFmpeg, libzmq, libpq, libcurl) are wrapped by thin system-library targets; one
 //   C…Shims target per library turns the macros Swift cannot import into functions, and
 //   CSpliceSystem holds the Linux calls tied to no library. Each Splice* module owns one concern

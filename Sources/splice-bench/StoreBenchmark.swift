@@ -79,7 +79,7 @@ enum StoreBenchmark {
         let perJob = options.segments / options.jobs
         for job in 0..<options.jobs {
             let created = try await repository.createJob(JobSubmission(
-                idempotencyKey: "bench-\(job)", sourceURL: "file:///in.mov", outputURL: "file:///out.mp4"))
+                idempotencyKey: "bench-\(job)", input: "file:///in.mov", output: "file:///out.mp4"))
             try await repository.startPlanning(jobID: created.job.id)
             let plan = (0..<perJob).map {
                 PlannedSegment(index: $0, rangeStart: Int64($0) * 900_000, rangeEnd: Int64($0 + 1) * 900_000,
@@ -131,7 +131,7 @@ enum StoreBenchmark {
             if leases.isEmpty { return samples }
             for lease in leases {
                 let completeStart = clock.now
-                let outcome = try await repository.completeSegment(lease.reference, outputURL: "file:///seg",
+                let outcome = try await repository.completeSegment(lease.reference, outputPath: "file:///seg",
                                                                    checksum: Self.checksum, figures: Self.figures)
                 guard case .completed = outcome else { throw BenchmarkError("complete was refused: \(outcome)") }
                 let end = clock.now

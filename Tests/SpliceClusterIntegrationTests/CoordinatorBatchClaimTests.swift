@@ -12,7 +12,7 @@ struct CoordinatorBatchClaimTests {
     private func store(segments: Int) async throws -> (JobRepository, JobID) {
         let repository = JobRepository(client: PostgresClient(configuration: try await TestPostgres.makeDatabase()))
         let job = try await repository.createJob(JobSubmission(
-            idempotencyKey: UUID().uuidString, sourceURL: "/in.mp4", outputURL: "/out.mp4")).job
+            idempotencyKey: UUID().uuidString, input: "/in.mp4", output: "/out.mp4")).job
         try await repository.startPlanning(jobID: job.id)
         try await repository.recordPlan(jobID: job.id, plan: .emptyObject, segments: (0..<segments).map {
             PlannedSegment(index: $0, rangeStart: Int64($0) * 90_000, rangeEnd: Int64($0 + 1) * 90_000, timescale: 90_000)

@@ -142,11 +142,11 @@ struct StatusPageTests {
     static func report() -> StatusReport {
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         let summary = JobRepository.JobSummary(
-            id: UUID(), sourceURL: "/media/" + hostile + ".mov", outputURL: "/out/" + hostile + ".mp4", state: .running,
+            id: UUID(), input: "/media/" + hostile + ".mov", output: "/out/" + hostile + ".mp4", state: .running,
             priority: 0, segmentsTotal: 10, segmentsDone: 4, failedAttempts: 2, error: nil, waiting: hostile,
             createdAt: now - 120, startedAt: now - 100, finishedAt: nil)
         let failed = JobRepository.JobSummary(
-            id: UUID(), sourceURL: "/a", outputURL: "/b", state: .failed, priority: 0, segmentsTotal: 0, segmentsDone: 0,
+            id: UUID(), input: "/a", output: "/b", state: .failed, priority: 0, segmentsTotal: 0, segmentsDone: 0,
             failedAttempts: 0, error: "stitching failed: " + hostile, waiting: nil, createdAt: now - 600,
             startedAt: nil, finishedAt: now - 60)
         let session = WorkerSessionSnapshot(
@@ -180,7 +180,7 @@ struct StatusPageTests {
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         // 4 of 10 segments done, but they are the expensive ones: 60 of 100 units of work.
         let summary = JobRepository.JobSummary(
-            id: UUID(), sourceURL: "/a", outputURL: "/b", state: .running, priority: 0, segmentsTotal: 10,
+            id: UUID(), input: "/a", output: "/b", state: .running, priority: 0, segmentsTotal: 10,
             segmentsDone: 4, failedAttempts: 0,
             progress: JobProgress(costTotal: 100, costDone: 60, backupsStarted: 1, backupsWon: 1), error: nil,
             waiting: nil, createdAt: now - 120, startedAt: now - 70, finishedAt: nil)

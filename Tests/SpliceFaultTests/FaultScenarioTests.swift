@@ -729,7 +729,7 @@ actor SpoolAuditor {
     private func pass() async {
         guard let segments = try? await cluster.segments(of: job) else { return }
         for segment in segments where segment.state == .done && !checked.contains(segment.id) {
-            guard let path = segment.outputURL, let checksum = segment.checksum else {
+            guard let path = segment.outputPath, let checksum = segment.checksum else {
                 audit.corrupt.append("segment \(segment.plan.index): done without an output or checksum")
                 checked.insert(segment.id)
                 continue

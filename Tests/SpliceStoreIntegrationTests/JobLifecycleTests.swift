@@ -17,13 +17,13 @@ import Testing
         #expect(leases.allSatisfy { $0.segment.attempt == 1 && $0.segment.state == .leased })
 
         for lease in leases.dropLast() {
-            #expect(try await store.repository.completeSegment(lease.reference, outputURL: "o", checksum: .filled(0xC0))
+            #expect(try await store.repository.completeSegment(lease.reference, outputPath: "o", checksum: .filled(0xC0))
                 == .completed(jobReadyToStitch: false))
         }
-        #expect(try await store.repository.completeSegment(leases[2].reference, outputURL: "o", checksum: .filled(0xC0))
+        #expect(try await store.repository.completeSegment(leases[2].reference, outputPath: "o", checksum: .filled(0xC0))
             == .completed(jobReadyToStitch: true))
         #expect(try await store.repository.job(id: job.id)?.state == .stitching)
-        #expect(try await store.repository.completeSegment(leases[2].reference, outputURL: "o", checksum: .filled(0xC0))
+        #expect(try await store.repository.completeSegment(leases[2].reference, outputPath: "o", checksum: .filled(0xC0))
             == .alreadyCompleted)
 
         let completed = try await store.repository.completeJob(jobID: job.id)
@@ -69,7 +69,7 @@ import Testing
         #expect(outcome == .recorded(.jobFailed(segmentState: .failed)))
         #expect(try await store.repository.segments(ofJob: job.id).map(\.state) == [.failed, .cancelled, .cancelled])
         // The other worker's lease was cancelled with the job: its result is refused.
-        #expect(try await store.repository.completeSegment(leases[1].reference, outputURL: "o", checksum: .filled(0xC0))
+        #expect(try await store.repository.completeSegment(leases[1].reference, outputPath: "o", checksum: .filled(0xC0))
             == .staleLease)
     }
 
@@ -89,7 +89,7 @@ import Testing
             }
             // Fenced: the same token again is stale.
             #expect(try await store.repository.returnSegment(lease[0].reference, reason: "again") == .staleLease)
-            #expect(try await store.repository.completeSegment(lease[0].reference, outputURL: "o", checksum: .filled(0xC0))
+            #expect(try await store.repository.completeSegment(lease[0].reference, outputPath: "o", checksum: .filled(0xC0))
                 == .staleLease)
         }
         let segment = try await store.repository.segments(ofJob: job.id)[0]
@@ -102,7 +102,7 @@ import Testing
         // Once a worker takes it, the job is no longer waiting.
         let taken = try await store.repository.claimSegments(for: worker.id, limit: 1, leaseDuration: .seconds(30))
         #expect(try await store.repository.waitingReason(ofJob: job.id) == nil)
-        #expect(try await store.repository.completeSegment(taken[0].reference, outputURL: "o", checksum: .filled(0xC0))
+        #expect(try await store.repository.completeSegment(taken[0].reference, outputPath: "o", checksum: .filled(0xC0))
             == .completed(jobReadyToStitch: true))
     }
 
@@ -121,7 +121,7 @@ import Testing
         let states = try await store.repository.segments(ofJob: job.id).map(\.state)
         #expect(states == [.leased, .leased, .pending])
         // A late result of the released attempt is refused.
-        #expect(try await store.repository.completeSegment(leases[2].reference, outputURL: "o", checksum: .filled(0xC0))
+        #expect(try await store.repository.completeSegment(leases[2].reference, outputPath: "o", checksum: .filled(0xC0))
             == .staleLease)
     }
 
@@ -149,7 +149,7 @@ import Testing
         let cancelled = try await store.repository.cancelJob(jobID: job.id, reason: "user asked")
         #expect(cancelled.state == .cancelled && cancelled.error == "user asked" && cancelled.finishedAt != nil)
         #expect(try await store.repository.segments(ofJob: job.id).allSatisfy { $0.state == .cancelled })
-        #expect(try await store.repository.completeSegment(lease.reference, outputURL: "o", checksum: .filled(0xC0)) == .staleLease)
+        #expect(try await store.repository.completeSegment(lease.reference, outputPath: "o", checksum: .filled(0xC0)) == .staleLease)
         #expect(try await store.repository.claimSegments(for: worker.id, limit: 5, leaseDuration: .seconds(30)).isEmpty)
         // Cancelling again is a no-op; completing a cancelled job is refused.
         #expect(try await store.repository.cancelJob(jobID: job.id, reason: "again").error == "user asked")
@@ -192,7 +192,7 @@ import Testing
         let revoked = try await store.repository.revokeWorker(id: worker.id)
         #expect(revoked.state == .revoked && revoked.revokedAt != nil)
         #expect(try await store.repository.segments(ofJob: job.id).allSatisfy { $0.state == .pending })
-        #expect(try await store.repository.completeSegment(leases[0].reference, outputURL: "o", checksum: .filled(0xC0))
+        #expect(try await store.repository.completeSegment(leases[0].reference, outputPath: "o", checksum: .filled(0xC0))
             == .staleLease)
         #expect(try await store.repository.claimSegments(for: worker.id, limit: 2, leaseDuration: .seconds(30)).isEmpty)
         #expect(try await store.repository.workerSeen(id: worker.id) == nil)

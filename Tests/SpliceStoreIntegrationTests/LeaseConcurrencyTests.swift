@@ -60,7 +60,7 @@ import Testing
         let current = try await store.repository.claimSegments(for: fast.id, limit: 1, leaseDuration: .seconds(300))[0]
         #expect(current.segment.id == stale.segment.id && current.segment.attempt == 2)
 
-        #expect(try await store.repository.completeSegment(stale.reference, outputURL: "stale", checksum: .filled(0xAA))
+        #expect(try await store.repository.completeSegment(stale.reference, outputPath: "stale", checksum: .filled(0xAA))
             == .staleLease)
         #expect(try await store.repository.failSegment(stale.reference, failure: .init(message: "late", isRetryable: false))
             == .staleLease)
@@ -70,9 +70,9 @@ import Testing
         #expect(segment.state == .leased && segment.leaseToken == current.reference.token && segment.leasedBy == fast.id)
         #expect(try await store.repository.job(id: job.id)?.state == .running)
 
-        #expect(try await store.repository.completeSegment(current.reference, outputURL: "good", checksum: .filled(0xBB))
+        #expect(try await store.repository.completeSegment(current.reference, outputPath: "good", checksum: .filled(0xBB))
             == .completed(jobReadyToStitch: true))
-        #expect(try await store.repository.segments(ofJob: job.id)[0].outputURL == "good")
+        #expect(try await store.repository.segments(ofJob: job.id)[0].outputPath == "good")
     }
 
     @Test func reaperRacingCompletionNeverBothWins() async throws {
@@ -98,7 +98,7 @@ import Testing
                 }
                 group.addTask {
                     .completion(lease.reference,
-                                try await store.repository.completeSegment(lease.reference, outputURL: "o", checksum: .filled(0xC0)))
+                                try await store.repository.completeSegment(lease.reference, outputPath: "o", checksum: .filled(0xC0)))
                 }
                 group.addTask { .reaped(try await store.repository.reapExpiredLeases(limit: 1)) }
             }
@@ -143,7 +143,7 @@ import Testing
         let leases = try await store.repository.claimSegments(for: worker.id, limit: 3, leaseDuration: .seconds(60))
         let forged = LeaseReference(job: leases[0].reference.job, segment: leases[0].reference.segment, token: LeaseToken(UUID()))
         func completion(_ reference: LeaseReference) -> SegmentCompletion {
-            SegmentCompletion(lease: reference, outputURL: "out-\(reference.segment)", checksum: .filled(0xC0))
+            SegmentCompletion(lease: reference, outputPath: "out-\(reference.segment)", checksum: .filled(0xC0))
         }
         let outcomes = try await store.repository.completeSegments([
             completion(leases[0].reference), completion(forged), completion(leases[1].reference),
@@ -169,7 +169,7 @@ import Testing
             SegmentFigures(videoBytes: 0, meanQP: 51),
         ]
         let completions = zip(leases, figures).map { lease, figures in
-            SegmentCompletion(lease: lease.reference, outputURL: "out", checksum: .filled(0xC0), figures: figures)
+            SegmentCompletion(lease: lease.reference, outputPath: "out", checksum: .filled(0xC0), figures: figures)
         }
         let outcomes = try await store.repository.completeSegments(completions)
         #expect(outcomes == Array(repeating: .completed(jobReadyToStitch: false), count: 3))
@@ -238,7 +238,7 @@ import Testing
         let outcomes = try await withThrowingTaskGroup(of: ResultOutcome.self) { group in
             for lease in leases {
                 group.addTask {
-                    try await store.repository.completeSegment(lease.reference, outputURL: "o", checksum: .filled(0xC0))
+                    try await store.repository.completeSegment(lease.reference, outputPath: "o", checksum: .filled(0xC0))
                 }
             }
             return try await group.reduce(into: [ResultOutcome]()) { $0.append($1) }

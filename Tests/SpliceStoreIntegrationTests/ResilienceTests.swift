@@ -15,16 +15,16 @@ private final class Acknowledged: Sendable {
         let store = try await StoreFixture()
         let first = store.repository
         let worker = try await store.makeWorker()
-        let queued = try await first.createJob(JobSubmission(idempotencyKey: "queued", sourceURL: "a", outputURL: "b")).job
-        let planning = try await first.createJob(JobSubmission(idempotencyKey: "planning", sourceURL: "a", outputURL: "b")).job
+        let queued = try await first.createJob(JobSubmission(idempotencyKey: "queued", input: "a", output: "b")).job
+        let planning = try await first.createJob(JobSubmission(idempotencyKey: "planning", input: "a", output: "b")).job
         try await first.startPlanning(jobID: planning.id)
         let stitching = try await store.makeRunningJob(segments: 1, key: "stitching")
         let stitchingLease = try await first.claimSegments(for: worker.id, limit: 1, leaseDuration: .seconds(300))[0]
-        _ = try await first.completeSegment(stitchingLease.reference, outputURL: "o", checksum: .filled(0xC0))
+        _ = try await first.completeSegment(stitchingLease.reference, outputPath: "o", checksum: .filled(0xC0))
         let running = try await store.makeRunningJob(segments: 4, key: "running")
         let leases = try await first.claimSegments(for: worker.id, limit: 3, leaseDuration: .seconds(300))
         #expect(leases.map(\.segment.jobID) == [running.id, running.id, running.id])
-        _ = try await first.completeSegment(leases[0].reference, outputURL: "o0", checksum: .filled(0xC0))
+        _ = try await first.completeSegment(leases[0].reference, outputPath: "o0", checksum: .filled(0xC0))
         await first.client.close() // the coordinator dies
 
         let second = store.anotherRepository()
@@ -37,13 +37,13 @@ private final class Acknowledged: Sendable {
         #expect(segments.filter { $0.leasedBy == worker.id }.map(\.lease) == leases.dropFirst().map(\.reference))
 
         // Workers resend their results to the new coordinator with the tokens the old one issued.
-        #expect(try await second.completeSegment(leases[0].reference, outputURL: "o0", checksum: .filled(0xC0)) == .alreadyCompleted)
+        #expect(try await second.completeSegment(leases[0].reference, outputPath: "o0", checksum: .filled(0xC0)) == .alreadyCompleted)
         for lease in leases.dropFirst() {
-            _ = try await second.completeSegment(lease.reference, outputURL: "o", checksum: .filled(0xC0))
+            _ = try await second.completeSegment(lease.reference, outputPath: "o", checksum: .filled(0xC0))
         }
         let last = try await second.claimSegments(for: worker.id, limit: 5, leaseDuration: .seconds(300))
         #expect(last.map(\.segment.plan.index) == [3])
-        #expect(try await second.completeSegment(last[0].reference, outputURL: "o", checksum: .filled(0xC0))
+        #expect(try await second.completeSegment(last[0].reference, outputPath: "o", checksum: .filled(0xC0))
             == .completed(jobReadyToStitch: true))
         try await second.startPlanning(jobID: planning.id) // planning again after the restart is allowed
         try await second.recordPlan(jobID: planning.id, plan: PostgresJSON("{}"),
@@ -55,7 +55,7 @@ private final class Acknowledged: Sendable {
     @Test func concurrentSubmitsOfOneKeyCreateOneJob() async throws {
         let store = try await StoreFixture(connections: 8)
         let other = store.anotherRepository(connections: 8)
-        let submission = JobSubmission(idempotencyKey: "same-key", sourceURL: "s3://in/a.mov", outputURL: "s3://out/a.mp4")
+        let submission = JobSubmission(idempotencyKey: "same-key", input: "s3://in/a.mov", output: "s3://out/a.mp4")
         let results = try await withThrowingTaskGroup(of: JobCreation.self) { group in
             for index in 0..<32 {
                 let repository = index.isMultiple(of: 2) ? store.repository : other
@@ -75,16 +75,16 @@ private final class Acknowledged: Sendable {
         let store = try await StoreFixture()
         let fingerprint = try #require(SHA256Digest("sha256:" + String(repeating: "7c", count: 32)))
         let first = try await store.repository.createJob(JobSubmission(
-            idempotencyKey: "keyed", fingerprint: fingerprint, sourceURL: "a", outputURL: "b"))
+            idempotencyKey: "keyed", fingerprint: fingerprint, input: "a", output: "b"))
         #expect(first.created && first.job.submissionFingerprint == fingerprint)
         // A second create with the key returns the first job with the first fingerprint: the
         // coordinator compares it with the new request's.
         let other = try #require(SHA256Digest("sha256:" + String(repeating: "0d", count: 32)))
         let again = try await store.repository.createJob(JobSubmission(
-            idempotencyKey: "keyed", fingerprint: other, sourceURL: "c", outputURL: "d"))
+            idempotencyKey: "keyed", fingerprint: other, input: "c", output: "d"))
         #expect(!again.created && again.job.id == first.job.id && again.job.submissionFingerprint == fingerprint)
         #expect(try await store.repository.job(idempotencyKey: "keyed")?.submissionFingerprint == fingerprint)
-        let unkeyed = try await store.repository.createJob(JobSubmission(idempotencyKey: "old", sourceURL: "a", outputURL: "b"))
+        let unkeyed = try await store.repository.createJob(JobSubmission(idempotencyKey: "old", input: "a", output: "b"))
         #expect(unkeyed.job.submissionFingerprint == nil)
         // Only a SHA-256 in its text form fits the column.
         await #expect(throws: StoreError.self) {
@@ -104,10 +104,10 @@ private final class Acknowledged: Sendable {
         for (index, text) in nasty.enumerated() {
             let settings = try PostgresJSON(encoding: ["note": text])
             let created = try await store.repository.createJob(JobSubmission(
-                idempotencyKey: text, sourceURL: text + "/src", outputURL: "out-\(index)-" + text, settings: settings))
+                idempotencyKey: text, input: text + "/src", output: "out-\(index)-" + text, settings: settings))
             let read = try #require(try await store.repository.job(idempotencyKey: text))
             #expect(read.id == created.job.id)
-            #expect(read.sourceURL == text + "/src" && read.outputURL == "out-\(index)-" + text)
+            #expect(read.input == text + "/src" && read.output == "out-\(index)-" + text)
             #expect(try read.settings.decode([String: String].self) == ["note": text])
             let failed = try await store.repository.failJob(jobID: read.id, error: text)
             #expect(failed.error == text)
@@ -117,7 +117,7 @@ private final class Acknowledged: Sendable {
         let counts = try await store.query("SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM workers)")
         #expect(try counts[0].decode(Int.self, at: 0) == nasty.count && counts[0].decode(Int.self, at: 1) == nasty.count)
         let error = await #expect(throws: StoreError.self) {
-            try await store.repository.createJob(JobSubmission(idempotencyKey: "nul\0byte", sourceURL: "a", outputURL: "b"))
+            try await store.repository.createJob(JobSubmission(idempotencyKey: "nul\0byte", input: "a", output: "b"))
         }
         #expect(error?.code == .invalidValue)
     }
@@ -133,7 +133,7 @@ private final class Acknowledged: Sendable {
             Task {
                 for index in 0..<120 {
                     let key = "w\(writer)-\(index)"
-                    _ = try await repository.createJob(JobSubmission(idempotencyKey: key, sourceURL: "a", outputURL: "b"))
+                    _ = try await repository.createJob(JobSubmission(idempotencyKey: key, input: "a", output: "b"))
                     acknowledged.keys.withLock { $0.append(key) }
                     try await Task.sleep(for: .milliseconds(5))
                 }

@@ -28,7 +28,7 @@ struct StoreFixture {
     func makeRunningJob(segments: Int, key: String = UUID().uuidString, priority: Int = 0,
                         maxAttempts: Int = 3, costs: [Int64]? = nil) async throws -> Job {
         let created = try await repository.createJob(JobSubmission(
-            idempotencyKey: key, sourceURL: "file:///in/\(key).mov", outputURL: "file:///out/\(key).mp4",
+            idempotencyKey: key, input: "file:///in/\(key).mov", output: "file:///out/\(key).mp4",
             settings: PostgresJSON(#"{"codec":"h264"}"#), priority: priority, maxAttempts: maxAttempts))
         try await repository.startPlanning(jobID: created.job.id)
         let plan = (0..<segments).map {

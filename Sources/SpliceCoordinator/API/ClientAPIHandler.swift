@@ -112,7 +112,7 @@ final class ClientAPIHandler: Sendable {
         try await checkPaths(input: submit.input, output: submit.output, overwrite: request.overwrite,
                              report: request.quality?.reportPath)
         let creation = try await repository.createJob(JobSubmission(
-            idempotencyKey: key, fingerprint: fingerprint, sourceURL: submit.input, outputURL: submit.output,
+            idempotencyKey: key, fingerprint: fingerprint, input: submit.input, output: submit.output,
             settings: try PostgresJSON(encoding: request), priority: submit.priority ?? 0, maxAttempts: maxAttempts))
         // Another SUBMIT with this key won the race to create the job.
         if !creation.created { try SubmissionFingerprint.check(creation.job, key: key, against: fingerprint) }

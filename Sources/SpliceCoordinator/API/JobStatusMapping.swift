@@ -15,7 +15,7 @@ enum JobStatusMapping {
         let planned = job.segmentsTotal > 0
         let backups = progress.flatMap { $0.backupsStarted > 0 ? $0 : nil }
         return JobStatus(
-            job: job.id, state: job.state, input: job.sourceURL, output: job.outputURL,
+            job: job.id, state: job.state, input: job.input, output: job.output,
             priority: job.priority, segmentsTotal: planned ? job.segmentsTotal : nil, segmentsDone: job.segmentsDone,
             fraction: fraction(state: job.state, segmentsDone: job.segmentsDone, segmentsTotal: job.segmentsTotal,
                                progress: progress, running: running),

@@ -83,7 +83,7 @@ struct StatusReport: Codable, Sendable {
         }
         return Job(
             id: summary.id.uuidString.lowercased(), state: summary.state,
-            input: summary.sourceURL, output: summary.outputURL, priority: summary.priority,
+            input: summary.input, output: summary.output, priority: summary.priority,
             segmentsDone: summary.segmentsDone, segmentsTotal: planned ? summary.segmentsTotal : nil, fraction: fraction,
             etaSeconds: eta, failedAttempts: summary.failedAttempts, backupsStarted: summary.progress.backupsStarted,
             backupsWon: summary.progress.backupsWon, error: summary.error, waiting: summary.waiting,

@@ -39,7 +39,7 @@ final class JobPlanner: Sendable {
     }
 
     private func plan(_ job: Job) async {
-        let fields: KeyValuePairs<String, any LogValue> = ["job": job.id.description, "input": job.sourceURL]
+        let fields: KeyValuePairs<String, any LogValue> = ["job": job.id.description, "input": job.input]
         do {
             try await repository.startPlanning(jobID: job.id)
         } catch let error as StoreError where error.code == .invalidTransition || error.code == .notFound {
@@ -92,7 +92,7 @@ final class JobPlanner: Sendable {
         }
         let planned: Result<SegmentPlan, MediaError>
         do {
-            planned = .success(try await media.plan(source: job.sourceURL, request: request, lanes: await lanes()))
+            planned = .success(try await media.plan(source: job.input, request: request, lanes: await lanes()))
         } catch {
             planned = .failure(error)
         }
@@ -100,8 +100,8 @@ final class JobPlanner: Sendable {
         case .success(let plan) where plan.package != nil && !request.overwrite:
             // A package's rendition folders are known once its ladder is resolved: one already there
             // is refused now (SUBMIT checked the manifest), not replaced when the job is packaged.
-            let layout = PackageLayout(plan: plan, output: JobStitcher.outputURL(job.outputURL))
-            let source = job.sourceURL
+            let layout = PackageLayout(plan: plan, output: JobStitcher.outputURL(job.output))
+            let source = job.input
             do {
                 try await FileSystemQueue.run { try layout.check(source: source, overwrite: false) }
             } catch let error as MediaError {

@@ -36,7 +36,7 @@ final class JobStitcher: Sendable {
     }
 
     private func stitch(_ job: Job) async {
-        let output = Self.outputURL(job.outputURL)
+        let output = Self.outputURL(job.output)
         logger.info("stitching job", ["job": job.id.description, "output": output.path])
         let summary: StitchSummary
         let started = ContinuousClock.now
@@ -51,7 +51,7 @@ final class JobStitcher: Sendable {
             var checksums: [Int: SHA256Digest] = [:]
             var figures: [Int: SegmentFigures] = [:]
             for segment in try await repository.segments(ofJob: job.id) where segment.state == .done {
-                guard let path = segment.outputURL else { continue }
+                guard let path = segment.outputPath else { continue }
                 paths[segment.plan.index] = path
                 checksums[segment.plan.index] = segment.checksum
                 figures[segment.plan.index] = segment.figures

@@ -73,7 +73,7 @@ final class CoordinatorStore: Sendable {
         switch result {
         case .complete(let complete):
             return try await repository.completeSegment(
-                reference, outputURL: complete.outputPath, checksum: complete.checksum, figures: complete.figures)
+                reference, outputPath: complete.outputPath, checksum: complete.checksum, figures: complete.figures)
         case .fail(let fail) where fail.blame != .segment:
             // Not the segment's fault: back at once, no attempt spent (docs/coordinator.md, Refusals).
             return try await repository.returnSegment(reference, reason: "refused by worker: \(fail.code): \(fail.reason)")

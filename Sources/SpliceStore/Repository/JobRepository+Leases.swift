@@ -84,9 +84,9 @@ extension JobRepository {
     /// Concurrent calls are group-committed: while one batch is being written, new completions
     /// queue and go together in the next statement, so many completions share one commit. The
     /// result's `figures`, when the worker reported them, are kept with the segment.
-    public func completeSegment(_ lease: LeaseReference, outputURL: String, checksum: SHA256Digest,
+    public func completeSegment(_ lease: LeaseReference, outputPath: String, checksum: SHA256Digest,
                                 figures: SegmentFigures? = nil) async throws -> ResultOutcome {
-        try await completionBatcher.submit(SegmentCompletion(lease: lease, outputURL: outputURL, checksum: checksum,
+        try await completionBatcher.submit(SegmentCompletion(lease: lease, outputPath: outputPath, checksum: checksum,
                                                              figures: figures))
     }
 
@@ -101,7 +101,7 @@ extension JobRepository {
         let rows = try await client.query("""
             WITH input AS (
                 SELECT * FROM unnest(\(completions.map(\.lease.job)), \(completions.map(\.lease.index)),
-                                     \(completions.map(\.lease.token)), \(completions.map(\.outputURL)),
+                                     \(completions.map(\.lease.token)), \(completions.map(\.outputPath)),
                                      \(completions.map(\.checksum)), \(figures.map { $0?.videoBytes }),
                                      \(figures.map { $0?.videoBitsPerSecond }), \(figures.map { $0?.meanQP }),
                                      \(figures.map { $0?.crf }), \(figures.map { $0?.encodes }),

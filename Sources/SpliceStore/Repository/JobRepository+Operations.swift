@@ -18,8 +18,8 @@ extension JobRepository {
     /// One row of the status page: a job without its plan and settings (which can be large).
     public struct JobSummary: Sendable, Equatable, Identifiable {
         public var id: UUID
-        public var sourceURL: String
-        public var outputURL: String
+        public var input: String
+        public var output: String
         public var state: JobState
         public var priority: Int
         public var segmentsTotal: Int
@@ -40,15 +40,15 @@ extension JobRepository {
         public var psnrY: Double?
         public var ssimY: Double?
 
-        public init(id: UUID, sourceURL: String, outputURL: String, state: JobState, priority: Int, segmentsTotal: Int,
+        public init(id: UUID, input: String, output: String, state: JobState, priority: Int, segmentsTotal: Int,
                     segmentsDone: Int, failedAttempts: Int, progress: JobProgress = JobProgress(), error: String?,
                     waiting: String?, createdAt: Date, startedAt: Date?, finishedAt: Date?, psnrY: Double? = nil,
                     ssimY: Double? = nil) {
             self.psnrY = psnrY
             self.ssimY = ssimY
             self.id = id
-            self.sourceURL = sourceURL
-            self.outputURL = outputURL
+            self.input = input
+            self.output = output
             self.state = state
             self.priority = priority
             self.segmentsTotal = segmentsTotal
@@ -119,8 +119,8 @@ extension JobRepository {
             ORDER BY s.finished_at IS NOT NULL, coalesce(s.finished_at, s.created_at) DESC
             """).map { row throws(StoreError) in
             JobSummary(
-                id: try row.decode(column: "id"), sourceURL: try row.decode(column: "source_url"),
-                outputURL: try row.decode(column: "output_url"), state: try row.decode(column: "state"),
+                id: try row.decode(column: "id"), input: try row.decode(column: "source_url"),
+                output: try row.decode(column: "output_url"), state: try row.decode(column: "state"),
                 priority: Int(try row.decode(Int32.self, column: "priority")),
                 segmentsTotal: Int(try row.decode(Int32.self, column: "segments_total")),
                 segmentsDone: Int(try row.decode(Int32.self, column: "segments_done")),

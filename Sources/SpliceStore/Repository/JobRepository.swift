@@ -53,8 +53,8 @@ public final class JobRepository: Sendable {
                 WITH job AS (
                     INSERT INTO jobs (idempotency_key, submission_fingerprint, source_url, output_url, settings,
                                       priority, max_attempts)
-                    VALUES (\(submission.idempotencyKey), \(submission.fingerprint), \(submission.sourceURL),
-                            \(submission.outputURL), \(submission.settings), \(submission.priority),
+                    VALUES (\(submission.idempotencyKey), \(submission.fingerprint), \(submission.input),
+                            \(submission.output), \(submission.settings), \(submission.priority),
                             \(submission.maxAttempts))
                     ON CONFLICT (idempotency_key) DO NOTHING
                     RETURNING *

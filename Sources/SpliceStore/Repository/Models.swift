@@ -34,8 +34,8 @@ public struct JobSubmission: Sendable, Equatable {
     /// The SHA-256 of the canonical request, kept with the key so a resend can be told from a
     /// reuse of the key for another request.
     public var fingerprint: SHA256Digest?
-    public var sourceURL: String
-    public var outputURL: String
+    public var input: String
+    public var output: String
     /// The job's settings as JSON, opaque to the store.
     public var settings: PostgresJSON
     /// Higher runs first.
@@ -43,12 +43,12 @@ public struct JobSubmission: Sendable, Equatable {
     /// Attempts each segment gets before it is dead.
     public var maxAttempts: Int
 
-    public init(idempotencyKey: String, fingerprint: SHA256Digest? = nil, sourceURL: String, outputURL: String,
+    public init(idempotencyKey: String, fingerprint: SHA256Digest? = nil, input: String, output: String,
                 settings: PostgresJSON = .emptyObject, priority: Int = 0, maxAttempts: Int = 5) {
         self.idempotencyKey = idempotencyKey
         self.fingerprint = fingerprint
-        self.sourceURL = sourceURL
-        self.outputURL = outputURL
+        self.input = input
+        self.output = output
         self.settings = settings
         self.priority = priority
         self.maxAttempts = maxAttempts
@@ -62,8 +62,8 @@ public struct Job: Sendable, Equatable, Identifiable {
     /// The submitted request's fingerprint (`JobSubmission.fingerprint`); nil for jobs submitted
     /// without one, or before the store kept it (migration 0005).
     public var submissionFingerprint: SHA256Digest?
-    public var sourceURL: String
-    public var outputURL: String
+    public var input: String
+    public var output: String
     public var settings: PostgresJSON
     /// The segment plan as JSON, once planning recorded it.
     public var plan: PostgresJSON?
@@ -130,7 +130,7 @@ public struct Segment: Sendable, Equatable, Identifiable {
     public var nextAttemptAt: Date
     /// Workers whose attempts failed or were taken back.
     public var failedWorkers: [UUID]
-    public var outputURL: String?
+    public var outputPath: String?
     public var checksum: SHA256Digest?
     public var lastError: String?
     public var finishedAt: Date?
@@ -200,14 +200,14 @@ public struct SegmentLease: Sendable, Equatable {
 public struct SegmentCompletion: Sendable, Equatable {
     public var lease: LeaseReference
     /// Where the attempt wrote its output (unique per attempt).
-    public var outputURL: String
+    public var outputPath: String
     public var checksum: SHA256Digest
     /// What its video came to, when the worker reported it.
     public var figures: SegmentFigures?
 
-    public init(lease: LeaseReference, outputURL: String, checksum: SHA256Digest, figures: SegmentFigures? = nil) {
+    public init(lease: LeaseReference, outputPath: String, checksum: SHA256Digest, figures: SegmentFigures? = nil) {
         self.lease = lease
-        self.outputURL = outputURL
+        self.outputPath = outputPath
         self.checksum = checksum
         self.figures = figures
     }

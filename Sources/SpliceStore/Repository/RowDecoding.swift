@@ -13,7 +13,7 @@ extension Job {
         self.init(
             id: try row.decode(column: "id"), idempotencyKey: try row.decode(column: "idempotency_key"),
             submissionFingerprint: try row.decode(column: "submission_fingerprint"),
-            sourceURL: try row.decode(column: "source_url"), outputURL: try row.decode(column: "output_url"),
+            input: try row.decode(column: "source_url"), output: try row.decode(column: "output_url"),
             settings: try row.decode(column: "settings"), plan: try row.decode(column: "plan"),
             state: try row.decode(column: "state"), priority: try row.decode(column: "priority"),
             maxAttempts: try row.decode(column: "max_attempts"), segmentsTotal: try row.decode(column: "segments_total"),
@@ -42,7 +42,7 @@ extension Segment {
             maxAttempts: try row.decode(column: "max_attempts"), leaseToken: try row.decode(column: "lease_token"),
             leasedBy: try row.decode(column: "leased_by"), leaseExpiresAt: try row.decode(column: "lease_expires_at"),
             heartbeatAt: try row.decode(column: "heartbeat_at"), nextAttemptAt: try row.decode(column: "next_attempt_at"),
-            failedWorkers: try row.decode(column: "failed_workers"), outputURL: try row.decode(column: "output_url"),
+            failedWorkers: try row.decode(column: "failed_workers"), outputPath: try row.decode(column: "output_url"),
             checksum: try row.decode(column: "checksum"), lastError: try row.decode(column: "last_error"),
             finishedAt: try row.decode(column: "finished_at"), backupToken: try row.decode(column: "backup_token"),
             backupLeasedBy: try row.decode(column: "backup_leased_by"),
