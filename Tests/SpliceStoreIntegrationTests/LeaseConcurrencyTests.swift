@@ -210,7 +210,7 @@ import Testing
             SegmentFigures(videoBytes: 12_000, meanQP: 28),
         ]
         let completions = zip(leases, figures).map { lease, figures in
-            SegmentCompletion(lease: lease.reference, outputURL: "out", checksum: .filled(0xC0), figures: figures)
+            SegmentCompletion(lease: lease.reference, outputPath: "out", checksum: .filled(0xC0), figures: figures)
         }
         #expect(try await store.repository.completeSegments(completions).count == 3)
         #expect(try await store.repository.segments(ofJob: job.id).map(\.figures) == figures)
