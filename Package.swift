@@ -41,7 +41,7 @@ let package = Package(
             name: "CFFmpeg",
             pkgConfig: "libavformat",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev",
-                              "libswresample-dev"])]
+                              "libswresample-dev", "libavfilter-dev"])]
         ),
         .systemLibrary(name: "CZeroMQ", providers: [.apt(["libzmq3-dev"])]),
         // libzmq's and libpq's pkg-config files add flags SwiftPM rejects (-isystem for Kerberos); their

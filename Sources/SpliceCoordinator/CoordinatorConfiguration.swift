@@ -3,6 +3,7 @@ public import SpliceConcurrency
 public import SpliceCore
 public import SpliceHTTP
 public import SpliceLog
+public import SpliceMedia
 public import SpliceStore
 public import SpliceWire
 
@@ -65,6 +66,9 @@ public struct CoordinatorConfiguration: Sendable {
     /// Where planning and stitching run: `splice coordinator` runs them in `splice media-task`
     /// children, so a crash on a client's file fails that job, not the coordinator.
     public var mediaTasks: MediaTaskIsolation = .inProcess
+    /// Verify every job that does not say otherwise (`--verify`): a SUBMIT without `quality`
+    /// encoding video into a file gets `quality.verify` set to this when it is planned.
+    public var defaultVerify: VerifyMode?
     /// The protocols a SUBMIT's input may use (`--source-protocols`): `file` (absolute paths),
     /// `http`, `https`, `s3` (objects the coordinator reads through SpliceMedia's
     /// `StorageRegistry`). Anything else FFmpeg could open (`concat:`, `subfile:`, devices) is refused.

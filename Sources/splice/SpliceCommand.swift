@@ -16,6 +16,7 @@ struct SpliceCommand: Command {
             ExportCommand.self,
             TranscodeCommand.self,
             StitchCommand.self,
+            VerifyCommand.self,
             SegmentRemuxCommand.self,
             CoordinatorCommand.self,
             WorkerCommand.self,

@@ -142,7 +142,7 @@ final class JobSubmissions: Sendable {
             try SubmissionFingerprint.check(existing, key: shownKey, field: submission.keyField, against: fingerprint)
             return (existing, false)
         }
-        try await checkPaths(submission, overwrite: request.overwrite)
+        try await checkPaths(submission, overwrite: request.overwrite, quality: request.quality)
         let creation = try await repository.createJob(JobSubmission(
             idempotencyKey: key, fingerprint: fingerprint, input: submission.input, output: submission.output,
             settings: try PostgresJSON(encoding: request), priority: submission.priority, maxAttempts: maxAttempts,
@@ -182,8 +182,10 @@ final class JobSubmissions: Sendable {
     /// lie inside the token's folders (a token's roots are folders, so an object location is
     /// outside them), then `JobLocations`' checks, the same for every door that creates jobs: the
     /// coordinator's roots, a path input readable here and an object input there to read, and the
-    /// output writable (its folder or bucket, not the input, not existing unless `overwrite`).
-    private func checkPaths(_ submission: JobSubmissionRequest, overwrite: Bool) async throws {
+    /// output writable (its folder or bucket, not the input, not existing unless `overwrite`). A
+    /// verified job's report (`quality.reportPath`), which the coordinator writes after the stitch,
+    /// is held to the same roots and may replace an earlier report, never the input or the output.
+    private func checkPaths(_ submission: JobSubmissionRequest, overwrite: Bool, quality: QualityRequest?) async throws {
         let (input, output, settingsField) = (submission.input, submission.output, submission.settingsField)
         let (tokenInputs, tokenOutputs) = (submission.tokenInputRoots, submission.tokenOutputRoots)
         let tokenRefusal: SubmissionRefusal? = try await FileSystemQueue.run {
@@ -211,13 +213,54 @@ final class JobSubmissions: Sendable {
         } catch {
             throw SubmissionRefusal(.invalidRequest, field: "output", "\(error)")
         }
-        guard let refusal else { return }
-        if refusal.code == .outputExists {
-            throw SubmissionRefusal(.outputExists, field: "output", "`output` \(output) already exists and "
-                + "`\(settingsField).overwrite` is false; set it to true to replace it, or choose another output")
+        if let refusal {
+            if refusal.code == .outputExists {
+                throw SubmissionRefusal(.outputExists, field: "output", "`output` \(output) already exists and "
+                    + "`\(settingsField).overwrite` is false; set it to true to replace it, or choose another output")
+            }
+            throw SubmissionRefusal(refusal.code, field: refusal.message.hasPrefix("`input`") ? "input" : "output",
+                                    refusal.message)
         }
-        throw SubmissionRefusal(refusal.code, field: refusal.message.hasPrefix("`input`") ? "input" : "output",
-                                refusal.message)
+        try await checkVerification(quality, input: input, output: output, under: settingsField)
+    }
+
+    /// A verified job reads its stitched output back, so the output must be a file; its report
+    /// must be an absolute path inside the output roots, neither the input nor the output.
+    private func checkVerification(_ quality: QualityRequest?, input: String, output: String,
+                                   under settingsField: String) async throws {
+        guard let quality, quality.verify != nil || quality.reportPath != nil else { return }
+        let field = settingsField + ".quality"
+        if StorageRegistry.isStored(output) {
+            throw SubmissionRefusal(.invalidRequest, field: field, "`\(field)` asks for verification, which reads the "
+                + "stitched output back as a file; an object output (\(output)) cannot be verified yet: write to a "
+                + "path, or leave verification out")
+        }
+        guard let report = quality.reportPath else { return }
+        let outputRoots = self.outputRoots
+        let isURL = SourceProtocols.isURL(input) || StorageRegistry.isStored(input)
+        let reportField = field + ".reportPath"
+        let problem: String? = try await FileSystemQueue.run {
+            guard report.hasPrefix("/") else { return "must be an absolute path" }
+            if !outputRoots.isEmpty {
+                guard let resolved = PathRoots.resolvedOutput(report), outputRoots.contains(resolved: resolved) else {
+                    return "is not inside an output root of this coordinator (" + outputRoots.described + ")"
+                }
+            }
+            guard PathRoots.resolvedOutput(report) != PathRoots.resolvedOutput(output) else {
+                return "is the output; choose another file for the report"
+            }
+            do {
+                try OutputDestination.check(output: report, inputs: isURL ? [] : [input], overwrite: true)
+            } catch let error as MediaError {
+                return error.message
+            } catch {
+                return "\(error)"
+            }
+            return nil
+        }
+        if let problem {
+            throw SubmissionRefusal(.invalidRequest, field: reportField, "`\(reportField)` \(report) \(problem)")
+        }
     }
 }
 

@@ -34,6 +34,14 @@ final class CoordinatorMetrics: Sendable {
     let stitchSeconds = Histogram(
         "splice_stitch_seconds", help: "Stitching a job's segments into its output (stitches that succeeded).",
         buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600])
+    let segmentPSNR = Histogram(
+        "splice_segment_psnr_db",
+        help: "Luma PSNR (of the mean squared error) of each committed segment that was measured (--verify, "
+            + "--target-quality), against the source frames its worker decoded.",
+        buckets: [25, 30, 33, 36, 38, 40, 42, 44, 46, 50, 60])
+    let segmentSSIM = Histogram(
+        "splice_segment_ssim", help: "Mean luma SSIM of each committed segment that was measured (--verify, --target-quality).",
+        buckets: [0.8, 0.9, 0.95, 0.97, 0.98, 0.985, 0.99, 0.995, 0.999])
     let jobDuration = Histogram(
         "splice_job_duration_seconds", help: "From submission to completion, for jobs that succeeded.",
         buckets: [5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 43200])
@@ -55,7 +63,7 @@ final class CoordinatorMetrics: Sendable {
     /// The in-memory families, in exposition order.
     var sources: [any MetricSource] {
         [segmentsCompleted, attemptsFailed, backupsStarted, leaseExpiries, encodeSeconds, dispatchLatency, stitchSeconds,
-         jobDuration, httpRequests, httpRateLimited, webhookDeliveries]
+         segmentPSNR, segmentSSIM, jobDuration, httpRequests, httpRateLimited, webhookDeliveries]
     }
 
     // MARK: - Results and attempts
@@ -67,6 +75,10 @@ final class CoordinatorMetrics: Sendable {
         case (.complete(let complete), .completed):
             segmentsCompleted.increment()
             encodeSeconds.observe(Double(complete.encodeMilliseconds) / 1000)
+            if let quality = complete.figures?.quality {
+                segmentPSNR.observe(quality.psnrY)
+                segmentSSIM.observe(quality.ssimY)
+            }
         case (.fail(let fail), .recorded):
             attemptsFailed.increment([AttemptFailure.reason(code: fail.code.rawValue)])
         default:

@@ -128,7 +128,7 @@ final class CoordinatorRuntime: Sendable {
         // Planned for the slots the cluster has now (at least two: workers come and go, and a job
         // cut for one lane would keep a second one idle for good).
         let planner = JobPlanner(
-            repository: repository, media: media, logger: logger,
+            repository: repository, media: media, logger: logger, defaultVerify: configuration.defaultVerify,
             lanes: { max(2, await shell.sessions.filter { $0.active && !$0.silent }.reduce(0) { $0 + $1.slots }) },
             planned: { await shell.workAvailable() })
         let stitcher = JobStitcher(repository: repository, store: store, cleaner: cleaner, media: media,

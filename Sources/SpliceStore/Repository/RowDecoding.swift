@@ -56,14 +56,23 @@ extension Segment {
 }
 
 extension SegmentFigures {
-    /// Its columns in `segments` (migration 0004).
-    static let columns: PostgresQuery = "video_bytes, video_bits_per_second, mean_qp"
+    /// Its columns in `segments` (migrations 0004 and 0007).
+    static let columns: PostgresQuery = "video_bytes, video_bits_per_second, mean_qp, crf, encodes, quality"
 
     /// The figures a row holds; nil when it holds none (`video_bytes` NULL).
     init?(row: PostgresRow) throws(StoreError) {
         guard let bytes = try row.decode(Int64?.self, column: "video_bytes") else { return nil }
+        var quality: SegmentQuality?
+        if let json = try row.decode(PostgresJSON?.self, column: "quality") {
+            do {
+                quality = try json.decode(SegmentQuality.self)
+            } catch {
+                throw StoreError(.decodingFailed, "segment quality figures that cannot be read: \(error)")
+            }
+        }
         self.init(videoBytes: bytes, videoBitsPerSecond: try row.decode(column: "video_bits_per_second"),
-                  meanQP: try row.decode(column: "mean_qp"))
+                  meanQP: try row.decode(column: "mean_qp"), crf: try row.decode(column: "crf"),
+                  quality: quality, encodes: try row.decode(column: "encodes"))
     }
 }
 

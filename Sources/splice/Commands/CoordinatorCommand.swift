@@ -5,6 +5,7 @@ import SpliceStore
 import SpliceWire
 import SpliceCoordinator
 import SpliceDaemon
+import SpliceMedia
 
 /// `splice coordinator`: the coordinator service. Runs until SIGTERM/SIGINT, then drains (stops
 /// accepting, finishes in-flight commits, tells the workers) and exits 0. Kill -9 is safe too:
@@ -102,6 +103,11 @@ struct CoordinatorCommand: Command {
             + "coordinator overwrite its own files.",
         isRepeatable: true)
 
+    static let verify = Option<VerifyMode>("verify", valueName: "fail|warn",
+        help: "Verify every job that does not ask otherwise, as submit --verify does: each segment measured where it "
+            + "is encoded, the joins checked after the stitch; fail (the default) fails a job under the thresholds and "
+            + "removes its output, warn only reports it.", implied: .fail, environment: "SPLICE_VERIFY")
+
     static let configuration = CommandConfiguration(
         name: "coordinator", abstract: "Run the coordinator: jobs, leases, workers and the client API.",
         discussion: """
@@ -114,7 +120,7 @@ struct CoordinatorCommand: Command {
             """,
         arguments: [database, stateDirectory, workersEndpoint, apiEndpoint, dataEndpoint, spool, secretKey, adminKeys, insecure,
                     leaseSeconds, maxAttempts, backupAfter, inputRoot, outputRoot, sourceProtocols, metricsEndpoint,
-                    httpEndpoint, httpRateLimit, httpMaxConnections, webhookURL, webhookSecret, webhookRetrySeconds]
+                    httpEndpoint, httpRateLimit, httpMaxConnections, webhookURL, webhookSecret, webhookRetrySeconds, verify]
                     + DaemonOptions.arguments,
         onShutdown: .notify, environment: [.objectStorage])
 
@@ -140,6 +146,7 @@ struct CoordinatorCommand: Command {
     let webhookURL: String?
     let webhookSecret: String?
     let webhookRetrySeconds: Int
+    let defaultVerify: VerifyMode?
     let daemon: DaemonOptions
 
     /// The data endpoint on the workers endpoint's host, port 7452: a coordinator bound to
@@ -183,6 +190,7 @@ struct CoordinatorCommand: Command {
         webhookURL = arguments[Self.webhookURL].flatMap { $0.isEmpty ? nil : $0 }
         webhookSecret = arguments[Self.webhookSecret].flatMap { $0.isEmpty ? nil : $0 }
         webhookRetrySeconds = try arguments.value(Self.webhookRetrySeconds)
+        defaultVerify = arguments[Self.verify]
         daemon = DaemonOptions(arguments)
     }
 
@@ -251,6 +259,7 @@ struct CoordinatorCommand: Command {
         configuration.webhookURL = webhookURL
         configuration.webhookSecret = try webhookSecret.map(Self.loadSecret)
         configuration.webhookRetryBase = .seconds(webhookRetrySeconds)
+        configuration.defaultVerify = defaultVerify
         return configuration
     }
 
