@@ -41,7 +41,7 @@ let package = Package(
             name: "CFFmpeg",
             pkgConfig: "libavformat",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev", "libswscale-dev",
-                              "libswresample-dev"])]
+                              "libswresample-dev", "libavfilter-dev"])]
         ),
         .systemLibrary(name: "CZeroMQ", providers: [.apt(["libzmq3-dev"])]),
         // libzmq's and libpq's pkg-config files add flags SwiftPM rejects (-isystem for Kerberos); their
@@ -112,12 +112,13 @@ let package = Package(
             swiftSettings: strict
         ),
         // `splice coordinator`: the protocol state machine and its shell, planning and stitching
-        // tasks, the client API, the operators' view; the only daemon that links libpq.
+        // tasks, the client API over ZeroMQ and over HTTP, webhooks (libcurl), the operators' view;
+        // the only daemon that links libpq.
         .target(
             name: "SpliceCoordinator",
             dependencies: [
                 "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceLog", "SpliceConcurrency",
-                "SpliceMetrics", "SpliceHTTP", "SpliceDaemon", "CSpliceSystem",
+                "SpliceMetrics", "SpliceHTTP", "SpliceDaemon", "CSpliceSystem", "CCurl", "CCurlShims",
             ],
             swiftSettings: strict
         ),
@@ -149,7 +150,7 @@ let package = Package(
             name: "splice-bench",
             dependencies: [
                 "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCoordinator", "SpliceClient",
-                "SpliceDaemon", "SpliceLog", "SpliceConcurrency", "SpliceObjectStore",
+                "SpliceDaemon", "SpliceLog", "SpliceConcurrency", "SpliceObjectStore", "SpliceHTTP",
                 "CZeroMQ", "CFFmpeg", "CFFmpegShims",
             ],
             swiftSettings: strict
@@ -260,6 +261,15 @@ let package = Package(
                            "SpliceHTTP", "SpliceConcurrency", "SpliceTestSupport"],
             // KEDA's CRD schemas, read by Deploy/validate-manifests.py.
             exclude: ["KEDA"],
+            swiftSettings: strict
+        ),
+        // The HTTP API of real `splice` processes driven from Python (`requests`), Schemathesis against
+        // its OpenAPI document, HTTPS through Deploy/nginx, webhooks under faults. docs/api.md.
+        .testTarget(
+            name: "SpliceAPITests",
+            dependencies: ["SpliceCore", "SpliceCoordinator", "SpliceStore", "SpliceHTTP", "SpliceConcurrency",
+                           "SpliceTestSupport"],
+            exclude: ["Python"],
             swiftSettings: strict
         ),
         // The real `splice` processes under faults (kill -9, SIGSTOP, database restarts, a full spool,

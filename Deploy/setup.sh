@@ -7,8 +7,12 @@
 # jsonschema (docs/schema/transcode-request.json is validated against real requests) and
 # kubernetes-validate from PyPI with Kubernetes' schemas (Deploy/validate-manifests.py), and moto's
 # S3 emulator with botocore's signer (Deploy/s3-emulator.py: the object-storage tests and
-# `splice-bench s3`), which go into a Python environment of their own in /opt/splice-tools
-# (SPLICE_TOOLS), never into the system's and never into the checkout.
+# `splice-bench s3`), and for the HTTP API's tests the `requests` client, Schemathesis and
+# openapi-spec-validator, which go into a Python environment of their own in /opt/splice-tools
+# (SPLICE_TOOLS), never into the system's and never into the checkout. nginx (Debian's; the API's
+# HTTPS test runs Deploy/nginx/splice-api.conf as a child process, never as a system service) and
+# openssl (the test's self-signed certificate). `splice-bench http` also wants wrk (benchmark only:
+# `apt-get install wrk`).
 #
 # With `--image` (or SPLICE_SETUP_IMAGE=1 before sourcing) it also installs what building and
 # running the container image needs: buildah and debootstrap (Deploy/test-image.sh,
@@ -19,9 +23,10 @@ set -euo pipefail
 
 splice_packages=(
     pkg-config
-    libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev
+    libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libavfilter-dev
     libzmq3-dev libpq-dev libcurl4-openssl-dev postgresql ffmpeg
     prometheus chromium python3-yaml python3-jsonschema python3-venv
+    nginx openssl
 )
 # The container image: building it (buildah, its chroot isolation and storage) and the stand-in base
 # images (debootstrap); iproute2 for the hosts test's namespaces and bridge.
@@ -29,7 +34,8 @@ splice_image_packages=(buildah debootstrap iproute2)
 # PyPI packages for the tests, pinned so the oracles do not move under them (kubernetes-validate's
 # schemas change with its version; moto is the S3 emulator, boto3/botocore the independent SigV4 signer).
 splice_tools="${SPLICE_TOOLS:-/opt/splice-tools}"
-splice_python_tools=(kubernetes-validate==1.37.0 "moto[server]==5.2.5" boto3==1.44.8)
+splice_python_tools=(kubernetes-validate==1.37.0 "moto[server]==5.2.5" boto3==1.44.8
+    requests==2.34.2 schemathesis==4.32.5 openapi-spec-validator==0.9.0)
 
 splice_find_swift() {
     if ! command -v swift >/dev/null 2>&1; then

@@ -18,6 +18,8 @@ CREATE TABLE coordinator_leader (
     api_endpoint      text,
     workers_endpoint  text,
     metrics_endpoint  text,
+    -- The HTTP API's base URL (http://HOST:PORT/), when it serves one: a standby names it in its 503.
+    http_endpoint     text,
     acquired_at       timestamptz,
     renewed_at        timestamptz,
     -- The lease: a standby may take over once now() passes it. -infinity: nobody holds it.

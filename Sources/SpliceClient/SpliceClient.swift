@@ -109,6 +109,27 @@ public actor SpliceClient {
         try await changeKey(.revoke(RevokeWorker(publicKey: key)))
     }
 
+    /// Makes a bearer token for the HTTP API; the answer carries the token, the only time it is shown.
+    public func createToken(_ request: CreateToken) async throws(SpliceClientError) -> TokenChanged {
+        try await send(.createToken(request)) { (reply) -> TokenChanged? in
+            if case .token(let body) = reply { body } else { nil }
+        }
+    }
+
+    /// The live tokens (never the tokens themselves).
+    public func tokens() async throws(SpliceClientError) -> [TokenInfo] {
+        try await send(.tokens(ListTokens())) { (reply) -> TokenList? in
+            if case .tokens(let body) = reply { body } else { nil }
+        }.tokens
+    }
+
+    /// Refuses the live token named `name` from now on.
+    public func revokeToken(named name: String) async throws(SpliceClientError) -> TokenChanged {
+        try await send(.revokeToken(RevokeToken(name: name))) { (reply) -> TokenChanged? in
+            if case .token(let body) = reply { body } else { nil }
+        }
+    }
+
     private func changeKey(_ request: APIRequest) async throws(SpliceClientError) -> WorkerKeyChanged {
         try await send(request) { (reply) -> WorkerKeyChanged? in
             if case .workerKey(let body) = reply { body } else { nil }

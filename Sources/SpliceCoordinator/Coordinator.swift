@@ -215,4 +215,6 @@ public struct CoordinatorEndpoints: Sendable, Hashable {
     public var serverKey: CurvePublicKey?
     /// The operators' endpoint as bound (`/metrics`, `/healthz`, `/readyz`, the status page), if any.
     public var metrics: HTTPAddress?
+    /// The HTTP API as bound (`--http-endpoint`), if it runs.
+    public var http: HTTPAddress? = nil
 }

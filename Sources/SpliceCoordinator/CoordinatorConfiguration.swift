@@ -1,7 +1,9 @@
 public import Foundation
 public import SpliceConcurrency
+public import SpliceCore
 public import SpliceHTTP
 public import SpliceLog
+public import SpliceMedia
 public import SpliceStore
 public import SpliceWire
 
@@ -34,6 +36,9 @@ public struct CoordinatorConfiguration: Sendable {
     public var keys: CurveKeyPair?
     /// Public keys admitted on the API endpoint when CURVE is on.
     public var adminKeys: [CurvePublicKey]
+    /// What each admin key may do (docs/api.md, Tokens and scopes); a key not here may do
+    /// everything, as does the coordinator's own.
+    public var adminKeyScopes: [CurvePublicKey: Set<APIScope>] = [:]
     /// Allow a non-loopback bind without keys.
     public var insecure: Bool
     /// Attempts per segment before it is dead.
@@ -61,6 +66,9 @@ public struct CoordinatorConfiguration: Sendable {
     /// Where planning and stitching run: `splice coordinator` runs them in `splice media-task`
     /// children, so a crash on a client's file fails that job, not the coordinator.
     public var mediaTasks: MediaTaskIsolation = .inProcess
+    /// Verify every job that does not say otherwise (`--verify`): a SUBMIT without `quality`
+    /// encoding video into a file gets `quality.verify` set to this when it is planned.
+    public var defaultVerify: VerifyMode?
     /// The protocols a SUBMIT's input may use (`--source-protocols`): `file` (absolute paths),
     /// `http`, `https`, `s3` (objects the coordinator reads through SpliceMedia's
     /// `StorageRegistry`). Anything else FFmpeg could open (`concat:`, `subfile:`, devices) is refused.
@@ -85,6 +93,25 @@ public struct CoordinatorConfiguration: Sendable {
     /// where it binds every address (`*`, `0.0.0.0`); nil: the host name. (A standby names the
     /// active coordinator's endpoints to clients and workers.)
     public var advertisedHost: String?
+
+    // MARK: - The HTTP API (docs/api.md)
+
+    /// Where the HTTP API listens (`--http-endpoint`); nil: off.
+    public var httpEndpoint: HTTPAddress?
+    /// Requests a second a token may make when it has no rate of its own (`--http-rate-limit`).
+    public var httpRateLimit = 50
+    /// Connections the HTTP API keeps open at once (`--http-max-connections`).
+    public var httpMaxConnections = 1024
+    /// Database connections of the HTTP API's reads (its own pool, beside the coordinator's).
+    public var httpDatabaseConnections = 4
+    /// How often the event streams look at the jobs they watch.
+    public var eventPollInterval: Duration = .milliseconds(250)
+    /// Where the events of a job without a webhook of its own go (`--webhook-url`).
+    public var webhookURL: String?
+    /// The secret that signs webhooks of jobs without their own (`--webhook-secret`).
+    public var webhookSecret: String?
+    /// The first retry of a failed delivery (doubling, jittered, up to an hour; `--webhook-retry-seconds`).
+    public var webhookRetryBase: Duration = .seconds(5)
 
     /// A configuration with the contract's defaults (`--lease-seconds 60`, `--max-attempts 5`).
     public init(
@@ -127,6 +154,22 @@ public struct CoordinatorConfiguration: Sendable {
             try EndpointSecurity.checkBinding(endpoint, curveEnabled: keys != nil, insecure: insecure)
         }
         if let problem = leadership.problem { throw CoordinatorError(.invalidConfiguration, problem) }
+        if let webhookURL, let problem = WebhookURL.problem(webhookURL) {
+            throw CoordinatorError(.invalidConfiguration, "--webhook-url \(problem)")
+        }
+        if let webhookSecret, !(16...256).contains(webhookSecret.utf8.count) {
+            throw CoordinatorError(.invalidConfiguration, "the --webhook-secret must be 16 to 256 bytes long")
+        }
+        if webhookURL != nil && webhookSecret == nil {
+            throw CoordinatorError(.invalidConfiguration, "--webhook-url needs --webhook-secret to sign the events with")
+        }
+        guard (1...1_000_000).contains(httpRateLimit) else {
+            throw CoordinatorError(.invalidConfiguration, "--http-rate-limit must be from 1 to 1000000; got \(httpRateLimit)")
+        }
+        guard (1...100_000).contains(httpMaxConnections) else {
+            throw CoordinatorError(.invalidConfiguration,
+                                   "--http-max-connections must be from 1 to 100000; got \(httpMaxConnections)")
+        }
         guard workersEndpoint != apiEndpoint || workersEndpoint.hasSuffix(":*") else {
             throw CoordinatorError(
                 .invalidConfiguration, "the workers and API endpoints are both \(workersEndpoint); give them different ports")

@@ -21,6 +21,18 @@ public enum DecodingFailure {
         }
     }
 
+    /// The path of the field `error` (a `DecodingError` from decoding below `root`) is about
+    /// (`export.video.codec`), or `root` itself for any other error.
+    public static func field(_ error: any Error, under root: String? = nil) -> String? {
+        guard let error = error as? DecodingError else { return root }
+        switch error {
+        case .keyNotFound(let key, let context): return path(context.codingPath + [key], under: root)
+        case .valueNotFound(_, let context), .typeMismatch(_, let context), .dataCorrupted(let context):
+            return path(context.codingPath, under: root)
+        @unknown default: return root
+        }
+    }
+
     /// `root.key.key[index].key`.
     public static func path(_ codingPath: [any CodingKey], under root: String? = nil) -> String {
         var text = root ?? ""

@@ -6,12 +6,18 @@ extension JSONValue {
     public init(parsing text: some Collection<UInt8>) throws(JSONError) {
         self = JSONValue(try JSONNode(parsing: text))
     }
+
+    /// Parses JSON text whose arrays and objects nest at most `maxDepth` deep (what a server
+    /// takes from a client: deeper documents are refused as `notJSON`, naming the depth).
+    public init(parsing text: some Collection<UInt8>, maxDepth: Int) throws(JSONError) {
+        self = JSONValue(try JSONNode(parsing: text, maxDepth: maxDepth))
+    }
 }
 
 extension JSONNode {
     /// Parses JSON text (RFC 8259) into the form decoding reads.
-    init(parsing text: some Collection<UInt8>) throws(JSONError) {
-        var parser = JSONParser(bytes: Array(text))
+    init(parsing text: some Collection<UInt8>, maxDepth: Int = JSONParser.maxDepth) throws(JSONError) {
+        var parser = JSONParser(bytes: Array(text), maxDepth: min(maxDepth, JSONParser.maxDepth))
         do {
             self = try parser.document()
         } catch {
@@ -21,7 +27,7 @@ extension JSONNode {
 }
 
 /// A recursive-descent parser over the bytes of one document.
-private struct JSONParser {
+struct JSONParser {
     struct Failure: Error {
         var reason: String
         var offset: Int
@@ -31,9 +37,12 @@ private struct JSONParser {
     var index = 0
     /// Nesting limit, so hostile input cannot overflow the stack.
     static let maxDepth = 512
+    /// This parse's limit (at most ``maxDepth``).
+    let depthLimit: Int
 
-    init(bytes: [UInt8]) {
+    init(bytes: [UInt8], maxDepth: Int = JSONParser.maxDepth) {
         self.bytes = bytes
+        depthLimit = maxDepth
     }
 
     mutating func document() throws(Failure) -> JSONNode {
@@ -66,7 +75,7 @@ private struct JSONParser {
     }
 
     private mutating func parseValue(depth: Int) throws(Failure) -> JSONNode {
-        guard depth < Self.maxDepth else { throw fail("nested too deeply") }
+        guard depth < depthLimit else { throw fail("nested deeper than \(depthLimit)") }
         skipWhitespace()
         guard index < bytes.count else { throw fail("unexpected end") }
         switch bytes[index] {

@@ -34,6 +34,8 @@ public struct StoreError: SpliceError, Equatable {
         public static let invalidMigration = Code("invalid-migration")
         /// A row the call refers to does not exist.
         public static let notFound = Code("not-found")
+        /// A row with that name or key exists already (a live token's name).
+        public static let conflict = Code("conflict")
         /// The call asks for a state change the current state does not allow.
         public static let invalidTransition = Code("invalid-transition")
         /// The worker's key has been revoked.

@@ -147,7 +147,8 @@ struct SegmentEncode: Sendable {
         case .outputExists: .outputExists
         case .incompatibleSegments: .incompatibleSegments
         case .cancelled: .cancelled
-        case .internalError: .internalError
+        // Segments are measured, never judged: only a stitch's checks fail this way.
+        case .internalError, .qualityBelowThreshold: .internalError
         }
     }
 }

@@ -7,6 +7,7 @@ import SpliceStore
 import SpliceWire
 import Synchronization
 import SpliceCoordinator
+import SpliceHTTP
 
 /// `splice-bench cluster`: the real coordinator (real ZeroMQ over loopback, a real embedded
 /// PostgreSQL) against in-process fake workers — DEALERs that answer every ASSIGN with an
@@ -17,11 +18,14 @@ import SpliceCoordinator
 /// the number of workers (docs/coordinator.md, Dispatch at farm scale).
 ///
 ///     splice-bench cluster [--workers 1,16,256,1024] [--slots 1] [--segments 10000] [--jobs 8] [--fast] [--statements]
-///                          [--standby]
+///                          [--standby] [--streams 500]
 ///
 /// `--standby` runs a second coordinator on the same database beside the first, standing by (it
 /// reads the leadership row every 250 ms and answers nothing for the workers): what a standby
 /// costs the active one's dispatch (docs/coordinator.md, Standby coordinators).
+///
+/// `--streams N` serves the HTTP API too and holds N of its Server-Sent Event streams open on the
+/// jobs while the segments are dispatched (docs/api.md: streams must not slow dispatch).
 ///
 /// Jobs are submitted through the client API and planned by the coordinator from a generated
 /// clip with a keyframe every second (one segment per second). Their stitches fail afterwards
@@ -37,6 +41,8 @@ enum ClusterBenchmark {
         var statements = false
         /// A standby coordinator beside the active one.
         var standby = false
+        /// HTTP API event streams held open during each run.
+        var streams = 0
 
         init(_ arguments: [String]) throws {
             var iterator = arguments.makeIterator()
@@ -65,6 +71,7 @@ enum ClusterBenchmark {
                 case "--fast": fast = true
                 case "--statements": statements = true
                 case "--standby": standby = true
+                case "--streams": streams = try number()
                 default: throw ClusterBenchmarkError("unknown option \(argument)")
                 }
             }
@@ -86,7 +93,8 @@ enum ClusterBenchmark {
             let clip = try makeClip(seconds: perJob, in: directory)
             print("""
                 splice-bench cluster: \(options.segments) segments per run (\(options.jobs) jobs × \(perJob)), \
-                \(options.slots) slots per fake worker\(options.standby ? ", a standby coordinator beside the active one" : "")
+                \(options.slots) slots per fake worker\(options.standby ? ", a standby coordinator beside the active one" : "")\
+                \(options.streams > 0 ? ", \(options.streams) HTTP event streams open" : "")
                   durability: \(options.fast ? "fsync off (--fast)" : "full (fsync on every commit)")
                 """)
             for (run, workers) in options.workers.enumerated() {
@@ -97,7 +105,7 @@ enum ClusterBenchmark {
                 let result = try await measure(
                     database: database, clip: clip, jobs: options.jobs, segmentsPerJob: perJob, workers: workers,
                     slots: options.slots, scratch: URL(fileURLWithPath: directory).appendingPathComponent("run-\(run)"),
-                    server: server.dataDirectory, standby: options.standby)
+                    server: server.dataDirectory, standby: options.standby, streams: options.streams)
                 print(result)
                 if options.statements { try await printStatements(inspector) }
                 await inspector.close()
@@ -123,12 +131,13 @@ enum ClusterBenchmark {
 
     private static func measure(
         database: ConnectionConfiguration, clip: String, jobs: Int, segmentsPerJob: Int, workers: Int, slots: Int,
-        scratch: URL, server: String, standby: Bool
+        scratch: URL, server: String, standby: Bool, streams: Int
     ) async throws -> String {
-        let configuration = CoordinatorConfiguration(
+        var configuration = CoordinatorConfiguration(
             database: .server(database), spool: scratch.appendingPathComponent("spool"),
             workersEndpoint: "tcp://127.0.0.1:*", apiEndpoint: "tcp://127.0.0.1:*", pollInterval: .milliseconds(100),
             logger: logger)
+        if streams > 0 { configuration.httpEndpoint = HTTPAddress(parsing: "127.0.0.1:0") }
         let coordinator = Coordinator(configuration: configuration)
         let running = Task { try await coordinator.run() }
         let endpoints = try await coordinator.ready()
@@ -174,6 +183,20 @@ enum ClusterBenchmark {
         }
         await client.close(linger: .zero)
 
+        // The event streams, open on the jobs before the first segment is dispatched.
+        var open: EventStreams?
+        if streams > 0, let http = endpoints.http {
+            let token = "spl_bench-" + UUID().uuidString
+            let store = JobRepository(client: PostgresClient(configuration: database, maxConnections: 1))
+            _ = try await store.createToken(APITokenRequest(
+                name: "bench", tokenHash: SHA256Digest(bytes: SHA256.digest(of: Array(token.utf8)))!, scopes: [.read],
+                rateLimit: 1_000_000))
+            await store.client.close()
+            open = try EventStreams(http: http.description, token: token, jobs: submitted.map(\.description), count: streams)
+            try await Task.sleep(for: .seconds(2))
+        }
+        defer { open?.close() }
+
         let total = jobs * segmentsPerJob
         let tally = Tally(target: total)
         let cpuBefore = processCPUMicroseconds()
@@ -184,7 +207,8 @@ enum ClusterBenchmark {
         let fakesCPU = fakes.cpuMicroseconds
         let serverCPU = ServerCPU(dataDirectory: server).microseconds - serverCPUBefore.microseconds
         let perSegment = { (microseconds: Int64) in microseconds / Int64(max(1, total)) }
-        let summary = tally.summary(workers: workers)
+        let answered = open.map { " — \($0.answered()) event streams open" } ?? ""
+        let summary = tally.summary(workers: workers) + answered
             + "\n      CPU per segment: coordinator \(perSegment(cpu - fakesCPU)) µs, "
             + "fake workers \(perSegment(fakesCPU)) µs, PostgreSQL \(perSegment(serverCPU)) µs"
         await fakes.stop()

@@ -201,10 +201,13 @@ struct ClientCommandTests {
         await server.stop()
     }
 
-    @Test("status, jobs, cancel, workers, enroll and revoke print what the coordinator answered")
+    @Test("status, jobs, cancel, workers, enroll, revoke and tokens print what the coordinator answered")
     func readCommands() async throws {
         let key = try CurveKeyPair.generate().publicKey
         let running = JobStatus.scripted(.numbered(1), .running, done: 2, total: 5)
+        let tokenInfo = TokenInfo(name: "ci", scopes: [.read, .submit], inputRoots: ["/srv/in"], outputRoots: [],
+                                  rateLimit: nil, createdAtMilliseconds: 1_796_059_201_250,
+                                  expiresAtMilliseconds: nil, revokedAtMilliseconds: nil)
         let server = try await ScriptedAPIServer.start { request, _ in
             switch request {
             case .status: [.reply(.status(running))]
@@ -217,6 +220,17 @@ struct ClientCommandTests {
                 [.reply(.workerKey(WorkerKeyChanged(publicKey: enroll.publicKey, enrolled: true)))]
             case .revoke(let revoke):
                 [.reply(.workerKey(WorkerKeyChanged(publicKey: revoke.publicKey, enrolled: false, sessionsClosed: 1)))]
+            case .createToken(let create):
+                [.reply(.token(TokenChanged(token: "spl_scripted-token", info: TokenInfo(
+                    name: create.name, scopes: create.scopes, inputRoots: create.inputRoots ?? [],
+                    outputRoots: create.outputRoots ?? [], rateLimit: create.rateLimit,
+                    createdAtMilliseconds: 1_796_059_201_250, expiresAtMilliseconds: nil, revokedAtMilliseconds: nil))))]
+            case .tokens: [.reply(.tokens(TokenList(tokens: [tokenInfo])))]
+            case .revokeToken(let revoke):
+                [.reply(.token(TokenChanged(info: TokenInfo(
+                    name: revoke.name, scopes: [.read], inputRoots: [], outputRoots: [], rateLimit: nil,
+                    createdAtMilliseconds: 1_796_059_201_250, expiresAtMilliseconds: nil,
+                    revokedAtMilliseconds: 1_796_059_301_250))))]
             case .submit: []
             }
         }
@@ -243,9 +257,24 @@ struct ClientCommandTests {
             == "enrolled worker key \(key) (w1)\n")
         #expect(try await run("workers", "revoke", key.z85).stdout
             == "revoked worker key \(key); closed 1 live session\n")
+        // The token alone on standard output (for `TOKEN=$(splice tokens create …)`), the words on stderr.
+        let created = try await run("tokens", "create", "ci", "--scopes", "submit, read", "--expires", "90d",
+                                    "--input-root", "/srv/in", "--rate-limit", "20")
+        #expect(created.stdout == "spl_scripted-token\n")
+        #expect(created.stderr.contains("token ci created with scopes read,submit; it is shown once"))
+        let listed = try await run("tokens", "list").stdout.split(separator: "\n")
+        #expect(listed.count == 2 && listed[0].hasPrefix("NAME") && listed[1].hasPrefix("ci    read,submit  /srv/in"),
+                "\(listed)")
+        #expect(try await run("tokens", "revoke", "ci").stdout == "revoked token ci\n")
+        let badScopes = try await SpliceProcess.run(["tokens", "create", "x", "--scopes", "read,write"],
+                                                    environment: environment)
+        #expect(badScopes.status != 0 && badScopes.stderr.contains("--scopes"), "\(badScopes.stderr)")
         let sent = server.requests.map { $0.message }
         #expect(sent.contains(.list(ListJobs(state: .failed, limit: 50))))
         #expect(sent.contains(.enroll(EnrollWorker(publicKey: key, name: "w1"))))
+        #expect(sent.contains(.createToken(CreateToken(name: "ci", scopes: [.read, .submit], inputRoots: ["/srv/in"],
+                                                       rateLimit: 20, expiresInSeconds: 90 * 86_400))))
+        #expect(sent.contains(.revokeToken(RevokeToken(name: "ci"))))
         await server.stop()
     }
 

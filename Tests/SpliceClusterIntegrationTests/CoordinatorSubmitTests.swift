@@ -1,6 +1,7 @@
 import SpliceCore
 import Foundation
 import SpliceJSON
+import SpliceMedia
 import SpliceStore
 import SpliceTestSupport
 import SpliceWire
@@ -170,7 +171,18 @@ struct CoordinatorSubmitTests {
         #expect(try Self.refusal(try await client.submitting(inside, to: escape + "/a.mp4"))
             .message.contains("output root"))
         #expect(try Self.refusal(try await client.submitting(inside, to: "/tmp/a.mp4")).message.contains("output root"))
-        _ = try await client.submit(inside, to: outputs.appendingPathComponent("a.mp4").path)
+        // A verified job's report is written by the coordinator too: only inside an output root.
+        let inRoot = outputs.appendingPathComponent("a.mp4").path
+        for report in ["/tmp/report.html", escape + "/report.html", "report.html", inside] {
+            let refusal = try Self.refusal(try await client.submitting(
+                inside, to: inRoot, quality: QualityRequest(verify: .fail, reportPath: report)))
+            #expect(refusal.message.contains("export.quality.reportPath"), "\(report): \(refusal.message)")
+        }
+        guard case .submitted = try await client.submitting(inside, to: outputs.appendingPathComponent("b.mp4").path,
+            quality: QualityRequest(verify: .fail, reportPath: outputs.appendingPathComponent("b.html").path)) else {
+            throw TestFailure("a report inside the output root was refused")
+        }
+        _ = try await client.submit(inside, to: inRoot)
         await client.close()
         try await coordinator.stop()
     }

@@ -126,11 +126,12 @@ struct TestClient: Sendable {
     /// The coordinator's answer to a SUBMIT, whatever it is.
     func submitting(
         _ input: String, to output: String, segmentSeconds: Int64 = 1, key: String = UUID().uuidString,
-        overwrite: Bool = false
+        overwrite: Bool = false, quality: QualityRequest? = nil
     ) async throws -> APIReply {
-        let request = TranscodeRequest(
+        var request = TranscodeRequest(
             video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: nil, fileType: .mp4,
             segmentDuration: MediaTime(seconds: segmentSeconds), overwrite: overwrite)
+        request.quality = quality
         return try await self.request(.submit(SubmitJob(
             input: input, output: output, export: try JSONPayload(encoding: request), submissionKey: key)))
     }

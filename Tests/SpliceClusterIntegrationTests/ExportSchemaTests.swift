@@ -29,7 +29,9 @@ struct ExportSchemaTests {
         annotations: [TimedAnnotation(time: MediaTime(value: 1, timescale: 3), duration: MediaTime(seconds: 2), value: "intro")],
         audioSegmentDuration: MediaTime(seconds: 90),
         package: PackageRequest(ladder: [LadderRung(width: 1280, height: 720, bitrate: 3_000_000)],
-                                segmentDuration: MediaTime(seconds: 6), hls: true, dash: true))
+                                segmentDuration: MediaTime(seconds: 6), hls: true, dash: true),
+        quality: QualityRequest(verify: .warn, thresholds: QualityThresholds(minPSNR: 35), target: QualityTarget(metric: .ssim, value: 0.98),
+                                minCRF: 12, maxCRF: 40, tolerance: 0.003, reportPath: "/out/report.html"))
 
     /// Requests as clients send them: the CLI's kinds, and no video at all (`includesVideo`).
     static let requests: [TranscodeRequest] = [
@@ -90,6 +92,9 @@ struct ExportSchemaTests {
         check(Self.everything.audio!, path: "audio.")
         check(Self.everything.package!, path: "package.")
         check(Self.everything.package!.ladder![0], path: "package.ladder[0].")
+        check(Self.everything.quality!, path: "quality.")
+        check(Self.everything.quality!.thresholds, path: "quality.thresholds.")
+        check(Self.everything.quality!.target!, path: "quality.target.")
         #expect(unset.isEmpty, "left unset: \(unset)")
     }
 
@@ -106,6 +111,9 @@ struct ExportSchemaTests {
             ("video", request.video!, top["video"]), ("audio", request.audio!, top["audio"]),
             ("range", request.range!, top["range"]), ("segmentDuration", request.segmentDuration, top["segmentDuration"]),
             ("package", request.package!, top["package"]),
+            ("quality", request.quality!, top["quality"]),
+            ("quality.thresholds", request.quality!.thresholds, try Self.properties(top["quality"]!, in: schema)["thresholds"]),
+            ("quality.target", request.quality!.target!, try Self.properties(top["quality"]!, in: schema)["target"]),
             ("video.frameRate", request.video!.frameRate!, try Self.properties(top["video"]!, in: schema)["frameRate"]),
             ("annotations[0]", request.annotations[0], try Self.resolve(top["annotations"]!, in: schema)["items"]),
         ]

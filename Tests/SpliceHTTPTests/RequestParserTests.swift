@@ -106,6 +106,92 @@ struct RequestParserTests {
     }
 }
 
+@Suite("HTTP request parser, with bodies")
+struct RequestBodyParserTests {
+    /// What the HTTP API takes: GET, HEAD and POST, bodies up to 1 KiB here.
+    static let api = RequestParser.Limits(methods: [.get, .head, .post, .put], maxBodyBytes: 1024)
+
+    private func parse(_ text: String) -> RequestParser.Outcome {
+        var parser = RequestParser(limits: Self.api)
+        return parser.feed(Array(text.utf8))
+    }
+
+    @Test("a POST body is exactly Content-Length bytes; what follows is the next request")
+    func body() {
+        var parser = RequestParser(limits: Self.api)
+        let text = "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 7\r\n\r\n{\"a\":1}GET / HTTP/1.1\r\n"
+        guard case .request(let request) = parser.feed(Array(text.utf8)) else { Issue.record("no request"); return }
+        #expect(request.method == .post && request.path == "/v1/jobs")
+        #expect(String(decoding: request.body, as: UTF8.self) == "{\"a\":1}")
+        #expect(String(decoding: parser.leftover, as: UTF8.self) == "GET / HTTP/1.1\r\n")
+        // A POST without a length has no body (RFC 9112 6.3).
+        guard case .request(let empty) = parse("POST /v1/jobs/x/cancel HTTP/1.1\r\nHost: x\r\n\r\n") else {
+            Issue.record("no request")
+            return
+        }
+        #expect(empty.body.isEmpty)
+    }
+
+    @Test("a body fed a byte at a time arrives whole; 100-continue is asked for once")
+    func trickled() {
+        var parser = RequestParser(limits: Self.api)
+        let head = "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n"
+        #expect(parser.feed(Array(head.utf8)) == .incomplete)
+        #expect(parser.awaitsBody)
+        let first = parser.takeContinue(), second = parser.takeContinue()
+        #expect(first && !second)
+        #expect(parser.feed(Array("a".utf8)) == .incomplete)
+        #expect(parser.feed(Array("b".utf8)) == .incomplete)
+        guard case .request(let request) = parser.feed(Array("c".utf8)) else { Issue.record("no request"); return }
+        #expect(request.body == Array("abc".utf8))
+    }
+
+    @Test("bodies refused, with the status each gets", arguments: [
+        ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1025\r\n\r\n", 413),      // over the limit, unread
+        ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n", 413),
+        ("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", 411),
+        ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n", 400),
+        ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n", 400),
+        ("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: +1\r\n\r\n", 400),
+        ("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab", 400),        // GET carries none
+        ("TRACE / HTTP/1.1\r\n", 405),
+    ])
+    func refused(request: String, expected: Int) {
+        guard case .refuse(let status, _) = parse(request) else {
+            Issue.record("\(request.debugDescription) was not refused")
+            return
+        }
+        #expect(status.code == expected, "\(request.debugDescription)")
+    }
+
+    @Test("an unknown method is 501, or 405 like a known one when the server says so")
+    func unknownMethod() {
+        var plain = RequestParser(limits: Self.api)
+        guard case .refuse(let status, _) = plain.feed(Array("QUERY / HTTP/1.1\r\n".utf8)) else {
+            Issue.record("QUERY was not refused")
+            return
+        }
+        #expect(status.code == 501)
+        var limits = Self.api
+        limits.unknownMethodsNotAllowed = true
+        var api = RequestParser(limits: limits)
+        guard case .refuse(let notAllowed, _) = api.feed(Array("QUERY / HTTP/1.1\r\n".utf8)) else {
+            Issue.record("QUERY was not refused")
+            return
+        }
+        #expect(notAllowed.code == 405)
+    }
+
+    @Test("Connection: close and HTTP/1.0 end the connection; HTTP/1.1 keeps it")
+    func persistence() {
+        #expect(HTTPRequest(method: .get, path: "/", version: "HTTP/1.1").wantsClose == false)
+        #expect(HTTPRequest(method: .get, path: "/", headers: [("Connection", "Close")]).wantsClose)
+        #expect(HTTPRequest(method: .get, path: "/", version: "HTTP/1.0").wantsClose)
+        #expect(HTTPRequest(method: .get, path: "/", version: "HTTP/1.0", headers: [("connection", "keep-alive")])
+            .wantsClose == false)
+    }
+}
+
 @Suite("HTTP addresses")
 struct HTTPAddressTests {
     @Test("IP:PORT, [IPv6]:PORT and localhost; names and missing ports are refused")

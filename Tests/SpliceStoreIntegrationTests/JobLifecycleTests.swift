@@ -156,6 +156,39 @@ import Testing
         await #expect(throws: StoreError.self) { try await store.repository.completeJob(jobID: job.id) }
     }
 
+    @Test("a cancel that waited on the job's row while another transaction moved it (planning → running) still cancels it")
+    func cancellingAJobThatMovesUnderTheCancel() async throws {
+        let store = try await StoreFixture()
+        let created = try await store.repository.createJob(JobSubmission(
+            idempotencyKey: "moving", input: "file:///in.mov", output: "file:///out.mp4",
+            settings: PostgresJSON(#"{"codec":"h264"}"#)))
+        let job = try await store.repository.startPlanning(jobID: created.job.id)
+        #expect(job.state == .planning)
+        // A second coordinator's transaction moves the job on and holds its row until told to commit.
+        let other = PostgresClient(configuration: store.configuration, maxConnections: 1)
+        let (locked, lockedNow) = AsyncStream.makeStream(of: Void.self)
+        let (release, releaseNow) = AsyncStream.makeStream(of: Void.self)
+        let mover = Task {
+            defer { lockedNow.finish() }
+            try await other.transaction { connection in
+                try await connection.query("""
+                    UPDATE jobs SET state = 'running', plan = '{}', segments_total = 1 WHERE id = \(job.id)
+                    """)
+                lockedNow.yield()
+                for await _ in release { break }
+            }
+        }
+        for await _ in locked { break }
+        let cancel = Task { try await store.repository.cancelJob(jobID: job.id, reason: "user asked") }
+        // Let the cancel take its snapshot and block on the row lock, then commit the move.
+        try await Task.sleep(for: .milliseconds(500))
+        releaseNow.yield()
+        try await mover.value
+        let cancelled = try await cancel.value
+        #expect(cancelled.state == .cancelled)
+        #expect(try await store.repository.job(id: job.id)?.state == .cancelled)
+    }
+
     @Test func claimOrderIsPriorityThenAge() async throws {
         let store = try await StoreFixture()
         let worker = try await store.makeWorker()

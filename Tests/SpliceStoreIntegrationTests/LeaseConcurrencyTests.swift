@@ -187,6 +187,49 @@ import Testing
         #expect(try await store.repository.segments(ofJob: job.id).map(\.figures) == figures + [nil])
     }
 
+    /// A measured segment's quality, CRF and encodes (migration 0007) are stored with its result
+    /// and read back whole; the job's summary (the status page) combines the measured segments:
+    /// PSNR of their frames' mean squared error, SSIM weighted by frames, the unmeasured ignored.
+    @Test func measuredQualityIsKeptPerSegmentAndCombinedPerJob() async throws {
+        let store = try await StoreFixture()
+        let worker = try await store.makeWorker()
+        let job = try await store.makeRunningJob(segments: 3)
+        let leases = try await store.repository.claimSegments(for: worker.id, limit: 3, leaseDuration: .seconds(60))
+        // 30 frames at 40 dB (MSE 0.0001 of the peak²) and 10 at 30 dB (0.001): 40 frames at
+        // (30 × 0.0001 + 10 × 0.001) / 40 = 0.000325, 34.881 dB; SSIM (30 × 0.99 + 10 × 0.95) / 40 = 0.98.
+        let measured = [
+            SegmentQuality(frames: 30, psnrY: 40, psnr: 41.5, ssimY: 0.99, ssim: 0.992, minPSNRY: 38.25, minSSIMY: 0.981,
+                           worstSecondPSNRY: 39.5, worstSecondStartMilliseconds: 0),
+            SegmentQuality(frames: 10, psnrY: 30, psnr: 31, ssimY: 0.95, ssim: 0.96, minPSNRY: 29.125, minSSIMY: 0.94,
+                           worstSecondPSNRY: 30, worstSecondStartMilliseconds: 1000),
+        ]
+        let figures: [SegmentFigures?] = [
+            SegmentFigures(videoBytes: 40_000, videoBitsPerSecond: 320_000, meanQP: 24.5, crf: 23.5, quality: measured[0],
+                           encodes: 1),
+            SegmentFigures(videoBytes: 9_000, meanQP: 33, crf: 31, quality: measured[1], encodes: 2),
+            SegmentFigures(videoBytes: 12_000, meanQP: 28),
+        ]
+        let completions = zip(leases, figures).map { lease, figures in
+            SegmentCompletion(lease: lease.reference, outputPath: "out", checksum: .filled(0xC0), figures: figures)
+        }
+        #expect(try await store.repository.completeSegments(completions).count == 3)
+        #expect(try await store.repository.segments(ofJob: job.id).map(\.figures) == figures)
+        #expect(try await store.repository.segmentReports(ofJob: job.id).map(\.figures) == figures)
+
+        let summary = try #require(try await store.repository.jobSummaries().first { $0.id == job.id.uuid })
+        let psnr = try #require(summary.psnrY), ssim = try #require(summary.ssimY)
+        #expect(abs(psnr - -10 * log10(0.000325)) < 1e-9, "\(psnr)")
+        #expect(abs(ssim - 0.98) < 1e-12, "\(ssim)")
+        let combined = try #require(SegmentQuality.combined(measured))
+        #expect(combined.psnrY == 34.881 && combined.ssimY == 0.98 && combined.frames == 40, "\(combined)")
+        #expect(combined.minPSNRY == 29.125 && combined.worstSecondStartMilliseconds == 1000)
+
+        // A job with no measured segment shows none.
+        let plain = try await store.makeRunningJob(segments: 1)
+        let other = try #require(try await store.repository.jobSummaries().first { $0.id == plain.id.uuid })
+        #expect(other.psnrY == nil && other.ssimY == nil)
+    }
+
     @Test func concurrentSingleCompletionsShareCommitsAndStitchOnce() async throws {
         let store = try await StoreFixture(connections: 8)
         let worker = try await store.makeWorker()

@@ -60,6 +60,27 @@ public final class ChildProcess: Sendable {
         return ChildProcess(handle: process, log: log)
     }
 
+    /// Starts another program (`executable arguments…`, nginx or a Python helper) with this process's
+    /// environment plus `environment`, its standard output and error both going to its log.
+    public static func start(executable: String, _ arguments: [String], logName: String,
+                             environment: [String: String] = [:]) throws -> ChildProcess
+    {
+        let log = Fixtures.temporaryDirectory("child").appendingPathComponent(logName + ".log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardError = handle
+        process.standardOutput = handle
+        process.standardInput = FileHandle.nullDevice
+        _ = killAtExit
+        try process.run()
+        running.withLock { $0.append(process.processIdentifier) }
+        return ChildProcess(handle: process, log: log)
+    }
+
     /// Whether it has not exited yet (a stopped process is running).
     public var isRunning: Bool { handle.isRunning }
 

@@ -8,14 +8,16 @@ import SpliceMedia
 import SpliceStore
 import SpliceWire
 
-/// Answers the client API (`splice submit/status/jobs/cancel/workers`). Every request is safe to
-/// repeat: SUBMIT is keyed by its submission key, CANCEL/ENROLL/REVOKE are idempotent in the
-/// store, and the others only read.
+/// Answers the client API (`splice submit/status/jobs/cancel/workers/tokens`). Every request is
+/// safe to repeat: SUBMIT is keyed by its submission key, CANCEL/ENROLL/REVOKE/TOKEN_REVOKE are
+/// idempotent in the store, and the others only read (a TOKEN_CREATE repeated after its answer
+/// was lost finds the name taken: `conflict`). Each request needs its scope (`APIRequest.scope`):
+/// a key the `--admin-keys` file limits to some scopes is refused the others (`forbidden`).
 ///
 /// The active coordinator answers everything through its term (the epoch's fenced pool, the live
-/// sessions). A standby answers the reads (STATUS, LIST, WORKERS) from the database and every write
-/// with `ERROR not-active` naming the active coordinator's API endpoint, which the client follows
-/// (docs/coordinator.md, Standby coordinators).
+/// sessions, the term's ``JobSubmissions``). A standby answers the reads (STATUS, LIST, WORKERS,
+/// TOKENS) from the database and every write with `ERROR not-active` naming the active
+/// coordinator's API endpoint, which the client follows (docs/coordinator.md, Standby coordinators).
 final class ClientAPIHandler: Sendable {
     private let role: CoordinatorRole
     /// The read-only pool a standby answers from.
@@ -23,28 +25,27 @@ final class ClientAPIHandler: Sendable {
     private let workerEndpoint: CoordinatorWorkerEndpoint
     /// The worker keys the ZAP handler admits; nil without CURVE.
     private let enrolledKeys: EnrolledKeys?
-    private let maxAttempts: Int
     /// This coordinator's name, for the `not-active` answer.
     private let name: String
     private let logger: Logger
-    private let sourceProtocols: SourceProtocols
     private let inputRoots: PathRoots
     private let outputRoots: PathRoots
+    /// Told the hash of a token revoked here (the HTTP API forgets it at once).
+    private let tokenRevoked: @Sendable (SHA256Digest) -> Void
 
     init(
         role: CoordinatorRole, reads: JobRepository, workerEndpoint: CoordinatorWorkerEndpoint,
-        enrolledKeys: EnrolledKeys?, maxAttempts: Int, name: String, sourceProtocols: SourceProtocols,
-        inputRoots: PathRoots, outputRoots: PathRoots, logger: Logger
+        enrolledKeys: EnrolledKeys?, name: String, inputRoots: PathRoots, outputRoots: PathRoots,
+        tokenRevoked: @escaping @Sendable (SHA256Digest) -> Void = { _ in }, logger: Logger
     ) {
-        self.sourceProtocols = sourceProtocols
         self.inputRoots = inputRoots
         self.outputRoots = outputRoots
         self.role = role
         self.reads = reads
         self.workerEndpoint = workerEndpoint
         self.enrolledKeys = enrolledKeys
-        self.maxAttempts = maxAttempts
         self.name = name
+        self.tokenRevoked = tokenRevoked
         self.logger = logger
     }
 
@@ -53,6 +54,9 @@ final class ClientAPIHandler: Sendable {
         guard let term = role.term else { throw notActive() }
         return term
     }
+
+    /// The store a read goes to: the active term's pool, or a standby's read-only one.
+    private var readRepository: JobRepository { role.term?.repository ?? reads }
 
     /// `ERROR not-active`: where the active coordinator is, when one is.
     private func notActive() -> APIError {
@@ -71,14 +75,19 @@ final class ClientAPIHandler: Sendable {
     /// the store is down instead of concluding that the coordinator is.
     static let readStoreWait: Duration = .seconds(4)
 
-    /// The reply to `request`; never throws — failures become `ERROR`.
-    func reply(to request: APIRequest) async -> APIReply {
+    /// The reply to `request` from a client whose key has `scopes`; never throws — failures become
+    /// `ERROR`.
+    func reply(to request: APIRequest, scopes: Set<APIScope> = Set(APIScope.allCases)) async -> APIReply {
+        guard scopes.contains(request.scope) else {
+            return .error(APIError(.forbidden, "this client's key has the scopes " + APIScope.list(scopes) + "; "
+                + type(of: request.body).messageType + " needs \(request.scope.rawValue) (--admin-keys)"))
+        }
         switch request {
-        case .status, .list, .workers:
+        case .status, .list, .workers, .tokens:
             let answer = await withDeadline(Self.readStoreWait) { await self.answer(request) }
             return answer ?? .error(APIError(
                 .unavailable, "the job store is not answering (is PostgreSQL up?); try again", isRetryable: true))
-        case .submit, .cancel, .enroll, .revoke:
+        case .submit, .cancel, .enroll, .revoke, .createToken, .revokeToken:
             return await answer(request)
         }
     }
@@ -89,10 +98,13 @@ final class ClientAPIHandler: Sendable {
             case .submit(let submit): return try await self.submit(submit)
             case .status(let query): return .status(try await status(of: query.job))
             case .list(let list): return try await self.list(list)
-            case .cancel(let cancel): return try await self.cancel(cancel.job)
-            case .workers: return .workers(WorkerList(workers: try await workers()))
+            case .cancel(let cancel): return .cancelled(try await self.cancel(cancel.job))
+            case .workers: return .workers(WorkerList(workers: try await workerInfos()))
             case .enroll(let enroll): return try await self.enroll(enroll)
             case .revoke(let revoke): return try await self.revoke(revoke.publicKey)
+            case .createToken(let create): return .token(try await createToken(create))
+            case .tokens: return .tokens(TokenList(tokens: try await readRepository.tokens().map(Self.info)))
+            case .revokeToken(let revoke): return .token(try await revokeToken(named: revoke.name))
             }
         } catch let error as APIError {
             return .error(error)
@@ -113,59 +125,14 @@ final class ClientAPIHandler: Sendable {
     // MARK: - Jobs
 
     private func submit(_ submit: SubmitJob) async throws -> APIReply {
-        if let refusal = sourceProtocols.refusal(of: submit.input) { throw APIError(.invalidRequest, refusal) }
-        guard submit.output.hasPrefix("/") || StorageRegistry.isStored(submit.output) else {
-            throw APIError(.invalidRequest, "`output` must be an absolute path or an object location (s3://BUCKET/KEY), "
-                + "not '\(submit.output.prefix(200))'")
-        }
-        // Errors name the request's fields (`export.video.quality`), not the CLI's flags: the CLI
-        // checked its own flags before it sent the request, and says its own words for the codes
-        // it knows (`output-exists`).
-        let request: TranscodeRequest
-        do {
-            request = try submit.export.decode(TranscodeRequest.self)
-            try request.validate()
-        } catch let error as SettingsError {
-            throw APIError(.invalidRequest, error.message(under: "export"))
-        } catch {
-            throw APIError(.invalidRequest, "`export` is not a valid TranscodeRequest (docs/protocol.md, The export "
-                + "settings): \(DecodingFailure.describe(error, under: "export"))")
-        }
-        let key = submit.submissionKey ?? UUID().uuidString
-        guard !key.isEmpty else { throw APIError(.invalidRequest, "`submissionKey` is empty; omit it or send a UUID") }
         let term = try activeTerm()
-        let repository = term.repository
-        let fingerprint = try SubmissionFingerprint.of(submit, request: request)
-        // A resend of a SUBMIT that created its job gets that job, whatever the files look like now
-        // (its output may exist by now: the job wrote it) — if it is the same request.
-        if let existing = try await repository.job(idempotencyKey: key) {
-            try SubmissionFingerprint.check(existing, key: key, against: fingerprint)
-            return .submitted(JobSubmitted(job: existing.id))
-        }
-        try await checkPaths(input: submit.input, output: submit.output, overwrite: request.overwrite)
-        let creation = try await repository.createJob(JobSubmission(
-            idempotencyKey: key, fingerprint: fingerprint, input: submit.input, output: submit.output,
-            settings: try PostgresJSON(encoding: request), priority: submit.priority ?? 0, maxAttempts: maxAttempts))
-        // Another SUBMIT with this key won the race to create the job.
-        if !creation.created { try SubmissionFingerprint.check(creation.job, key: key, against: fingerprint) }
-        if creation.created {
-            logger.info("job submitted", ["job": creation.job.id.description, "input": submit.input, "output": submit.output])
-            term.plannerWake.signal()
-        }
-        return .submitted(JobSubmitted(job: creation.job.id))
-    }
-
-    /// What the coordinator checks before it accepts a job, so a job that cannot succeed is refused
-    /// in well under a second instead of failing after every segment is encoded: both inside the
-    /// configured roots (links resolved for paths), a path input readable here and an object input
-    /// there to read with the coordinator's credentials (a HEAD; a web URL is opened when the job
-    /// is planned), and the output writable (`OutputDestination`: its folder exists and takes a
-    /// file, or its bucket answers to these credentials; it is not the input; it does not exist
-    /// unless `overwrite`). `JobLocations.check` is the same for every API that creates jobs.
-    private func checkPaths(input: String, output: String, overwrite: Bool) async throws {
-        if let refusal = try await JobLocations(inputRoots: inputRoots, outputRoots: outputRoots)
-            .refusal(input: input, output: output, overwrite: overwrite) {
-            throw APIError(refusal.code, refusal.message)
+        do {
+            let (job, _) = try await term.submissions.submit(JobSubmissionRequest(
+                input: submit.input, output: submit.output, settings: submit.export, settingsField: "export",
+                priority: submit.priority ?? 0, key: submit.submissionKey, keyField: "submissionKey"))
+            return .submitted(JobSubmitted(job: job.id))
+        } catch {
+            throw error.apiError
         }
     }
 
@@ -199,7 +166,8 @@ final class ClientAPIHandler: Sendable {
         return .jobs(JobList(jobs: statuses))
     }
 
-    private func cancel(_ job: JobID) async throws -> APIReply {
+    /// Cancels `job` (ends its attempts and removes its files); a finished job keeps its state.
+    func cancel(_ job: JobID) async throws -> JobCancelled {
         let term = try activeTerm()
         let repository = term.repository
         let stored: Job
@@ -210,13 +178,13 @@ final class ClientAPIHandler: Sendable {
         } catch let error as StoreError where error.code == .invalidTransition {
             // Already finished: it keeps its state.
             guard let finished = try await repository.job(id: job) else { throw notFound(job) }
-            return .cancelled(JobCancelled(job: job, state: finished.state))
+            return JobCancelled(job: job, state: finished.state)
         }
         if stored.state == .cancelled {
             logger.info("job cancelled", ["job": job.description])
             await term.shell.jobEnded(job, reason: .jobCancelled)
         }
-        return .cancelled(JobCancelled(job: job, state: stored.state))
+        return JobCancelled(job: job, state: stored.state)
     }
 
     private func notFound(_ job: JobID) -> APIError {
@@ -225,7 +193,8 @@ final class ClientAPIHandler: Sendable {
 
     // MARK: - Workers
 
-    private func workers() async throws -> [WorkerInfo] {
+    /// Every enrolled worker key, with its live session.
+    func workerInfos() async throws -> [WorkerInfo] {
         let term = role.term
         let repository = term?.repository ?? reads
         let sessions = await term?.shell.sessions ?? []
@@ -288,5 +257,84 @@ final class ClientAPIHandler: Sendable {
         await term.shell.workAvailable()
         logger.info("worker key revoked", ["worker": key.z85, "sessions_closed": closed])
         return .workerKey(WorkerKeyChanged(publicKey: key, enrolled: false, sessionsClosed: closed))
+    }
+
+    // MARK: - Tokens
+
+    /// Makes a token: checks the request, draws the token, stores its hash. The roots must be folders
+    /// on this machine, inside the coordinator's own roots when it has any.
+    /// Written by the active coordinator only (like every write of the API), through its term's
+    /// pool; `api_tokens` itself is not fenced (docs/coordinator.md, The fence).
+    private func createToken(_ create: CreateToken) async throws -> TokenChanged {
+        let repository = try activeTerm().repository
+        guard create.name.utf8.count <= 64, let first = create.name.unicodeScalars.first,
+              create.name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
+                  || "._-".unicodeScalars.contains($0)) }),
+              first.properties.isAlphabetic || ("0"..."9").contains(first)
+        else {
+            throw APIError(.invalidRequest, "`name` must be 1 to 64 letters, digits, `.`, `_` or `-`, starting with a "
+                + "letter or digit")
+        }
+        guard !create.scopes.isEmpty else { throw APIError(.invalidRequest, "`scopes` names no scope") }
+        if let rate = create.rateLimit, !(1...1_000_000).contains(rate) {
+            throw APIError(.invalidRequest, "`rateLimit` must be from 1 to 1000000 requests a second")
+        }
+        if let seconds = create.expiresInSeconds, !(1...(3650 * 86_400)).contains(seconds) {
+            throw APIError(.invalidRequest, "`expiresInSeconds` must be from 1 s to 10 years")
+        }
+        let inputs = try await resolvedRoots(create.inputRoots ?? [], field: "inputRoots", within: inputRoots)
+        let outputs = try await resolvedRoots(create.outputRoots ?? [], field: "outputRoots", within: outputRoots)
+        let token = TokenAuthority.generate()
+        let record: APITokenRecord
+        do {
+            record = try await repository.createToken(APITokenRequest(
+                name: create.name, tokenHash: TokenAuthority.hash(of: token), scopes: Set(create.scopes),
+                inputRoots: inputs, outputRoots: outputs, rateLimit: create.rateLimit,
+                expiresAt: create.expiresInSeconds.map { Date().addingTimeInterval(Double($0)) }))
+        } catch let error as StoreError where error.code == .conflict {
+            throw APIError(.conflict, "a token named \(create.name) exists; revoke it first (`splice tokens revoke "
+                + "\(create.name)`) or choose another name")
+        }
+        logger.info("token created", ["token": record.name, "scopes": APIScope.list(record.scopes)])
+        return TokenChanged(token: token, info: Self.info(record))
+    }
+
+    private func revokeToken(named name: String) async throws -> TokenChanged {
+        let repository = try activeTerm().repository
+        guard let record = try await repository.revokeToken(named: name) else {
+            throw APIError(.notFound, "no live token named \(name.prefix(64)); `splice tokens list` lists them")
+        }
+        tokenRevoked(record.tokenHash)
+        logger.info("token revoked", ["token": record.name])
+        return TokenChanged(info: Self.info(record))
+    }
+
+    /// Each of `paths` resolved (links followed); it must be a folder inside `within` (when set).
+    private func resolvedRoots(_ paths: [String], field: String, within: PathRoots) async throws -> [String] {
+        try await FileSystemQueue.run {
+            try paths.map { path -> String in
+                guard path.hasPrefix("/"), let real = PathRoots.realPath(path) else {
+                    throw APIError(.invalidRequest, "`\(field)` \(path) is not an absolute path to a folder the "
+                        + "coordinator sees")
+                }
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: real, isDirectory: &isDirectory), isDirectory.boolValue else {
+                    throw APIError(.invalidRequest, "`\(field)` \(path) is not a folder")
+                }
+                guard within.contains(resolved: real) else {
+                    throw APIError(.invalidRequest, "`\(field)` \(path) is outside the coordinator's own roots ("
+                        + within.roots.joined(separator: ", ") + ")")
+                }
+                return real
+            }
+        }
+    }
+
+    static func info(_ record: APITokenRecord) -> TokenInfo {
+        TokenInfo(name: record.name, scopes: record.scopes.sorted(), inputRoots: record.inputRoots,
+                  outputRoots: record.outputRoots, rateLimit: record.rateLimit,
+                  createdAtMilliseconds: JobStatusMapping.milliseconds(record.createdAt),
+                  expiresAtMilliseconds: record.expiresAt.map(JobStatusMapping.milliseconds),
+                  revokedAtMilliseconds: record.revokedAt.map(JobStatusMapping.milliseconds))
     }
 }

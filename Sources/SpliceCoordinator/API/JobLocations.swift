@@ -68,7 +68,8 @@ struct JobLocations: Sendable {
                 return Refusal(.invalidRequest, "`input` \(input) cannot be read by the coordinator: \(error.message)")
             }
         } else if !isWebURL {
-            let fd = open(input, O_RDONLY | O_CLOEXEC)
+            // Non-blocking: a FIFO named as the input must not hold every submission's check.
+            let fd = open(input, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
             guard fd >= 0 else {
                 let reason = String(cString: strerror(errno))
                 return Refusal(.invalidRequest, "`input` \(input) cannot be read by the coordinator (\(reason)); the "

@@ -53,6 +53,15 @@ struct PathRoots: Sendable, Hashable {
         objectRoots.contains { storage.isWithin(location, root: $0) }
     }
 
+    /// Roots already resolved (a token's, resolved when it was made); no object roots.
+    init(resolved: [String]) {
+        roots = resolved
+        objectRoots = []
+    }
+
+    /// No roots: every path.
+    static let none = PathRoots(resolved: [])
+
     /// Whether `resolved` (an absolute path without links) is one of the roots or inside one.
     func contains(resolved path: String) -> Bool {
         roots.isEmpty || roots.contains { root in

@@ -143,7 +143,7 @@ final class LeadershipService: Service {
         role.read(LeaderLease.Record(
             epoch: epoch, holder: lease.candidate.instance, holderName: lease.candidate.name,
             apiEndpoint: lease.candidate.apiEndpoint, workersEndpoint: lease.candidate.workersEndpoint,
-            metricsEndpoint: lease.candidate.metricsEndpoint, acquiredAt: Date(), isLive: true, remaining: policy.lease))
+            metricsEndpoint: lease.candidate.metricsEndpoint, httpEndpoint: lease.candidate.httpEndpoint, acquiredAt: Date(), isLive: true, remaining: policy.lease))
         let told = await role.desk.announce(epoch: epoch)
         logger.info("coordinator active", [
             "epoch": epoch, "previous_epoch": previousEpoch, "previous": previousHolder ?? "-",

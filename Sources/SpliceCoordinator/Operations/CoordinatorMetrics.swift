@@ -34,9 +34,27 @@ final class CoordinatorMetrics: Sendable {
     let stitchSeconds = Histogram(
         "splice_stitch_seconds", help: "Stitching a job's segments into its output (stitches that succeeded).",
         buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600])
+    let segmentPSNR = Histogram(
+        "splice_segment_psnr_db",
+        help: "Luma PSNR (of the mean squared error) of each committed segment that was measured (--verify, "
+            + "--target-quality), against the source frames its worker decoded.",
+        buckets: [25, 30, 33, 36, 38, 40, 42, 44, 46, 50, 60])
+    let segmentSSIM = Histogram(
+        "splice_segment_ssim", help: "Mean luma SSIM of each committed segment that was measured (--verify, --target-quality).",
+        buckets: [0.8, 0.9, 0.95, 0.97, 0.98, 0.985, 0.99, 0.995, 0.999])
     let jobDuration = Histogram(
         "splice_job_duration_seconds", help: "From submission to completion, for jobs that succeeded.",
         buckets: [5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 43200])
+
+    let httpRequests = Counter(
+        "splice_http_requests_total", help: "HTTP API requests answered by the API, by status code.",
+        labelNames: ["code"])
+    let httpRateLimited = Counter(
+        "splice_http_rate_limited_total", help: "HTTP API requests refused 429 because their token was over its rate.")
+    let webhookDeliveries = Counter(
+        "splice_webhook_deliveries_total",
+        help: "Webhook delivery attempts by outcome: delivered (2xx), failed (tried again later), expired (given up).",
+        labelNames: ["outcome"], initial: WebhookOutcome.allCases.map { [$0.rawValue] })
 
     /// When the claim that leased each attempt was issued, until its ASSIGN is sent.
     private let claimTimes = Mutex<[LeaseToken: ContinuousClock.Instant]>([:])
@@ -44,7 +62,8 @@ final class CoordinatorMetrics: Sendable {
 
     /// The in-memory families, in exposition order.
     var sources: [any MetricSource] {
-        [segmentsCompleted, attemptsFailed, backupsStarted, leaseExpiries, encodeSeconds, dispatchLatency, stitchSeconds, jobDuration]
+        [segmentsCompleted, attemptsFailed, backupsStarted, leaseExpiries, encodeSeconds, dispatchLatency, stitchSeconds,
+         segmentPSNR, segmentSSIM, jobDuration, httpRequests, httpRateLimited, webhookDeliveries]
     }
 
     // MARK: - Results and attempts
@@ -56,6 +75,10 @@ final class CoordinatorMetrics: Sendable {
         case (.complete(let complete), .completed):
             segmentsCompleted.increment()
             encodeSeconds.observe(Double(complete.encodeMilliseconds) / 1000)
+            if let quality = complete.figures?.quality {
+                segmentPSNR.observe(quality.psnrY)
+                segmentSSIM.observe(quality.ssimY)
+            }
         case (.fail(let fail), .recorded):
             attemptsFailed.increment([AttemptFailure.reason(code: fail.code.rawValue)])
         default:

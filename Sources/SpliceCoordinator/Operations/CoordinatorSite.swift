@@ -51,6 +51,11 @@ final class CoordinatorSite: OperationsSite {
         metrics.register { [phase] in await Self.storeFamilies(phase()) }
         metrics.register { [phase] in await Self.sessionFamilies(phase()) }
         metrics.register { [phase] in Self.wireFamilies(phase()) }
+        metrics.register { [phase] in
+            guard let events = Self.runtime(phase())?.events else { return [] }
+            return [.gauge("splice_http_event_streams", help: "Server-Sent Event streams of the HTTP API open now.",
+                           value: Double(events.openStreams))]
+        }
         metrics.register(ProcessFigures())
     }
 

@@ -124,6 +124,7 @@ enum StatusPage {
                 \(percent)%</td>\
                 <td class="num">\(segments)</td><td class="num">\(eta)</td>\
                 <td class="num\(job.failedAttempts > 0 ? " warn" : "")">\(job.failedAttempts)</td>\
+                <td class="num">\(quality(job))</td>\
                 <td class="note\(job.error != nil ? " bad" : "")">\(escape(note))</td></tr>
 
                 """
@@ -131,6 +132,7 @@ enum StatusPage {
         return """
             <table id="jobs"><thead><tr><th>Job</th><th>State</th><th>Progress</th><th class="num">Segments</th>\
             <th class="num">ETA</th><th class="num" title="attempts that ended without a result">Failures</th>\
+            <th class="num" title="luma PSNR and SSIM of the segments measured so far (--verify, --target-quality)">Quality</th>\
             <th>Note</th></tr></thead>
             <tbody>
             \(rows)</tbody></table>
@@ -206,6 +208,12 @@ enum StatusPage {
     }
 
     private static func pad(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+
+    /// "41.20 dB · 0.9871", or an em dash before any segment was measured.
+    private static func quality(_ job: StatusReport.Job) -> String {
+        guard let psnr = job.psnrY, let ssim = job.ssimY else { return "—" }
+        return String(format: "%.2f dB · %.4f", psnr, ssim)
+    }
 
     private static func stateClass(_ state: JobState) -> String {
         "state-" + state.rawValue

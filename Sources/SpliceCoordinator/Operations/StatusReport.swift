@@ -29,6 +29,9 @@ struct StatusReport: Codable, Sendable {
         var submittedAt: Date
         var startedAt: Date?
         var finishedAt: Date?
+        /// The measured segments' luma PSNR and SSIM (`--verify`, quality targets).
+        var psnrY: Double?
+        var ssimY: Double?
     }
 
     struct Worker: Codable, Sendable {
@@ -109,7 +112,8 @@ struct StatusReport: Codable, Sendable {
             segmentsDone: summary.segmentsDone, segmentsTotal: planned ? summary.segmentsTotal : nil, fraction: fraction,
             etaSeconds: eta, failedAttempts: summary.failedAttempts, backupsStarted: summary.progress.backupsStarted,
             backupsWon: summary.progress.backupsWon, error: summary.error, waiting: summary.waiting,
-            submittedAt: summary.createdAt, startedAt: summary.startedAt, finishedAt: summary.finishedAt)
+            submittedAt: summary.createdAt, startedAt: summary.startedAt, finishedAt: summary.finishedAt,
+            psnrY: summary.psnrY.map { ($0 * 100).rounded() / 100 }, ssimY: summary.ssimY.map { ($0 * 10_000).rounded() / 10_000 })
     }
 
     static func worker(_ live: LiveWorker, framesPerSecond: Double?) -> Worker {

@@ -1,5 +1,7 @@
 import Foundation
 import SpliceConcurrency
+import SpliceCore
+import SpliceHTTP
 import SpliceLog
 import SpliceStore
 import SpliceWire
@@ -41,6 +43,8 @@ final class CoordinatorRuntime: Sendable {
     let metrics: CoordinatorMetrics
     /// The operators' read-only view of the database (its own small pool).
     let operations: OperationsStore
+    /// The HTTP API's event streams, when it runs.
+    let events: JobEventHub?
     /// This coordinator as the others see it in the leadership row.
     let candidate: LeaderLease.Candidate
     let startedAt = ContinuousClock.now
@@ -51,8 +55,9 @@ final class CoordinatorRuntime: Sendable {
 
     private init(
         endpoints: CoordinatorEndpoints, workerEndpoint: CoordinatorWorkerEndpoint, apiEndpoint: APIServerEndpoint,
-        role: CoordinatorRole, metrics: CoordinatorMetrics, operations: OperationsStore, candidate: LeaderLease.Candidate,
-        leadership: LeadershipService, group: ServiceGroup, resources: Teardown<Ending>, logger: Logger
+        role: CoordinatorRole, metrics: CoordinatorMetrics, operations: OperationsStore, events: JobEventHub?,
+        candidate: LeaderLease.Candidate, leadership: LeadershipService, group: ServiceGroup, resources: Teardown<Ending>,
+        logger: Logger
     ) {
         self.endpoints = endpoints
         self.workerEndpoint = workerEndpoint
@@ -60,6 +65,7 @@ final class CoordinatorRuntime: Sendable {
         self.role = role
         self.metrics = metrics
         self.operations = operations
+        self.events = events
         self.candidate = candidate
         self.leadership = leadership
         self.group = group
@@ -121,45 +127,85 @@ final class CoordinatorRuntime: Sendable {
 
         let spool = SpoolLayout(root: configuration.spool)
         let metrics = CoordinatorMetrics()
+        let inputRoots = try PathRoots(configuration.inputRoots, flag: "--input-root")
+        let outputRoots = try PathRoots(configuration.outputRoots, flag: "--output-root")
         let termContext = TermContext(
             configuration: configuration, database: database, workerEndpoint: workerEndpoint,
             transferPort: transferPort, metrics: metrics, media: MediaTaskRunner(isolation: configuration.mediaTasks),
             spool: spool, cleaner: SpoolCleaner(layout: spool, logger: logger), enrolledKeys: security.workerKeys,
-            logger: logger)
+            sourceProtocols: try SourceProtocols(configuration.sourceProtocols), inputRoots: inputRoots,
+            outputRoots: outputRoots, logger: logger)
         let operations = OperationsStore(database: database)
         resources.add { _ in await operations.close() }
+        let role = CoordinatorRole(desk: StandbyDesk(endpoint: workerEndpoint, logger: logger))
+        // The HTTP API's reads have a pool of their own (read-only, statements cut off after 5 s),
+        // so its load never takes a connection the dispatch needs; a standby answers from it too.
+        let httpReads = JobRepository(client: PostgresClient(
+            configuration: database.forOperations(statementTimeout: .seconds(5)),
+            maxConnections: configuration.httpDatabaseConnections, retryPolicy: .never))
+        resources.add { _ in await httpReads.client.close() }
+        let tokens = TokenAuthority(repository: httpReads)
+        let handler = ClientAPIHandler(
+            role: role, reads: reads, workerEndpoint: workerEndpoint, enrolledKeys: security.workerKeys,
+            name: configuration.name, inputRoots: inputRoots, outputRoots: outputRoots,
+            tokenRevoked: { tokens.forget($0) }, logger: logger)
+        let ownKey = configuration.keys?.publicKey
+        let scopes = configuration.adminKeyScopes
+        let apiScopes: @Sendable (WirePeer) -> Set<APIScope> = { peer in
+            guard let key = peer.publicKey, key != ownKey, let limited = scopes[key] else { return Set(APIScope.allCases) }
+            return limited
+        }
+        var http: (service: HTTPAPIService, events: JobEventHub)?
+        if let address = configuration.httpEndpoint {
+            let events = JobEventHub(reads: httpReads, role: role, pollInterval: configuration.eventPollInterval,
+                                     logger: logger)
+            let api = HTTPAPIHandler(
+                role: role, name: configuration.name, reads: httpReads, api: handler, tokens: tokens,
+                limiter: RateLimiter(defaultRate: configuration.httpRateLimit), events: events, metrics: metrics,
+                logger: logger)
+            let server: HTTPServer
+            do {
+                server = try HTTPServer.start(
+                    on: address, limits: HTTPAPIService.limits(maxConnections: configuration.httpMaxConnections),
+                    refusal: Problem.refusal) { request in await api.respond(to: request) }
+            } catch {
+                throw CoordinatorError(.invalidConfiguration, "the HTTP API (--http-endpoint) cannot start: \(error)")
+            }
+            resources.add { _ in await server.close() }
+            logger.info("http api ready", ["address": server.address.description,
+                                           "openapi": server.address.url + "/v1/openapi.json"])
+            if !address.isLoopback {
+                logger.warning("http api reachable beyond this machine without TLS; put nginx in front (docs/api.md)",
+                               ["address": server.address.description])
+            }
+            http = (HTTPAPIService(server: server, events: events), events)
+        }
         let endpoints = CoordinatorEndpoints(
             workers: workerEndpoint.wire.endpoints.first ?? configuration.workersEndpoint,
             api: apiEndpoint.wire.endpoints.first ?? configuration.apiEndpoint, data: dataBound,
-            serverKey: configuration.keys?.publicKey)
+            serverKey: configuration.keys?.publicKey, http: http?.service.server.address)
         let candidate = LeaderLease.Candidate(
             name: configuration.name,
             apiEndpoint: advertised(endpoints.api, host: configuration.advertisedHost),
             workersEndpoint: advertised(endpoints.workers, host: configuration.advertisedHost),
             metricsEndpoint: configuration.metricsEndpoint.map { advertised(http: $0.description,
-                                                                          host: configuration.advertisedHost) })
-        let role = CoordinatorRole(desk: StandbyDesk(endpoint: workerEndpoint, logger: logger))
+                                                                          host: configuration.advertisedHost) },
+            httpEndpoint: endpoints.http.map { advertised(http: $0.description, host: configuration.advertisedHost) })
         var embedded = false
         if case .embedded = configuration.database { embedded = true }
         let leadership = LeadershipService(context: termContext, candidate: candidate, embedded: embedded, role: role)
-        let handler = ClientAPIHandler(
-            role: role, reads: reads, workerEndpoint: workerEndpoint, enrolledKeys: security.workerKeys,
-            maxAttempts: configuration.maxAttempts, name: configuration.name,
-            sourceProtocols: try SourceProtocols(configuration.sourceProtocols),
-            inputRoots: try PathRoots(configuration.inputRoots, flag: "--input-root"),
-            outputRoots: try PathRoots(configuration.outputRoots, flag: "--output-root"), logger: logger)
 
-        // Graceful shutdown stops these last to first: the API, the reader, then the leadership
+        // Graceful shutdown stops these last to first: the APIs, the reader, then the leadership
         // ends the active term (its commits drained, the workers told) and gives the lease up.
         let group = ServiceGroup(services: [
             leadership,
             WorkerReader(endpoint: workerEndpoint, role: role, metrics: metrics),
-            APIService(endpoint: apiEndpoint, handler: handler, logger: logger),
-        ])
+            APIService(endpoint: apiEndpoint, handler: handler, scopes: apiScopes, logger: logger),
+        ] + (http.map { [$0.service] } ?? []))
         return CoordinatorRuntime(
             endpoints: endpoints, workerEndpoint: workerEndpoint, apiEndpoint: apiEndpoint, role: role,
-            metrics: metrics, operations: operations, candidate: candidate, leadership: leadership, group: group,
-            resources: resources, logger: logger)
+            metrics: metrics, operations: operations, events: http?.events, candidate: candidate,
+            leadership: leadership, group: group, resources: resources, logger: logger)
     }
 
     /// `endpoint` as others reach it: a wildcard host (`*`, `0.0.0.0`, `[::]`) becomes `host` (the
@@ -281,7 +327,8 @@ final class CoordinatorRuntime: Sendable {
             running.cancel()
         }
         logger.info("coordinator ready", ["workers": endpoints.workers, "api": endpoints.api,
-                                          "data": endpoints.data ?? "-", "name": candidate.name,
+                                          "data": endpoints.data ?? "-", "http": endpoints.http?.description ?? "-",
+                                          "name": candidate.name,
                                           "role": role.term == nil ? "standby" : "active", "epoch": role.epoch])
         failure = await withTaskCancellationHandler {
             await running.value

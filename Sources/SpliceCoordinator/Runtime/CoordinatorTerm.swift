@@ -21,6 +21,11 @@ struct TermContext: Sendable {
     let cleaner: SpoolCleaner
     /// The worker keys the ZAP handler admits; nil without CURVE.
     let enrolledKeys: EnrolledKeys?
+    /// What a submission may name (the same for every term: both API doors check through the
+    /// term's ``JobSubmissions``).
+    let sourceProtocols: SourceProtocols
+    let inputRoots: PathRoots
+    let outputRoots: PathRoots
     let logger: Logger
 }
 
@@ -40,6 +45,8 @@ final class CoordinatorTerm: Sendable {
     let repository: JobRepository
     let shell: CoordinatorShell
     let plannerWake: WakeSignal
+    /// Checks, keys and records the jobs both API doors submit, under this term's epoch.
+    let submissions: JobSubmissions
     let startedAt = ContinuousClock.now
     private let client: PostgresClient
     private let outbox: Outbox
@@ -85,6 +92,21 @@ final class CoordinatorTerm: Sendable {
         let reaper = LeaseReaper(store: store, shell: shell, orphanGrace: configuration.sessions.orphanGrace,
                                  startedAt: .now, logger: logger)
         let janitor = SpoolJanitor(store: store, cleaner: context.cleaner, logger: logger)
+        submissions = JobSubmissions(
+            repository: repository, maxAttempts: configuration.maxAttempts, plannerWake: plannerWake,
+            sourceProtocols: context.sourceProtocols, inputRoots: context.inputRoots, outputRoots: context.outputRoots,
+            defaultWebhookURL: configuration.webhookURL, hasDefaultSecret: configuration.webhookSecret != nil,
+            logger: logger)
+        // The webhook outbox is delivered by the active term alone, and only while its lease is
+        // valid (a coordinator woken from a pause past its lease sends nothing before it stands
+        // down). Its writes (claims, attempts) are not fenced: see docs/coordinator.md, The fence.
+        let webhooks = WebhookSender(
+            repository: repository,
+            settings: WebhookSender.Settings(
+                secret: configuration.webhookSecret,
+                backoff: Backoff(base: configuration.webhookRetryBase, cap: .seconds(3600), jitter: 0.5),
+                userAgent: "splice/" + configuration.version),
+            mayAct: { lease.isValid(at: .now) }, metrics: context.metrics, logger: logger)
         let tick = max(.milliseconds(20), configuration.sessions.heartbeatInterval / 4)
         let sessions = SessionService(endpoint: context.workerEndpoint, shell: shell, outbox: outbox,
                                       drainTimeout: configuration.drainTimeout)
@@ -101,6 +123,7 @@ final class CoordinatorTerm: Sendable {
             LoopService("janitor", every: configuration.janitorInterval) { await janitor.round() },
             LoopService("stitcher", every: configuration.pollInterval, wake: stitcherWake) { await stitcher.round() },
             LoopService("planner", every: configuration.pollInterval, wake: plannerWake) { await planner.round() },
+            LoopService("webhooks", every: .seconds(1)) { await webhooks.round() },
         ])
     }
 

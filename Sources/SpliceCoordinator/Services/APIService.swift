@@ -1,4 +1,5 @@
 import SpliceConcurrency
+import SpliceCore
 import SpliceLog
 import SpliceWire
 import SpliceDaemon
@@ -13,20 +14,26 @@ final class APIService: Service {
     let name = "api"
     private let endpoint: APIServerEndpoint
     private let handler: ClientAPIHandler
+    /// What a client's key may do (all of it without CURVE, or for a key `--admin-keys` names
+    /// without scopes).
+    private let scopes: @Sendable (WirePeer) -> Set<APIScope>
     private let logger: Logger
     private let dropLog = LogThrottle()
     private let requests = InFlightWork()
     private let reading = StoppableTask()
 
-    init(endpoint: APIServerEndpoint, handler: ClientAPIHandler, logger: Logger) {
+    init(endpoint: APIServerEndpoint, handler: ClientAPIHandler,
+         scopes: @escaping @Sendable (WirePeer) -> Set<APIScope> = { _ in Set(APIScope.allCases) }, logger: Logger) {
         self.endpoint = endpoint
         self.handler = handler
+        self.scopes = scopes
         self.logger = logger
     }
 
     func run() async throws {
         let endpoint = self.endpoint
         let handler = self.handler
+        let scopes = self.scopes
         let requests = self.requests
         let logger = self.logger
         let dropLog = self.dropLog
@@ -35,7 +42,7 @@ final class APIService: Service {
                 switch received {
                 case .message(let envelope, let peer):
                     requests.start {
-                        let reply = await handler.reply(to: envelope.message)
+                        let reply = await handler.reply(to: envelope.message, scopes: scopes(peer))
                         do {
                             try await endpoint.send(reply, to: peer, requestID: envelope.requestID)
                         } catch {

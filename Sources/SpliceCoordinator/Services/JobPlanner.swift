@@ -17,12 +17,15 @@ final class JobPlanner: Sendable {
     private let rounds: JobRounds
     private let media: MediaTaskRunner
     private let lanes: @Sendable () async -> Int
+    /// Set on jobs that ask nothing about quality (`splice coordinator --verify`).
+    private let defaultVerify: VerifyMode?
 
     /// `planned` is called after each recorded plan (to wake the dispatcher); `lanes` says how many
     /// segments the cluster can encode at once now (the planner fills them evenly).
-    init(repository: JobRepository, media: MediaTaskRunner, logger: Logger,
+    init(repository: JobRepository, media: MediaTaskRunner, logger: Logger, defaultVerify: VerifyMode? = nil,
          lanes: @escaping @Sendable () async -> Int, planned: @escaping @Sendable () async -> Void) {
         self.media = media
+        self.defaultVerify = defaultVerify
         self.lanes = lanes
         self.repository = repository
         self.logger = logger
@@ -75,9 +78,12 @@ final class JobPlanner: Sendable {
     /// Probes the source and plans it (in a child process when so configured). Throws
     /// `PlanningFailure` when no retry can help.
     private func makePlan(_ job: Job) async throws -> SegmentPlan {
-        let request: TranscodeRequest
+        var request: TranscodeRequest
         do {
             request = try job.settings.decode(TranscodeRequest.self)
+            if request.quality == nil, let defaultVerify, request.video != nil, request.package == nil {
+                request.quality = QualityRequest(verify: defaultVerify)
+            }
             try request.validate()
         } catch let error as SettingsError {
             throw PlanningFailure("invalid settings: \(error)")

@@ -55,15 +55,18 @@ final class JobStitcher: Sendable {
             if plan.package != nil { written = PackageLayout(plan: plan, output: output).publishedPaths }
             var paths: [Int: String] = [:]
             var checksums: [Int: SHA256Digest] = [:]
+            var figures: [Int: SegmentFigures] = [:]
             for segment in try await repository.segments(ofJob: job.id) where segment.state == .done {
                 guard let path = segment.outputPath else { continue }
                 paths[segment.plan.index] = path
                 checksums[segment.plan.index] = segment.checksum
+                figures[segment.plan.index] = segment.figures
             }
             // Replacing: after a restart the job's own earlier stitch may already be there. (A file
             // someone else put there was refused at SUBMIT unless the client said -y.)
-            summary = try await untilEnded(job.id) { [media, paths, checksums] in
-                try await media.stitch(plan: plan, segments: paths, checksums: checksums, output: output, overwrite: true)
+            summary = try await untilEnded(job.id) { [media, paths, checksums, figures] in
+                try await media.stitch(plan: plan, segments: paths, checksums: checksums, output: output, overwrite: true,
+                                       figures: figures)
             }
         } catch is JobEnded {
             // The stitch stopped before its output appeared (a partial file removed, an upload aborted).
@@ -107,6 +110,19 @@ final class JobStitcher: Sendable {
         }
         logger.info("job completed", ["job": job.id.description, "output": output, "frames": summary.videoFrames,
                                       "bytes": summary.bytes])
+        if let report = summary.quality {
+            let psnr = String(format: "%.2f", report.overall?.psnrY ?? 0)
+            let ssim = String(format: "%.4f", report.overall?.ssimY ?? 0)
+            let first: String = report.problems.first?.message ?? "-"
+            let fields: KeyValuePairs<String, any LogValue> = [
+                "job": job.id.description, "passed": report.passed, "psnr_y": psnr, "ssim_y": ssim,
+                "problems": report.problems.count, "first_problem": first]
+            if report.passed {
+                logger.info("job output verified", fields)
+            } else {
+                logger.warning("job output failed its quality checks (--verify warn: kept)", fields)
+            }
+        }
         if let dry = summary.videoBufferUnderflow {
             logger.warning("stitched video runs its buffer model dry", ["job": job.id.description, "at": "\(dry)",
                                                                         "lowest_percent": summary.videoBufferLowestPercent ?? 0])

@@ -29,9 +29,9 @@ public struct MediaTaskRunner: Sendable {
     }
 
     func stitch(plan: SegmentPlan, segments: [Int: String], checksums: [Int: SHA256Digest], output: String,
-                overwrite: Bool) async throws(MediaError) -> StitchSummary {
+                overwrite: Bool, figures: [Int: SegmentFigures] = [:]) async throws(MediaError) -> StitchSummary {
         let task = MediaTask.stitch(plan: plan, segments: segments, checksums: checksums, output: output,
-                                    overwrite: overwrite)
+                                    overwrite: overwrite, figures: figures)
         guard case .stitch(let summary) = try await run(task) else {
             throw MediaError(.internalError, "the stitching step answered with something else than a summary")
         }

@@ -24,9 +24,11 @@ public enum MediaTaskIsolation: Sendable, Hashable {
 public enum MediaTask: Sendable, Codable, Hashable {
     /// Probe `source` and plan it as `request` asks, for `lanes` encoders at once.
     case plan(source: String, request: TranscodeRequest, lanes: Int)
-    /// Join `segments` (index → file, with their SHA-256 `checksums`) into `output`.
+    /// Join `segments` (index → file, with their SHA-256 `checksums`) into `output`; a verified
+    /// plan's output is then checked (``StitchVerification``), with the segments' `figures`.
     case stitch(
-        plan: SegmentPlan, segments: [Int: String], checksums: [Int: SHA256Digest], output: String, overwrite: Bool)
+        plan: SegmentPlan, segments: [Int: String], checksums: [Int: SHA256Digest], output: String, overwrite: Bool,
+        figures: [Int: SegmentFigures]? = nil)
     /// Cut segment `segment`'s source excerpt (``SourceExcerpt``) from `plan.source` into `output`,
     /// for a worker that cannot see the source.
     case excerpt(plan: SegmentPlan, segment: Int, output: String)
@@ -41,13 +43,24 @@ public enum MediaTask: Sendable, Codable, Hashable {
             switch self {
             case .plan(let source, let request, let lanes):
                 return .plan(try await Self.makePlan(source: source, request: request, lanes: lanes))
-            case .stitch(let plan, let segments, let checksums, let output, let overwrite) where plan.package != nil:
+            case .stitch(let plan, let segments, let checksums, let output, let overwrite, _) where plan.package != nil:
                 // A streaming package: the renditions are written from the same segment files.
                 return .stitch(try await Packager(plan: plan).package(
                     segments: segments, checksums: checksums, to: output, overwrite: overwrite).stitchSummary)
-            case .stitch(let plan, let segments, let checksums, let output, let overwrite):
-                return .stitch(try await Stitcher(plan: plan).stitch(
-                    segments: segments, checksums: checksums, to: output, overwrite: overwrite))
+            case .stitch(let plan, let segments, let checksums, let output, let overwrite, let figures):
+                var summary = try await Stitcher(plan: plan).stitch(
+                    segments: segments, checksums: checksums, to: output, overwrite: overwrite)
+                if let request = plan.quality, request.verify != nil {
+                    // The joins' checks, on the segments' own figures; a failed output is removed
+                    // (--verify fail) and its report kept. (Object outputs are refused --verify at SUBMIT.)
+                    let url = URL(fileURLWithPath: output)
+                    var report = try await StitchVerification(plan: plan).verify(segments: segments, output: url,
+                                                                                 figures: figures ?? [:])
+                    try QualityGate.conclude(report, request: request, output: url)
+                    report.series = nil
+                    summary.quality = report
+                }
+                return .stitch(summary)
             case .excerpt(let plan, let segment, let output):
                 return .excerpt(try await SourceExcerpt.cut(plan: plan, segment: segment, to: URL(fileURLWithPath: output)))
             case .excerpts(let plan, let segments, let directory):

@@ -1,14 +1,21 @@
-/// A strict HTTP/1.1 request-head parser (RFC 9112), fed the bytes of one connection as they
-/// arrive. It answers as early as it can: garbage is refused at the first byte that cannot be part
-/// of a request line, a method other than GET/HEAD as soon as the request line is complete, and
-/// an over-long target or head as soon as it passes the limit — without waiting for the rest.
+/// A strict HTTP/1.1 request parser (RFC 9112), fed the bytes of one connection as they arrive.
+/// It answers as early as it can: garbage is refused at the first byte that cannot be part of a
+/// request line, a method the server does not serve as soon as the request line is complete, an
+/// over-long target or head as soon as it passes the limit, and a body over the limit as soon as
+/// its `Content-Length` is read — without waiting for the rest.
 ///
 /// Refused (and why): bare LF or a control byte (400), obs-fold or whitespace before a colon
 /// (400), a target that is not origin- or absolute-form (400), a version other than `HTTP/1.x`
-/// (505, or 400 when it is no version at all), a known method other than GET/HEAD (405), an
-/// unknown method (501), a target over `maxTargetBytes` (414), a head over `maxHeadBytes` or more
-/// than `maxHeaderFields` fields (431), HTTP/1.1 without exactly one Host (400), any body
-/// (`Content-Length` above 0, or `Transfer-Encoding`: 400).
+/// (505, or 400 when it is no version at all), a known method the server does not serve (405),
+/// an unknown method (501), a target over `maxTargetBytes` (414), a head over `maxHeadBytes` or
+/// more than `maxHeaderFields` fields (431), HTTP/1.1 without exactly one Host (400). Bodies: a
+/// server that takes none (`maxBodyBytes` 0, GET and HEAD only) refuses any (`Content-Length`
+/// above 0, or `Transfer-Encoding`: 400); one that takes them reads exactly `Content-Length`
+/// bytes (absent: none) on any method but GET and HEAD, refuses a length over `maxBodyBytes` (413), a
+/// body on GET or HEAD (400),
+/// a malformed or repeated `Content-Length` (400) and `Transfer-Encoding` (411: send a length).
+///
+/// Bytes after a complete request (the next one on a kept-alive connection) stay in ``leftover``.
 struct RequestParser {
     enum Outcome: Equatable {
         case incomplete
@@ -20,9 +27,15 @@ struct RequestParser {
         var maxHeadBytes = 8192
         var maxTargetBytes = 2048
         var maxHeaderFields = 64
+        /// The methods served; a known one outside the set is 405.
+        var methods: Set<HTTPMethod> = [.get, .head]
+        /// The largest body accepted; 0 accepts none.
+        var maxBodyBytes = 0
+        /// A method token the server does not know is 405 like a known one it does not serve, not 501.
+        var unknownMethodsNotAllowed = false
     }
 
-    static let knownMethods: Set<String> = ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"]
+    static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"]
 
     let limits: Limits
     private(set) var buffer: [UInt8] = []
@@ -30,6 +43,13 @@ struct RequestParser {
     private var scanned = 0
     private var requestLine: (method: HTTPMethod, target: String, version: String)?
     private var requestLineEnd = 0
+    /// The parsed head of a request whose body is still arriving, and where the body starts.
+    private var pending: (request: HTTPRequest, bodyStart: Int, length: Int)?
+    /// Where the complete request ended; bytes after it belong to the next request.
+    private var consumed = 0
+    /// Set once per request whose head asked `Expect: 100-continue` and whose body is awaited: the
+    /// server answers `100 Continue` (``takeContinue()``).
+    private var continueWanted = false
 
     init(limits: Limits = Limits()) {
         self.limits = limits
@@ -39,6 +59,7 @@ struct RequestParser {
     /// feeding more is pointless (the connection is answered and closed).
     mutating func feed(_ bytes: some Collection<UInt8>) -> Outcome {
         buffer.append(contentsOf: bytes)
+        if pending != nil { return finishBody() }
         if requestLine == nil {
             switch scanRequestLine() {
             case .incomplete:
@@ -57,7 +78,7 @@ struct RequestParser {
                 guard index + 4 <= limits.maxHeadBytes else {
                     return .refuse(.headerFieldsTooLarge, "the request head is larger than \(limits.maxHeadBytes) bytes")
                 }
-                return finishHead(fieldBytes: buffer[requestLineEnd..<(index + 2)])
+                return finishHead(fieldBytes: buffer[requestLineEnd..<(index + 2)], headEnd: index + 4)
             }
             index += 1
         }
@@ -114,9 +135,10 @@ struct RequestParser {
         guard version == "HTTP/1.1" || version == "HTTP/1.0" else {
             return .refuse(.httpVersionNotSupported, "only HTTP/1.1 and HTTP/1.0 are served, not \(version)")
         }
-        guard let allowed = HTTPMethod(rawValue: method) else {
-            if Self.knownMethods.contains(method) {
-                return .refuse(.methodNotAllowed, "\(method) is not served here: this endpoint is read-only")
+        guard let allowed = HTTPMethod(rawValue: method), limits.methods.contains(allowed) else {
+            if Self.knownMethods.contains(method) || limits.unknownMethodsNotAllowed {
+                return .refuse(.methodNotAllowed, limits.methods.contains(.post)
+                    ? "\(method) is not served here" : "\(method) is not served here: this endpoint is read-only")
             }
             return .refuse(.notImplemented, "unknown method \(method.prefix(32))")
         }
@@ -127,7 +149,7 @@ struct RequestParser {
 
     // MARK: - Header fields
 
-    private func finishHead(fieldBytes: ArraySlice<UInt8>) -> Outcome {
+    private mutating func finishHead(fieldBytes: ArraySlice<UInt8>, headEnd: Int) -> Outcome {
         guard let line = requestLine else { return .incomplete }
         if let problem = Self.checkFieldBytes(fieldBytes, complete: true) { return .refuse(.badRequest, problem) }
         var fields: [(name: String, value: String)] = []
@@ -161,25 +183,70 @@ struct RequestParser {
             return .refuse(.badRequest, hosts.isEmpty ? "an HTTP/1.1 request needs a Host header"
                                                       : "more than one Host header")
         }
+        let acceptsBodies = limits.maxBodyBytes > 0
         if !named("transfer-encoding").isEmpty {
-            return .refuse(.badRequest, "a request body (Transfer-Encoding) is not accepted")
+            return acceptsBodies
+                ? .refuse(.lengthRequired, "Transfer-Encoding is not accepted; send the body with a Content-Length")
+                : .refuse(.badRequest, "a request body (Transfer-Encoding) is not accepted")
         }
         let lengths = named("content-length")
         if lengths.count > 1 { return .refuse(.badRequest, "more than one Content-Length") }
-        if let length = lengths.first {
-            guard !length.value.isEmpty, length.value.utf8.allSatisfy({ (48...57).contains($0) }) else {
+        var length = 0
+        if let field = lengths.first {
+            guard !field.value.isEmpty, field.value.utf8.allSatisfy({ (48...57).contains($0) }) else {
                 return .refuse(.badRequest, "an invalid Content-Length")
             }
-            guard length.value.utf8.allSatisfy({ $0 == 48 }) else {
+            let digits = field.value.drop { $0 == "0" }
+            guard digits.count <= 18, let value = Int(digits.isEmpty ? "0" : String(digits)) else {
+                return .refuse(.contentTooLarge, "the body is larger than \(limits.maxBodyBytes) bytes")
+            }
+            length = value
+        }
+        if length > 0 {
+            guard acceptsBodies else {
                 return .refuse(.badRequest, "a request body is not accepted (GET and HEAD only)")
+            }
+            guard line.method != .get && line.method != .head else {
+                return .refuse(.badRequest, "a \(line.method.rawValue) request has no body")
+            }
+            guard length <= limits.maxBodyBytes else {
+                return .refuse(.contentTooLarge, "the body is larger than \(limits.maxBodyBytes) bytes")
             }
         }
         guard let (path, query) = Self.splitTarget(line.target) else {
             return .refuse(.badRequest, "the request target must be a path like /metrics")
         }
-        return .request(HTTPRequest(method: line.method, path: path, query: query, version: line.version,
-                                    headers: fields))
+        let request = HTTPRequest(method: line.method, path: path, query: query, version: line.version, headers: fields)
+        pending = (request, headEnd, length)
+        continueWanted = length > 0 && named("expect").contains { $0.value.lowercased() == "100-continue" }
+            && buffer.count < headEnd + length
+        return finishBody()
     }
+
+    /// The request once its body has arrived whole.
+    private mutating func finishBody() -> Outcome {
+        guard var (request, start, length) = pending else { return .incomplete }
+        guard buffer.count >= start + length else { return .incomplete }
+        request.body = Array(buffer[start..<(start + length)])
+        consumed = start + length
+        pending = nil
+        continueWanted = false
+        return .request(request)
+    }
+
+    /// Whether a head has arrived whose body is awaited and which has not yet been sent a body
+    /// (the state a request is in while its `Content-Length` bytes arrive).
+    var awaitsBody: Bool { pending != nil }
+
+    /// True once for a request that asked `Expect: 100-continue` and whose body has not arrived:
+    /// the server then sends `100 Continue`.
+    mutating func takeContinue() -> Bool {
+        defer { continueWanted = false }
+        return continueWanted
+    }
+
+    /// The bytes after the complete request: the start of the next one on the connection.
+    var leftover: ArraySlice<UInt8> { buffer[min(consumed, buffer.count)...] }
 
     /// Checks the raw field lines: every line ends in CRLF (no bare CR or LF), and no control byte
     /// other than HTAB appears. `complete` is false while the head is still arriving (a final CR

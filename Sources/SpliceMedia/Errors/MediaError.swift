@@ -28,6 +28,9 @@ public struct MediaError: SpliceError, Hashable {
         case outputExists = "output-exists"
         /// Segments handed to the stitcher do not belong together.
         case incompatibleSegments = "incompatible-segments"
+        /// A verified output failed its quality thresholds (`--verify`); it was removed and the
+        /// report kept.
+        case qualityBelowThreshold = "quality-below-threshold"
         /// The operation was cancelled; any partial output was removed.
         case cancelled
         /// An internal invariant did not hold.

@@ -37,6 +37,17 @@ struct ExportPlan: Sendable {
         case file(muxerName: String, isQuickTime: Bool, replacing: Bool)
         /// A Splice segment file (see ``SegmentFile``).
         case segment(planID: String, index: Int)
+        /// Nothing: a quality target's probe encodes (``Probe``) are measured, then thrown away.
+        case discard
+    }
+
+    /// A quality target's probe encodes of one segment (``TargetQualityEncode``): the frames of
+    /// ``chunks`` only, each chunk starting with an IDR picture, encoded once per CRF in ``crfs``
+    /// from the same decoded pictures (one rendition each), measured and discarded.
+    struct Probe: Sendable {
+        var crfs: [Double]
+        /// Asset-time spans inside the segment's window, in order.
+        var chunks: [Window]
     }
 
     var location: String
@@ -74,8 +85,14 @@ struct ExportPlan: Sendable {
     var metadata: [String: String]
     var muxerOptions: [String: String] = [:]
     var codecThreads: Int
-    /// Extra private encoder options (the segment exporter closes GOPs this way).
+    /// Extra private encoder options (the segment exporter closes GOPs this way; a quality target
+    /// sets the segment's CRF this way).
     var extraVideoOptions: [String: String] = [:]
+    /// Whether the (first) video rendition's pictures are measured against the pictures encoded
+    /// (``QualityMeter``): `--verify` and quality targets.
+    var measuresQuality = false
+    /// Probe encodes instead of the segment's own (with ``Output/discard``).
+    var probe: Probe?
     /// Further renditions of the video, each encoded from the same decoded frames (a streaming
     /// ladder's rungs after the first, which is ``video``).
     var ladder: [VideoEncoding] = []
@@ -237,6 +254,9 @@ struct ExportPlan: Sendable {
         case .segment(_, let index):
             MediaError(.decodeFailed, "segment \(index) of '\(location)' has no decodable video frame in its range; "
                        + "the source may be damaged there", isRetryable: false)
+        case .discard:
+            MediaError(.decodeFailed, "no video frame of '\(location)' could be decoded where a quality target "
+                       + "probes it; the source may be damaged there", isRetryable: false)
         }
     }
 }

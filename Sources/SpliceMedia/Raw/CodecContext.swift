@@ -41,6 +41,29 @@ final class CodecContext {
         return ctx
     }
 
+    /// A decoder for the stream an opened encoder writes (its codec, picture and extradata), for
+    /// reading the encoder's own packets back (``QualityMeter``); `timeBase` is the packets'.
+    static func decoder(readingBack encoder: CodecContext, threads: Int) throws(MediaError) -> CodecContext {
+        guard let par = avcodec_parameters_alloc() else { fatalError("avcodec_parameters_alloc: out of memory") }
+        var owned: UnsafeMutablePointer<AVCodecParameters>? = par
+        defer { avcodec_parameters_free(&owned) }
+        var ret = avcodec_parameters_from_context(par, encoder.pointer)
+        if ret < 0 { throw FFmpeg.error(.internalError, "cannot describe the \(encoder.role)'s stream", ret) }
+        guard let codec = avcodec_find_decoder(par.pointee.codec_id) else {
+            throw MediaError(.unsupportedCodec, "this FFmpeg cannot decode what its \(encoder.role) writes, so its "
+                             + "quality cannot be measured")
+        }
+        let ctx = CodecContext(codec: codec, role: "\(FFmpeg.string(codec.pointee.name) ?? "?") decoder reading back the \(encoder.role)")
+        ret = avcodec_parameters_to_context(ctx.pointer, par)
+        if ret < 0 { throw FFmpeg.error(.internalError, "cannot configure the \(ctx.role)", ret) }
+        ctx.pointer.pointee.pkt_timebase = encoder.pointer.pointee.time_base
+        ctx.pointer.pointee.thread_count = Int32(threads)
+        FFmpeg.clearLastLog()
+        ret = avcodec_open2(ctx.pointer, codec, nil)
+        if ret < 0 { throw FFmpeg.error(.internalError, "cannot open the \(ctx.role)", ret) }
+        return ctx
+    }
+
     /// An encoder by FFmpeg encoder name, not yet opened (set fields, then call ``open(options:)``).
     static func encoder(named name: String) throws(MediaError) -> CodecContext {
         guard let codec = avcodec_find_encoder_by_name(name) else {

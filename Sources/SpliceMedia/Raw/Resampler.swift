@@ -106,6 +106,13 @@ final class AudioFifo {
         av_audio_fifo_drain(fifo, Int32(min(count, self.count)))
     }
 
+    /// Moves up to `count` samples from the front into `buffer` (a packed format: one plane).
+    /// Returns how many were moved.
+    func read(into buffer: UnsafeMutableRawPointer, count: Int) -> Int {
+        var plane: UnsafeMutableRawPointer? = buffer
+        return Int(max(0, av_audio_fifo_read(fifo, &plane, Int32(count))))
+    }
+
     /// Moves up to `count` samples from the front into `frame` (which must have buffers of at
     /// least that many samples). Returns how many were moved.
     func read(into frame: Frame, count: Int) -> Int {

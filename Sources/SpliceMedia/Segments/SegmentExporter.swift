@@ -13,6 +13,8 @@ public struct SegmentResult: Sendable, Codable, Hashable {
     public var audioSamples: Int64
     /// CPU time the encode took on its thread (decoders and encoders single-threaded), µs.
     public var cpuMicroseconds: Int64
+    /// Of that, what a quality target's probe encodes took, µs (nil without a target).
+    public var probeCPUMicroseconds: Int64?
     /// For a video segment: the bytes of its video packets, their bit rate over the segment's
     /// span, and the encoder's mean frame QP, so a starved segment shows.
     public var figures: SegmentFigures?
@@ -49,8 +51,23 @@ public struct SegmentExporter: Sendable {
                 var exportPlan = try ExportPlan.segment(plan, spec: spec, asset: asset, destination: output.path,
                                                         codecThreads: codecThreads)
                 exportPlan.excerpt = excerpt?.path
-                let pipeline = ExportPipeline(plan: exportPlan, isCancelled: { flag.isSet }, onProgress: progress)
-                let result = try pipeline.run()
+                let quality = spec.isAudio ? nil : plan.quality
+                exportPlan.measuresQuality = quality?.measures == true
+                var search: TargetQualityEncode.Outcome?
+                let result: ExportPipeline.Result
+                if let quality, let target = quality.target, let settings = plan.videoSettings,
+                   case .encode(let encoding)? = exportPlan.video {
+                    exportPlan.extraVideoOptions.merge(TargetQualityEncode.stitchingOptions(encoding)) { _, own in own }
+                    let span = ExportPlan.Window(start: spec.videoStart ?? plan.outputZero,
+                                                 end: spec.videoEnd ?? plan.outputEnd ?? plan.assetDuration)
+                    let outcome = try TargetQualityEncode(request: quality, target: target, settings: settings,
+                                                          encoderName: encoding.encoderName)
+                        .run(exportPlan, segment: span, isCancelled: { flag.isSet }, progress: progress)
+                    search = outcome
+                    result = outcome.result
+                } else {
+                    result = try ExportPipeline(plan: exportPlan, isCancelled: { flag.isSet }, onProgress: progress).run()
+                }
                 guard let checksum = result.checksum else {
                     throw MediaError(.internalError, "segment \(index) was written to '\(output.path)' without its checksum")
                 }
@@ -58,9 +75,12 @@ public struct SegmentExporter: Sendable {
                 var segment = SegmentResult(index: index, path: output.path, checksum: checksum, bytes: bytes,
                                             videoFrames: result.videoFrames, audioSamples: result.audioSamples,
                                             cpuMicroseconds: threadCPUMicroseconds() - cpuStart)
+                segment.probeCPUMicroseconds = search?.probeCPUMicroseconds
                 if result.videoFrames > 0 {
                     var figures = SegmentFigures(videoBytes: result.videoBytes,
-                                                 meanQP: result.meanQP.map { ($0 * 100).rounded() / 100 })
+                                                 meanQP: result.meanQP.map { ($0 * 100).rounded() / 100 },
+                                                 crf: search?.crf, quality: result.quality?.summary(),
+                                                 encodes: search?.encodes)
                     if let span = plan.approximateDuration(of: spec), span > .zero {
                         let micros = span.converted(to: 1_000_000, rounding: .nearest).value
                         figures.videoBitsPerSecond = MediaTime.rescale(result.videoBytes * 8, multiplier: 1_000_000,

@@ -49,6 +49,9 @@ enum SegmentFile {
         /// With several video streams (a streaming ladder's rungs): each one's presentation
         /// times in file order, by stream index (nil for other streams); absent otherwise.
         var renditionTimestamps: [[Int64]?]? = nil
+        /// The video's per-frame quality against the pictures encoded, when the segment measured
+        /// it (`--verify`, quality targets): what the stitch's checks and a job's report read.
+        var quality: QualitySeries? = nil
 
         /// Presentation times of video stream `stream`'s packets in file order.
         func videoTimestamps(stream: Int) -> [Int64] {

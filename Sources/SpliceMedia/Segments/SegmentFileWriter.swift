@@ -17,6 +17,11 @@ final class SegmentFileWriter: PacketWriter {
     private var finished = false
     /// The SHA-256 of the finished file.
     private(set) var checksum: SHA256Digest?
+    /// The video's quality series, written into the trailer (set before ``finish()``).
+    var quality: QualitySeries? {
+        get { trailer.quality }
+        set { trailer.quality = newValue }
+    }
 
     init(destination: String, planID: String, index: Int) throws(MediaError) {
         self.destination = destination

@@ -216,6 +216,9 @@ public struct SegmentPlan: Sendable, Codable, Hashable {
     public var notices: [String]
     /// A streaming package's rungs and segment grid (video segments then carry one stream per rung).
     public var package: PlannedPackage?
+    /// Whether segments measure their quality, what the output must reach and what each segment
+    /// aims for (the request's, unchanged); nil: none of it.
+    public var quality: QualityRequest?
 
     public init(id: String, source: String, videoSettings: VideoSettings?, audioSettings: AudioSettings?,
                 outputFileType: OutputFileType, optimizesForNetworkUse: Bool, metadata: [String: String],
@@ -251,7 +254,7 @@ public struct SegmentPlan: Sendable, Codable, Hashable {
     private enum CodingKeys: String, CodingKey {
         case id, source, videoSettings, audioSettings, outputFileType, optimizesForNetworkUse, metadata, outputZero,
              outputEnd, assetDuration, targetDuration, segments, videoTrack, videoDescription, audioTracks, passThrough, chapters, timecode,
-             videoHDR, annotations, notices, package
+             videoHDR, annotations, notices, package, quality
     }
 
     /// Decodes a plan; the fields added for multi-track outputs may be missing.
@@ -279,6 +282,7 @@ public struct SegmentPlan: Sendable, Codable, Hashable {
         annotations = try c.decodeIfPresent([TimedAnnotation].self, forKey: .annotations) ?? []
         notices = try c.decodeIfPresent([String].self, forKey: .notices) ?? []
         package = try c.decodeIfPresent(PlannedPackage.self, forKey: .package)
+        quality = try c.decodeIfPresent(QualityRequest.self, forKey: .quality)
     }
 
     /// Encodes the plan; the stitcher-only lists are left out when empty (as ``forWorkers()``
@@ -307,6 +311,7 @@ public struct SegmentPlan: Sendable, Codable, Hashable {
         if !annotations.isEmpty { try c.encode(annotations, forKey: .annotations) }
         if !notices.isEmpty { try c.encode(notices, forKey: .notices) }
         try c.encodeIfPresent(package, forKey: .package)
+        try c.encodeIfPresent(quality, forKey: .quality)
     }
 
     /// The plan's keys only the stitcher reads (left out by ``forWorkers()``), for work orders

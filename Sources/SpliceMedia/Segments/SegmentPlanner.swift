@@ -176,7 +176,7 @@ public struct SegmentPlanner: Sendable {
         }
         var hdr: HDRMetadata?
         if let video = tracks.video, case .encode(let encoding) = video.route { hdr = encoding.hdr }
-        return SegmentPlan(
+        var plan = SegmentPlan(
             id: UUID().uuidString.lowercased(), source: asset.location, videoSettings: package?.renditions.first ?? request.video,
             audioSettings: audioTracks.contains { !$0.copies } ? request.audio : nil,
             outputFileType: request.fileType, optimizesForNetworkUse: request.optimizesForNetworkUse, metadata: metadata,
@@ -185,6 +185,8 @@ public struct SegmentPlanner: Sendable {
             videoDescription: tracks.video.map { StreamDescription($0.track) }, audioTracks: audioTracks, passThrough: passThrough,
             chapters: Chapter.retimed(asset.chapters, zero: zero, end: end), timecode: timecode, videoHDR: hdr,
             annotations: request.annotations, notices: notices, package: package)
+        plan.quality = request.quality
+        return plan
     }
 
     /// Video segment bounds for a streaming package: whole streaming segments (`grid` long, from

@@ -13,6 +13,8 @@ public struct StitchSummary: Sendable, Codable, Hashable {
     /// segments' encoders assumed), and the decode time at which it first ran dry, if it did.
     public var videoBufferLowestPercent: Int?
     public var videoBufferUnderflow: MediaTime?
+    /// A verified job's checks (``StitchVerification``; in a cluster, without every frame's figures).
+    public var quality: QualityReport?
 }
 
 /// Joins the segment files of a ``SegmentPlan`` into one output file at the packet level — no

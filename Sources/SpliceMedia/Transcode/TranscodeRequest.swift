@@ -47,6 +47,9 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
     public var audioSegmentDuration: MediaTime?
     /// A streaming package (an HLS/DASH ladder) instead of one file; nil for a file.
     public var package: PackageRequest?
+    /// Quality measured and checked (`--verify`), or aimed for per segment (`--target-quality`);
+    /// nil for neither.
+    public var quality: QualityRequest?
 
     /// The shortest segment a request may ask for.
     public static let minimumSegmentDuration = MediaTime(seconds: 1)
@@ -61,7 +64,7 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
                 segmentDuration: MediaTime = TranscodeRequest.defaultSegmentDuration, overwrite: Bool = false,
                 audioTracks: AudioTrackSelection = .all, copiesVideo: Bool = false, copiesAudio: Bool = false,
                 subtitles: TrackPolicy = .copy, dataTracks: TrackPolicy = .copy, annotations: [TimedAnnotation] = [],
-                audioSegmentDuration: MediaTime? = nil, package: PackageRequest? = nil) {
+                audioSegmentDuration: MediaTime? = nil, package: PackageRequest? = nil, quality: QualityRequest? = nil) {
         self.video = video
         self.audio = audio
         self.fileType = fileType
@@ -80,11 +83,13 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
         self.annotations = annotations
         self.audioSegmentDuration = audioSegmentDuration
         self.package = package
+        self.quality = quality
     }
 
     private enum CodingKeys: String, CodingKey {
         case video, audio, fileType, range, optimizesForNetworkUse, metadata, segmentDuration, overwrite, audioTracks,
-             copiesVideo, copiesAudio, subtitles, dataTracks, annotations, audioSegmentDuration, package, includesVideo
+             copiesVideo, copiesAudio, subtitles, dataTracks, annotations, audioSegmentDuration, package, includesVideo,
+             quality
     }
 
     /// Decodes a request, with the defaults every client gets for what it leaves out (the type's
@@ -115,6 +120,7 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
         annotations = try container.decodeIfPresent([TimedAnnotation].self, forKey: .annotations) ?? []
         audioSegmentDuration = try container.decodeIfPresent(MediaTime.self, forKey: .audioSegmentDuration)
         package = try container.decodeIfPresent(PackageRequest.self, forKey: .package)
+        quality = try container.decodeIfPresent(QualityRequest.self, forKey: .quality)
     }
 
     /// Encodes every field, so that decoding gives the same request: no video is said
@@ -137,6 +143,7 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
         try container.encode(annotations, forKey: .annotations)
         try container.encodeIfPresent(audioSegmentDuration, forKey: .audioSegmentDuration)
         try container.encodeIfPresent(package, forKey: .package)
+        try container.encodeIfPresent(quality, forKey: .quality)
         if !includesVideo { try container.encode(false, forKey: .includesVideo) }
     }
 
@@ -179,6 +186,7 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
                                 allowed: "written to an .mp4 or .mov output (a .\(fileType) file has no timed-metadata tracks)")
         }
         try TimedAnnotation.validate(annotations)
+        try quality?.validate(video: video, package: package != nil, copiesVideo: copiesVideo)
         if let package {
             if copiesVideo || copiesAudio {
                 throw SettingsError(field: copiesVideo ? "copy-video" : "copy-audio", value: "with a streaming package",

@@ -49,6 +49,8 @@ public final class Transcoder: Sendable {
         public var stitch: StitchSummary
         /// The streaming package written, when the request asked for one.
         public var package: PackageSummary?
+        /// The checks of a verified output (`--verify`), every frame's figures included.
+        public var quality: QualityReport?
         public var planNanoseconds: UInt64
         public var encodeNanoseconds: UInt64
         public var stitchNanoseconds: UInt64
@@ -92,6 +94,10 @@ public final class Transcoder: Sendable {
                                         overwrite: options.request.overwrite)
         }
         try options.request.validate()
+        if options.request.quality?.verify != nil && StorageRegistry.isStored(options.output) {
+            throw MediaError(.invalidSettings, "--verify reads the stitched output back as a file; an object output "
+                + "(\(options.output)) cannot be verified yet: write to a path, or leave --verify out")
+        }
         let plan = try await SegmentPlanner.plan(source: options.source, request: options.request, lanes: options.jobs)
         let t1 = clock.now
         state.withLock { s in
@@ -143,8 +149,17 @@ public final class Transcoder: Sendable {
             stitch = try await Stitcher(plan: plan).stitch(segments: paths, checksums: checksums, to: options.output,
                                                            overwrite: options.request.overwrite)
         }
+        var quality: QualityReport?
+        if let request = plan.quality, request.verify != nil {
+            let figures = Dictionary(uniqueKeysWithValues: results.compactMap { r in r.figures.map { (r.index, $0) } })
+            let output = URL(fileURLWithPath: options.output)
+            let report = try await StitchVerification(plan: plan).verify(segments: paths, output: output, figures: figures)
+            try QualityGate.conclude(report, request: request, output: output)
+            quality = report
+        }
         let t3 = clock.now
         return Summary(plan: plan, segments: results.sorted { $0.index < $1.index }, stitch: stitch, package: package,
+                       quality: quality,
                        planNanoseconds: nanoseconds(t1 - t0), encodeNanoseconds: nanoseconds(t2 - t1),
                        stitchNanoseconds: nanoseconds(t3 - t2))
     }

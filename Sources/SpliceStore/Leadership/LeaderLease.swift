@@ -19,14 +19,17 @@ public struct LeaderLease: Sendable {
         public var apiEndpoint: String?
         public var workersEndpoint: String?
         public var metricsEndpoint: String?
+        /// The HTTP API's base URL (`http://HOST:PORT/`), when it serves one.
+        public var httpEndpoint: String?
 
         public init(instance: UUID = UUID(), name: String, apiEndpoint: String? = nil, workersEndpoint: String? = nil,
-                    metricsEndpoint: String? = nil) {
+                    metricsEndpoint: String? = nil, httpEndpoint: String? = nil) {
             self.instance = instance
             self.name = name
             self.apiEndpoint = apiEndpoint
             self.workersEndpoint = workersEndpoint
             self.metricsEndpoint = metricsEndpoint
+            self.httpEndpoint = httpEndpoint
         }
     }
 
@@ -39,6 +42,7 @@ public struct LeaderLease: Sendable {
         public var apiEndpoint: String?
         public var workersEndpoint: String?
         public var metricsEndpoint: String?
+        public var httpEndpoint: String?
         public var acquiredAt: Date?
         /// Whether the lease had not run out when it was read (the database's clock).
         public var isLive: Bool
@@ -46,14 +50,15 @@ public struct LeaderLease: Sendable {
         public var remaining: Duration
 
         public init(epoch: Int64, holder: UUID? = nil, holderName: String? = nil, apiEndpoint: String? = nil,
-                    workersEndpoint: String? = nil, metricsEndpoint: String? = nil, acquiredAt: Date? = nil,
-                    isLive: Bool = false, remaining: Duration = .zero) {
+                    workersEndpoint: String? = nil, metricsEndpoint: String? = nil, httpEndpoint: String? = nil,
+                    acquiredAt: Date? = nil, isLive: Bool = false, remaining: Duration = .zero) {
             self.epoch = epoch
             self.holder = holder
             self.holderName = holderName
             self.apiEndpoint = apiEndpoint
             self.workersEndpoint = workersEndpoint
             self.metricsEndpoint = metricsEndpoint
+            self.httpEndpoint = httpEndpoint
             self.acquiredAt = acquiredAt
             self.isLive = isLive
             self.remaining = remaining
@@ -101,7 +106,8 @@ public struct LeaderLease: Sendable {
                 UPDATE coordinator_leader l
                 SET epoch = l.epoch + 1, holder = \(candidate.instance), holder_name = \(candidate.name),
                     api_endpoint = \(candidate.apiEndpoint), workers_endpoint = \(candidate.workersEndpoint),
-                    metrics_endpoint = \(candidate.metricsEndpoint), acquired_at = now(), renewed_at = now(),
+                    metrics_endpoint = \(candidate.metricsEndpoint), http_endpoint = \(candidate.httpEndpoint),
+                    acquired_at = now(), renewed_at = now(),
                     expires_at = now() + \(leaseMilliseconds) * interval '1 millisecond'
                 FROM previous
                 WHERE l.id = 1 AND (previous.expires_at < now() OR previous.holder = \(candidate.instance) OR \(force))
@@ -206,7 +212,8 @@ public struct LeaderLease: Sendable {
             SELECT epoch, holder, holder_name, api_endpoint, workers_endpoint, metrics_endpoint, acquired_at,
                    expires_at > now() AS live,
                    CASE WHEN isfinite(expires_at) AND expires_at > now()
-                        THEN (extract(epoch FROM expires_at - now()) * 1000)::bigint ELSE 0 END AS remaining_ms
+                        THEN (extract(epoch FROM expires_at - now()) * 1000)::bigint ELSE 0 END AS remaining_ms,
+                   http_endpoint
             FROM coordinator_leader WHERE id = 1
             """)
         guard let row = rows.first else {
@@ -215,7 +222,8 @@ public struct LeaderLease: Sendable {
         return Record(
             epoch: try row.decode(at: 0), holder: try row.decode(at: 1), holderName: try row.decode(at: 2),
             apiEndpoint: try row.decode(at: 3), workersEndpoint: try row.decode(at: 4),
-            metricsEndpoint: try row.decode(at: 5), acquiredAt: try row.decode(at: 6), isLive: try row.decode(at: 7),
+            metricsEndpoint: try row.decode(at: 5), httpEndpoint: try row.decode(at: 9), acquiredAt: try row.decode(at: 6),
+            isLive: try row.decode(at: 7),
             remaining: .milliseconds(try row.decode(Int64.self, at: 8)))
     }
 }

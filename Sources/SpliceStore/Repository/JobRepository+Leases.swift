@@ -103,13 +103,16 @@ extension JobRepository {
                 SELECT * FROM unnest(\(completions.map(\.lease.job)), \(completions.map(\.lease.index)),
                                      \(completions.map(\.lease.token)), \(completions.map(\.outputPath)),
                                      \(completions.map(\.checksum)), \(figures.map { $0?.videoBytes }),
-                                     \(figures.map { $0?.videoBitsPerSecond }), \(figures.map { $0?.meanQP }))
+                                     \(figures.map { $0?.videoBitsPerSecond }), \(figures.map { $0?.meanQP }),
+                                     \(figures.map { $0?.crf }), \(figures.map { $0?.encodes }),
+                                     \(try figures.map { try $0?.quality.map { try PostgresJSON(encoding: $0) } }))
                     WITH ORDINALITY AS input(job_id, index, token, output_url, checksum, video_bytes,
-                                             video_bits_per_second, mean_qp, n)
+                                             video_bits_per_second, mean_qp, crf, encodes, quality, n)
             ), reporting AS (
                 -- Which of the segment's attempts reports (the row as locked, before the update).
                 SELECT s.id, input.token, input.output_url, input.checksum, input.video_bytes,
-                       input.video_bits_per_second, input.mean_qp, s.backup_token IS NOT NULL AS had_backup,
+                       input.video_bits_per_second, input.mean_qp, input.crf, input.encodes, input.quality,
+                       s.backup_token IS NOT NULL AS had_backup,
                        s.backup_token IS NOT DISTINCT FROM input.token AS by_backup,
                        CASE WHEN s.backup_token = input.token THEN s.backup_leased_by ELSE s.leased_by END AS worker_id
                 FROM segments s
@@ -123,7 +126,8 @@ extension JobRepository {
                 UPDATE segments s
                 SET state = 'done', output_url = reporting.output_url, checksum = reporting.checksum, finished_at = now(),
                     video_bytes = reporting.video_bytes, video_bits_per_second = reporting.video_bits_per_second,
-                    mean_qp = reporting.mean_qp, updated_at = now(), lease_token = reporting.token, leased_by = NULL,
+                    mean_qp = reporting.mean_qp, crf = reporting.crf, encodes = reporting.encodes,
+                    quality = reporting.quality, updated_at = now(), lease_token = reporting.token, leased_by = NULL,
                     lease_expires_at = NULL, backup_token = NULL, backup_leased_by = NULL, backup_expires_at = NULL
                 FROM reporting
                 WHERE s.id = reporting.id AND s.state = 'leased'

@@ -35,10 +35,17 @@ extension JobRepository {
         public var createdAt: Date
         public var startedAt: Date?
         public var finishedAt: Date?
+        /// The measured segments' luma PSNR (of their frames' mean squared error) and mean luma
+        /// SSIM, weighted by frames; nil when no segment was measured (`--verify`, quality targets).
+        public var psnrY: Double?
+        public var ssimY: Double?
 
         public init(id: UUID, input: String, output: String, state: JobState, priority: Int, segmentsTotal: Int,
                     segmentsDone: Int, failedAttempts: Int, progress: JobProgress = JobProgress(), error: String?,
-                    waiting: String?, createdAt: Date, startedAt: Date?, finishedAt: Date?) {
+                    waiting: String?, createdAt: Date, startedAt: Date?, finishedAt: Date?, psnrY: Double? = nil,
+                    ssimY: Double? = nil) {
+            self.psnrY = psnrY
+            self.ssimY = ssimY
             self.id = id
             self.input = input
             self.output = output
@@ -99,8 +106,16 @@ extension JobRepository {
                        (SELECT CASE WHEN e.kind = 'segment_returned' THEN e.detail END FROM job_events e
                         WHERE e.job_id = s.id AND e.kind IN ('segment_returned', 'segment_leased', 'segment_done')
                         ORDER BY e.id DESC LIMIT 1)
-                   END AS waiting
+                   END AS waiting,
+                   -- Measured segments as one stretch: each PSNR back to its mean squared error, by frames.
+                   -10 * log(q.error / q.frames) AS psnr_y, q.ssim / q.frames AS ssim_y
             FROM shown s
+            LEFT JOIN LATERAL (
+                SELECT sum((m.quality->>'frames')::float8) AS frames,
+                       sum((m.quality->>'frames')::float8 * power(10, -(m.quality->>'psnrY')::float8 / 10)) AS error,
+                       sum((m.quality->>'frames')::float8 * (m.quality->>'ssimY')::float8) AS ssim
+                FROM segments m WHERE m.job_id = s.id AND m.quality IS NOT NULL
+            ) q ON q.frames > 0
             ORDER BY s.finished_at IS NOT NULL, coalesce(s.finished_at, s.created_at) DESC
             """).map { row throws(StoreError) in
             JobSummary(
@@ -113,7 +128,8 @@ extension JobRepository {
                 progress: try JobProgress(row: row),
                 error: try row.decode(column: "error"), waiting: try row.decode(column: "waiting"),
                 createdAt: try row.decode(column: "created_at"), startedAt: try row.decode(column: "started_at"),
-                finishedAt: try row.decode(column: "finished_at"))
+                finishedAt: try row.decode(column: "finished_at"), psnrY: try row.decode(column: "psnr_y"),
+                ssimY: try row.decode(column: "ssim_y"))
         }
     }
 

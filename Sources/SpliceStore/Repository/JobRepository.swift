@@ -52,10 +52,11 @@ public final class JobRepository: Sendable {
             let inserted = try await connection.query("""
                 WITH job AS (
                     INSERT INTO jobs (idempotency_key, submission_fingerprint, source_url, output_url, settings,
-                                      priority, max_attempts)
+                                      priority, max_attempts, reference, webhook_url, webhook_secret, submitted_by)
                     VALUES (\(submission.idempotencyKey), \(submission.fingerprint), \(submission.input),
                             \(submission.output), \(submission.settings), \(submission.priority),
-                            \(submission.maxAttempts))
+                            \(submission.maxAttempts), \(submission.reference), \(submission.webhookURL),
+                            \(submission.webhookSecret), \(submission.submittedBy))
                     ON CONFLICT (idempotency_key) DO NOTHING
                     RETURNING *
                 ), event AS (
@@ -197,7 +198,7 @@ public final class JobRepository: Sendable {
     /// comma), and logs the event. A job already in one of `alreadyThere` is returned unchanged.
     func transition(
         _ jobID: JobID, from: [JobState], to: JobState, setting: PostgresQuery = "", detail: String? = nil,
-        alreadyThere: [JobState] = [], on connection: PostgresConnection
+        alreadyThere: [JobState] = [], retried: Bool = false, on connection: PostgresConnection
     ) async throws -> Job {
         let moved = try await connection.query("""
             WITH previous AS (
@@ -215,6 +216,14 @@ public final class JobRepository: Sendable {
         if let row = moved.first { return try Job(row: row) }
         guard let job = try await lockJob(jobID, on: connection) else { throw notFound(jobID) }
         if alreadyThere.contains(job.state) { return job }
+        // Another transaction moved the job between this statement's snapshot and its row lock
+        // (planning → running while a cancel came in): the CTE locked the new version, the UPDATE
+        // still saw the old one and matched nothing. The lock is held now, so a fresh statement
+        // sees the current state.
+        if !retried, from.contains(job.state) {
+            return try await transition(jobID, from: from, to: to, setting: setting, detail: detail,
+                                        alreadyThere: alreadyThere, retried: true, on: connection)
+        }
         throw invalidTransition(job, to: to)
     }
 

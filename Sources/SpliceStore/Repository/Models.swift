@@ -42,9 +42,17 @@ public struct JobSubmission: Sendable, Equatable {
     public var priority: Int
     /// Attempts each segment gets before it is dead.
     public var maxAttempts: Int
+    /// The caller's own id for the job (HTTP API), filterable.
+    public var reference: String?
+    /// Where the job's events are POSTed, and its own signing secret (nil: the coordinator's).
+    public var webhookURL: String?
+    public var webhookSecret: String?
+    /// The HTTP API token that submitted it.
+    public var submittedBy: UUID?
 
     public init(idempotencyKey: String, fingerprint: SHA256Digest? = nil, input: String, output: String,
-                settings: PostgresJSON = .emptyObject, priority: Int = 0, maxAttempts: Int = 5) {
+                settings: PostgresJSON = .emptyObject, priority: Int = 0, maxAttempts: Int = 5, reference: String? = nil,
+                webhookURL: String? = nil, webhookSecret: String? = nil, submittedBy: UUID? = nil) {
         self.idempotencyKey = idempotencyKey
         self.fingerprint = fingerprint
         self.input = input
@@ -52,6 +60,10 @@ public struct JobSubmission: Sendable, Equatable {
         self.settings = settings
         self.priority = priority
         self.maxAttempts = maxAttempts
+        self.reference = reference
+        self.webhookURL = webhookURL
+        self.webhookSecret = webhookSecret
+        self.submittedBy = submittedBy
     }
 }
 
@@ -78,6 +90,14 @@ public struct Job: Sendable, Equatable, Identifiable {
     public var updatedAt: Date
     public var startedAt: Date?
     public var finishedAt: Date?
+    /// The caller's own id for it (HTTP API).
+    public var reference: String? = nil
+    /// Where its events are POSTed (its own, or the coordinator's default when it was submitted).
+    public var webhookURL: String? = nil
+    /// Whether it signs its events with its own secret (never read back) rather than the coordinator's.
+    public var hasOwnWebhookSecret = false
+    /// The HTTP API token that submitted it.
+    public var submittedBy: UUID? = nil
 }
 
 /// The answer to `createJob`: the job, and whether this call created it.

@@ -6,7 +6,8 @@ import SpliceCore
 extension Job {
     static let columns: PostgresQuery = """
         id, idempotency_key, submission_fingerprint, source_url, output_url, settings, plan, state, priority, \
-        max_attempts, segments_total, segments_done, error, created_at, updated_at, started_at, finished_at
+        max_attempts, segments_total, segments_done, error, created_at, updated_at, started_at, finished_at, \
+        reference, webhook_url, webhook_secret IS NOT NULL AS own_webhook_secret, submitted_by
         """
 
     init(row: PostgresRow) throws(StoreError) {
@@ -19,7 +20,10 @@ extension Job {
             maxAttempts: try row.decode(column: "max_attempts"), segmentsTotal: try row.decode(column: "segments_total"),
             segmentsDone: try row.decode(column: "segments_done"), error: try row.decode(column: "error"),
             createdAt: try row.decode(column: "created_at"), updatedAt: try row.decode(column: "updated_at"),
-            startedAt: try row.decode(column: "started_at"), finishedAt: try row.decode(column: "finished_at"))
+            startedAt: try row.decode(column: "started_at"), finishedAt: try row.decode(column: "finished_at"),
+            reference: try row.decode(column: "reference"), webhookURL: try row.decode(column: "webhook_url"),
+            hasOwnWebhookSecret: try row.decode(column: "own_webhook_secret"),
+            submittedBy: try row.decode(column: "submitted_by"))
     }
 }
 
@@ -52,14 +56,23 @@ extension Segment {
 }
 
 extension SegmentFigures {
-    /// Its columns in `segments` (migration 0004).
-    static let columns: PostgresQuery = "video_bytes, video_bits_per_second, mean_qp"
+    /// Its columns in `segments` (migrations 0004 and 0007).
+    static let columns: PostgresQuery = "video_bytes, video_bits_per_second, mean_qp, crf, encodes, quality"
 
     /// The figures a row holds; nil when it holds none (`video_bytes` NULL).
     init?(row: PostgresRow) throws(StoreError) {
         guard let bytes = try row.decode(Int64?.self, column: "video_bytes") else { return nil }
+        var quality: SegmentQuality?
+        if let json = try row.decode(PostgresJSON?.self, column: "quality") {
+            do {
+                quality = try json.decode(SegmentQuality.self)
+            } catch {
+                throw StoreError(.decodingFailed, "segment quality figures that cannot be read: \(error)")
+            }
+        }
         self.init(videoBytes: bytes, videoBitsPerSecond: try row.decode(column: "video_bits_per_second"),
-                  meanQP: try row.decode(column: "mean_qp"))
+                  meanQP: try row.decode(column: "mean_qp"), crf: try row.decode(column: "crf"),
+                  quality: quality, encodes: try row.decode(column: "encodes"))
     }
 }
 

@@ -18,6 +18,9 @@ public enum APIRequest: WireMessage, Hashable {
     case workers(ListWorkers)
     case enroll(EnrollWorker)
     case revoke(RevokeWorker)
+    case createToken(CreateToken)
+    case tokens(ListTokens)
+    case revokeToken(RevokeToken)
 
     public static let protocolName = ClientAPI.name
     public static let protocolVersion = ClientAPI.version
@@ -29,6 +32,9 @@ public enum APIRequest: WireMessage, Hashable {
         .body(ListWorkers.self, APIRequest.workers),
         .body(EnrollWorker.self, APIRequest.enroll),
         .body(RevokeWorker.self, APIRequest.revoke),
+        .body(CreateToken.self, APIRequest.createToken),
+        .body(ListTokens.self, APIRequest.tokens),
+        .body(RevokeToken.self, APIRequest.revokeToken),
     ])
 
     public var body: any MessageBody {
@@ -40,6 +46,19 @@ public enum APIRequest: WireMessage, Hashable {
         case .workers(let body): body
         case .enroll(let body): body
         case .revoke(let body): body
+        case .createToken(let body): body
+        case .tokens(let body): body
+        case .revokeToken(let body): body
+        }
+    }
+
+    /// The scope a key needs for this request (docs/api.md, Tokens and scopes).
+    public var scope: APIScope {
+        switch self {
+        case .status, .list, .workers: .read
+        case .submit: .submit
+        case .cancel: .cancel
+        case .enroll, .revoke, .createToken, .tokens, .revokeToken: .admin
         }
     }
 }
@@ -52,6 +71,8 @@ public enum APIReply: WireMessage, Hashable {
     case cancelled(JobCancelled)
     case workers(WorkerList)
     case workerKey(WorkerKeyChanged)
+    case token(TokenChanged)
+    case tokens(TokenList)
     case error(APIError)
 
     public static let protocolName = ClientAPI.name
@@ -63,6 +84,8 @@ public enum APIReply: WireMessage, Hashable {
         .body(JobCancelled.self, APIReply.cancelled),
         .body(WorkerList.self, APIReply.workers),
         .body(WorkerKeyChanged.self, APIReply.workerKey),
+        .body(TokenChanged.self, APIReply.token),
+        .body(TokenList.self, APIReply.tokens),
         .body(APIError.self, APIReply.error),
     ])
 
@@ -74,6 +97,8 @@ public enum APIReply: WireMessage, Hashable {
         case .cancelled(let body): body
         case .workers(let body): body
         case .workerKey(let body): body
+        case .token(let body): body
+        case .tokens(let body): body
         case .error(let body): body
         }
     }
@@ -355,6 +380,9 @@ public struct APIError: MessageBody, Hashable, SpliceError {
         /// This coordinator is a standby: it answers reads, and writes go to the active one,
         /// named in `active` when there is one (a client sends the request there).
         public static let notActive = Code(rawValue: "not-active")
+        /// The client's key lacks the scope the request needs (`--admin-keys` lines may limit a key
+        /// to some scopes), or a path lies outside what its credential may name.
+        public static let forbidden = Code(rawValue: "forbidden")
     }
 
     public var code: Code

@@ -29,6 +29,16 @@ public enum WireLimits {
     /// An encoder's quantiser (a mean frame QP): x264 and x265 stay under 70 (81 at 10 bits),
     /// libvpx and libaom under 256.
     public static let quantizer: ClosedRange<Double> = 0...1000
+    /// A CRF (figures): x264/x265 0–51, libvpx, SVT-AV1 and libaom 0–63.
+    public static let crf: ClosedRange<Double> = 0...63
+    /// Full encodes of one segment under a quality target: one, or one corrective more.
+    public static let encodes: ClosedRange<Int> = 1...2
+    /// A PSNR in dB (identical pictures count as 100).
+    public static let psnr: ClosedRange<Double> = 0...100
+    /// An SSIM.
+    public static let ssim: ClosedRange<Double> = -1...1
+    /// An output time in milliseconds (figures): up to a year.
+    public static let outputMilliseconds: ClosedRange<Int64> = 0...31_536_000_000
     /// An elapsed time in milliseconds (statistics): up to a year.
     public static let elapsedMilliseconds: ClosedRange<Int> = 0...31_536_000_000
     /// A job priority (SUBMIT).
@@ -140,7 +150,26 @@ extension SegmentFigures {
             WireLimits.check("figures.videoBytes", videoBytes, WireLimits.bytes),
             videoBitsPerSecond.flatMap { WireLimits.check("figures.videoBitsPerSecond", $0, WireLimits.bitsPerSecond) },
             // NaN compares false with every bound, so `contains` rejects it too.
-            meanQP.flatMap { WireLimits.check("figures.meanQP", $0, WireLimits.quantizer) })
+            meanQP.flatMap { WireLimits.check("figures.meanQP", $0, WireLimits.quantizer) },
+            crf.flatMap { WireLimits.check("figures.crf", $0, WireLimits.crf) },
+            encodes.flatMap { WireLimits.check("figures.encodes", $0, WireLimits.encodes) },
+            quality?.rangeViolation())
+    }
+}
+
+extension SegmentQuality {
+    func rangeViolation() -> String? {
+        WireLimits.first(
+            WireLimits.check("figures.quality.frames", frames, WireLimits.frames),
+            WireLimits.check("figures.quality.psnrY", psnrY, WireLimits.psnr),
+            WireLimits.check("figures.quality.psnr", psnr, WireLimits.psnr),
+            WireLimits.check("figures.quality.minPSNRY", minPSNRY, WireLimits.psnr),
+            WireLimits.check("figures.quality.worstSecondPSNRY", worstSecondPSNRY, WireLimits.psnr),
+            WireLimits.check("figures.quality.ssimY", ssimY, WireLimits.ssim),
+            WireLimits.check("figures.quality.ssim", ssim, WireLimits.ssim),
+            WireLimits.check("figures.quality.minSSIMY", minSSIMY, WireLimits.ssim),
+            WireLimits.check("figures.quality.worstSecondStartMilliseconds", worstSecondStartMilliseconds,
+                             WireLimits.outputMilliseconds))
     }
 }
 

@@ -4,7 +4,9 @@
 /// anywhere among the positionals; `--` ends options (everything after is positional); a lone `-`
 /// is positional (stdin). An option's value may start with a single `-` (`--offset -5`) but not
 /// with `--`; so may a positional declared `acceptsLeadingDash` (a word of three or more
-/// characters: `-n` stays an option). Arguments absent from the command line are read from their environment variable.
+/// characters: `-n` stays an option). An option declared with an implied value (`--verify`) may
+/// stand alone; the next word is then its value only when it is one of its choices. Arguments
+/// absent from the command line are read from their environment variable.
 enum ArgumentParser {
     static func parse(_ words: [String], specs: [ArgumentSpec], environment: [String: String]) throws
         -> ParsedArguments {
@@ -44,6 +46,14 @@ enum ArgumentParser {
                 let value: String
                 if let inlineValue {
                     value = inlineValue
+                } else if let implied = spec.impliedValue {
+                    // The next word is this option's value only when it is one of its choices.
+                    if let next = remaining.first, spec.allowedValues?.contains(next) == true {
+                        value = next
+                        remaining.removeFirst()
+                    } else {
+                        value = implied
+                    }
                 } else if let next = remaining.first, !next.hasPrefix("--") {
                     value = next
                     remaining.removeFirst()

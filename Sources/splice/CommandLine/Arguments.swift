@@ -26,6 +26,9 @@ struct ArgumentSpec: Sendable {
     /// A positional whose values may start with `-` (a Z85 key can): a word of three or more
     /// characters with one leading dash that lands on it is its value, not an unknown option.
     var acceptsLeadingDash = false
+    /// The value of an option given without one (`--verify` alone is `--verify fail`); the next
+    /// word is then its value only when it is one of ``allowedValues``. Nil: a value is required.
+    var impliedValue: String? = nil
     /// Completes "'x' is not …" when the conversion returns `nil`.
     var expected: String
     /// One word to a typed value (stored as `any Sendable`, read back by the typed declaration).
@@ -39,6 +42,7 @@ struct ArgumentSpec: Sendable {
     /// `--width <pixels>`, `--faststart`, `<input>`: the argument as typed.
     var synopsis: String {
         switch kind {
+        case .option where impliedValue != nil: "--" + name + "[=<" + valueName + ">]"
         case .option: "--" + name + " <" + valueName + ">"
         case .flag: "--" + name
         case .positional: "<" + valueName + ">" + (isRepeatable ? " ..." : "")
@@ -88,6 +92,14 @@ struct Option<Value: Sendable>: TypedArgument {
                   environment: environment, isRequired: isRequired, isRepeatable: isRepeatable,
                   isHidden: isHidden, parse: Value.init(argument:))
         spec.allowedValues = Value.allowedValues
+    }
+
+    /// An option of named choices that may be given without a value, meaning `implied`
+    /// (`--verify` is `--verify fail`; `--verify warn` and `--verify=warn` choose).
+    init(_ name: String, valueName: String? = nil, help: String, implied: Value, environment: String? = nil)
+        where Value: ArgumentValue & RawRepresentable, Value.RawValue == String {
+        self.init(name, valueName: valueName, help: help, environment: environment)
+        spec.impliedValue = implied.rawValue
     }
 }
 

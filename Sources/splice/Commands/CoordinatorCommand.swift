@@ -1,8 +1,11 @@
 import Foundation
+import SpliceCore
+import SpliceHTTP
 import SpliceStore
 import SpliceWire
 import SpliceCoordinator
 import SpliceDaemon
+import SpliceMedia
 
 /// `splice coordinator`: the coordinator service. Runs until SIGTERM/SIGINT, then drains (stops
 /// accepting, finishes in-flight commits, tells the workers) and exits 0. Kill -9 is safe too:
@@ -38,9 +41,34 @@ struct CoordinatorCommand: Command {
         environment: "SPLICE_SECRET_KEY")
     static let adminKeys = Option<String>(
         "admin-keys", valueName: "file",
-        help: "API client keys, one Z85 key or .pub file per line; with CURVE the API admits these and the "
-            + "coordinator's own key.",
+        help: "API client keys, one Z85 key or .pub file per line, optionally followed by its scopes "
+            + "(read,submit,cancel,admin; default all); with CURVE the API admits these and the coordinator's own key.",
         environment: "SPLICE_ADMIN_KEYS")
+    static let httpEndpoint = Option<String>(
+        "http-endpoint", valueName: "host:port",
+        help: "Serve the HTTP API (jobs over REST, event streams, docs/api.md) here, e.g. 127.0.0.1:8080; off by "
+            + "default. Put nginx in front for HTTPS.",
+        default: "off", environment: "SPLICE_HTTP_ENDPOINT")
+    static let httpRateLimit = Option<Int>(
+        "http-rate-limit", valueName: "per-second",
+        help: "HTTP API requests a second per token without a rate of its own (bursts of twice that).", default: 50,
+        environment: "SPLICE_HTTP_RATE_LIMIT")
+    static let httpMaxConnections = Option<Int>(
+        "http-max-connections", valueName: "count", help: "HTTP API connections open at once.", default: 1024,
+        environment: "SPLICE_HTTP_MAX_CONNECTIONS")
+    static let webhookURL = Option<String>(
+        "webhook-url", valueName: "url",
+        help: "Where the events of jobs without a webhook of their own are POSTed (http or https).",
+        environment: "SPLICE_WEBHOOK_URL")
+    static let webhookSecret = Option<String>(
+        "webhook-secret", valueName: "file",
+        help: "A file whose first line is the secret that signs webhooks (16 to 256 bytes); needed by --webhook-url "
+            + "and by jobs that bring no secret of their own.",
+        environment: "SPLICE_WEBHOOK_SECRET_FILE")
+    static let webhookRetrySeconds = Option<Int>(
+        "webhook-retry-seconds", valueName: "seconds",
+        help: "Wait before a failed webhook delivery is tried again; doubles (jittered) up to an hour, for 24 hours.",
+        default: 5)
     static let insecure = Flag(
         "insecure", help: "Allow listening on a non-loopback address without CURVE keys.", environment: "SPLICE_INSECURE")
     static let leaseSeconds = Option<Int>(
@@ -94,6 +122,11 @@ struct CoordinatorCommand: Command {
             + "coordinator overwrite its own files.",
         isRepeatable: true)
 
+    static let verify = Option<VerifyMode>("verify", valueName: "fail|warn",
+        help: "Verify every job that does not ask otherwise, as submit --verify does: each segment measured where it "
+            + "is encoded, the joins checked after the stitch; fail (the default) fails a job under the thresholds and "
+            + "removes its output, warn only reports it.", implied: .fail, environment: "SPLICE_VERIFY")
+
     static let configuration = CommandConfiguration(
         name: "coordinator", abstract: "Run the coordinator: jobs, leases, workers and the client API.",
         discussion: """
@@ -109,6 +142,7 @@ struct CoordinatorCommand: Command {
             """,
         arguments: [database, stateDirectory, workersEndpoint, apiEndpoint, dataEndpoint, spool, secretKey, adminKeys, insecure,
                     leaseSeconds, maxAttempts, backupAfter, inputRoot, outputRoot, sourceProtocols, metricsEndpoint,
+                    httpEndpoint, httpRateLimit, httpMaxConnections, webhookURL, webhookSecret, webhookRetrySeconds, verify,
                     leaderLease, leaderRenew, name, advertise]
                     + DaemonOptions.arguments,
         onShutdown: .notify, environment: [.objectStorage])
@@ -133,6 +167,13 @@ struct CoordinatorCommand: Command {
     let leaderRenew: Seconds?
     let name: String
     let advertise: String?
+    let httpEndpoint: HTTPAddress?
+    let httpRateLimit: Int
+    let httpMaxConnections: Int
+    let webhookURL: String?
+    let webhookSecret: String?
+    let webhookRetrySeconds: Int
+    let defaultVerify: VerifyMode?
     let daemon: DaemonOptions
 
     /// The data endpoint on the workers endpoint's host, port 7452: a coordinator bound to
@@ -166,6 +207,21 @@ struct CoordinatorCommand: Command {
         leaderRenew = arguments[Self.leaderRenew]
         name = try arguments.value(Self.name)
         advertise = arguments[Self.advertise].flatMap { $0.isEmpty ? nil : $0 }
+        let http = try arguments.value(Self.httpEndpoint)
+        if ["off", "none", "disabled", ""].contains(http.lowercased()) {
+            httpEndpoint = nil
+        } else if let address = HTTPAddress(parsing: http) {
+            httpEndpoint = address
+        } else {
+            throw UsageError("--http-endpoint must be HOST:PORT (an IP address or localhost; [IPv6]:PORT) or off; "
+                             + "got '\(http)'")
+        }
+        httpRateLimit = try arguments.value(Self.httpRateLimit)
+        httpMaxConnections = try arguments.value(Self.httpMaxConnections)
+        webhookURL = arguments[Self.webhookURL].flatMap { $0.isEmpty ? nil : $0 }
+        webhookSecret = arguments[Self.webhookSecret].flatMap { $0.isEmpty ? nil : $0 }
+        webhookRetrySeconds = try arguments.value(Self.webhookRetrySeconds)
+        defaultVerify = arguments[Self.verify]
         daemon = DaemonOptions(arguments)
     }
 
@@ -180,6 +236,9 @@ struct CoordinatorCommand: Command {
         }
         guard (1...100).contains(maxAttempts) else {
             throw UsageError("--max-attempts must be from 1 to 100; got \(maxAttempts)")
+        }
+        guard (1...3600).contains(webhookRetrySeconds) else {
+            throw UsageError("--webhook-retry-seconds must be from 1 to 3600; got \(webhookRetrySeconds)")
         }
         guard backupAfter == 0 || (100...10_000).contains(backupAfter) else {
             throw UsageError("--backup-after must be 0 (no backups) or from 100 to 10000 percent; got \(backupAfter)")
@@ -209,10 +268,11 @@ struct CoordinatorCommand: Command {
             store = .embedded(directory: state.appendingPathComponent("postgres").path)
         }
         let keys = try secretKey.map { try CurveKeyPair.load(secretKeyPath: $0) }
+        let admins = try adminKeys.map(Self.loadAdminKeys) ?? []
         var configuration = CoordinatorConfiguration(
             database: store, spool: spool.map { URL(fileURLWithPath: $0) } ?? state.appendingPathComponent("spool"),
             workersEndpoint: workersEndpoint, apiEndpoint: apiEndpoint, keys: keys,
-            adminKeys: try adminKeys.map(Self.loadAdminKeys) ?? [], insecure: insecure, maxAttempts: maxAttempts,
+            adminKeys: admins.map(\.key), insecure: insecure, maxAttempts: maxAttempts,
             sessions: CoordinatorPolicy(leaseDuration: .seconds(leaseSeconds), backupAfterPercent: backupAfter),
             logger: context.logger)
         // Planning and stitching in children of this very binary: a crash there fails the job only.
@@ -232,30 +292,75 @@ struct CoordinatorCommand: Command {
         configuration.leadership = leadership
         configuration.name = name
         configuration.advertisedHost = advertise
+        configuration.adminKeyScopes = Dictionary(admins.compactMap { admin in admin.scopes.map { (admin.key, $0) } },
+                                                  uniquingKeysWith: { $0.intersection($1) })
+        configuration.httpEndpoint = httpEndpoint
+        configuration.httpRateLimit = httpRateLimit
+        configuration.httpMaxConnections = httpMaxConnections
+        configuration.webhookURL = webhookURL
+        configuration.webhookSecret = try webhookSecret.map(Self.loadSecret)
+        configuration.webhookRetryBase = .seconds(webhookRetrySeconds)
+        configuration.defaultVerify = defaultVerify
         return configuration
     }
 
+    /// The first line of a `--webhook-secret` file, which only its owner may read.
+    static func loadSecret(_ path: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw UsageError("cannot read --webhook-secret file '\(path)'")
+        }
+        let secret = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first
+            .map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        guard (16...256).contains(secret.utf8.count) else {
+            throw UsageError("the --webhook-secret file '\(path)' must hold a secret of 16 to 256 bytes on its first line")
+        }
+        return secret
+    }
+
+    /// An admin key and, when its line names them, its scopes (nil: all).
+    struct AdminKey {
+        var key: CurvePublicKey
+        var scopes: Set<APIScope>?
+    }
+
     /// The keys in an `--admin-keys` file: each line a Z85 public key or the path of a `.pub` file
-    /// (relative paths from the file's folder); blank lines and `#` comments are skipped.
-    static func loadAdminKeys(_ path: String) throws -> [CurvePublicKey] {
+    /// (relative paths from the file's folder), optionally followed by its scopes
+    /// (`read,submit`); blank lines and `#` comments are skipped.
+    static func loadAdminKeys(_ path: String) throws -> [AdminKey] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw UsageError("cannot read --admin-keys file '\(path)'")
         }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
-        var keys: [CurvePublicKey] = []
+        var keys: [AdminKey] = []
         for (number, raw) in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).enumerated() {
             let line = raw.trimmingCharacters(in: .whitespaces)
             guard !line.isEmpty, !line.hasPrefix("#") else { continue }
-            if let key = try? CurvePublicKey(z85: line) {
-                keys.append(key)
+            func key(_ text: String) throws -> CurvePublicKey {
+                if let key = try? CurvePublicKey(z85: text) { return key }
+                return try CurvePublicKey.load(path: text.hasPrefix("/") ? text : folder.appendingPathComponent(text).path)
+            }
+            // The whole line first (a path may hold spaces), then the key and its scopes.
+            if let whole = try? key(line) {
+                keys.append(AdminKey(key: whole, scopes: nil))
                 continue
             }
-            let file = line.hasPrefix("/") ? line : folder.appendingPathComponent(line).path
+            let parts = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            let where_ = "--admin-keys file '\(path)' line \(number + 1)"
+            guard parts.count >= 2 else {
+                throw UsageError("\(where_): neither a Z85 public key nor a readable .pub file")
+            }
+            let scopeText = String(parts.last!)
+            let keyText = line.dropLast(scopeText.count).trimmingCharacters(in: .whitespaces)
+            let scopes: Set<APIScope>
+            switch APIScope.parseList(scopeText) {
+            case .success(let parsed) where !parsed.isEmpty: scopes = parsed
+            case .success: throw UsageError("\(where_): no scope after the key")
+            case .failure(let failure): throw UsageError("\(where_): \(failure)")
+            }
             do {
-                keys.append(try CurvePublicKey.load(path: file))
+                keys.append(AdminKey(key: try key(keyText), scopes: scopes))
             } catch {
-                throw UsageError("--admin-keys file '\(path)' line \(number + 1): neither a Z85 public key nor a "
-                                 + "readable .pub file (\(error.message))")
+                throw UsageError("\(where_): neither a Z85 public key nor a readable .pub file (\(error))")
             }
         }
         return keys

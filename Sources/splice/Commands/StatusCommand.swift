@@ -40,16 +40,37 @@ struct StatusCommand: ClientCommand {
     }
 
     /// Each segment's state and, once done, its video: KiB, bit rate over its span, the encoder's
-    /// mean frame QP (`-` where there is none: audio segments, segments not done yet).
+    /// mean frame QP (`-` where there is none: audio segments, segments not done yet); for a
+    /// measured job (`--verify`, `--target-quality`) also its CRF, PSNR and SSIM (luma) and the
+    /// PSNR of its worst second.
     static func segmentTable(_ segments: [SegmentStatus]) -> TextTable {
-        TextTable(headers: ["SEGMENT", "STATE", "VIDEO KiB", "KBIT/S", "MEAN QP"], rows: segments.map { segment in
+        let measured = segments.contains { $0.figures?.quality != nil || $0.figures?.crf != nil }
+        var headers = ["SEGMENT", "STATE", "VIDEO KiB", "KBIT/S", "MEAN QP"]
+        if measured { headers += ["CRF", "PSNR Y", "SSIM Y", "WORST 1S"] }
+        return TextTable(headers: headers, rows: segments.map { segment in
             let figures = segment.figures
-            return [
+            var row = [
                 String(segment.index), segment.state.rawValue, figures.map { String($0.videoBytes / 1024) } ?? "-",
                 figures?.videoBitsPerSecond.map { String(($0 + 500) / 1000) } ?? "-",
                 figures?.meanQP.map { String(format: "%.2f", $0) } ?? "-",
             ]
+            if measured {
+                let q = figures?.quality
+                row += [figures?.crf.map { String(format: "%g", $0) } ?? "-", q.map { String(format: "%.2f", $0.psnrY) } ?? "-",
+                        q.map { String(format: "%.4f", $0.ssimY) } ?? "-",
+                        q.map { String(format: "%.2f", $0.worstSecondPSNRY) } ?? "-"]
+            }
+            return row
         })
+    }
+
+    /// The measured segments' figures as one line (`quality` field): PSNR of their frames' mean
+    /// squared error and mean SSIM (luma), and the worst second.
+    static func qualityLine(_ segments: [SegmentStatus]) -> String? {
+        guard let q = SegmentQuality.combined(segments.compactMap { $0.figures?.quality }) else { return nil }
+        let measured = segments.filter { $0.figures?.quality != nil }.count
+        return String(format: "PSNR Y %.2f dB, SSIM Y %.4f over %d frames of %d segments; worst second %.2f dB",
+                      q.psnrY, q.ssimY, q.frames, measured, q.worstSecondPSNRY)
     }
 
     private static func fieldLines(for status: JobStatus) -> [String] {
@@ -65,6 +86,7 @@ struct StatusCommand: ClientCommand {
         if let finished = status.finishedAtMilliseconds {
             fields.append(("finished", ClusterText.time(millisecondsSinceEpoch: finished) + " UTC"))
         }
+        if let line = status.segments.flatMap(qualityLine) { fields.append(("quality", line)) }
         if let error = status.error { fields.append(("error", error)) }
         if let waiting = status.waiting { fields.append(("waiting", waiting)) }
         if let started = status.backupsStarted {

@@ -44,7 +44,7 @@ struct SubmitCommand: ClientCommand {
             worker, and the coordinator packages the renditions when it stitches.
             """,
         arguments: [input, output, segmentSeconds, audioSegmentSeconds, priority, wait, json] + ExportOptions.arguments
-            + PackageOptions.arguments + OutputOptions.arguments + ClientOptions.arguments)
+            + PackageOptions.arguments + QualityOptions.jobArguments + OutputOptions.arguments + ClientOptions.arguments)
 
     let input: String
     let output: String
@@ -75,6 +75,10 @@ struct SubmitCommand: ClientCommand {
                                                            audioSegmentDuration: arguments[Self.audioSegmentSeconds],
                                                            overwrite: try OutputOptions(arguments).overwrite)
         try PackageOptions(arguments, output: output).apply(to: &request)
+        if let quality = try QualityOptions.request(arguments) {
+            request.quality = quality
+            do { try request.validate() } catch { throw UsageError(error) }
+        }
         self.request = request
         client = try ClientOptions(arguments)
         submissionKey = UUID().uuidString

@@ -42,7 +42,7 @@ struct TranscodeCommand: Command {
             last.
             """,
         arguments: [input, output, segmentSeconds, audioSegmentSeconds, jobs, keepSegments, json] + ExportOptions.arguments
-            + PackageOptions.arguments + OutputOptions.arguments, environment: [.ffmpegLog, .objectStorage])
+            + PackageOptions.arguments + QualityOptions.jobArguments + OutputOptions.arguments, environment: [.ffmpegLog, .objectStorage])
 
     let input: String
     let output: String
@@ -66,6 +66,10 @@ struct TranscodeCommand: Command {
                                                            audioSegmentDuration: arguments[Self.audioSegmentSeconds],
                                                            overwrite: destination.overwrite)
         try PackageOptions(arguments, output: output).apply(to: &request)
+        if let quality = try QualityOptions.request(arguments) {
+            request.quality = quality
+            do { try request.validate() } catch { throw UsageError(error) }
+        }
         self.request = request
     }
 
@@ -103,10 +107,19 @@ struct TranscodeCommand: Command {
                                           + "\(summary.stitch.videoBufferLowestPercent ?? 0) %); a player that keeps to "
                                           + "--max-bitrate may stall there: give a larger --buffer-size or a lower rate")
         }
+        if let report = summary.quality, !json {
+            for line in VerifyCommand.describe(report) { context.errorOutput.writeLine("verify: " + line) }
+            if let path = request.quality?.reportPath ?? (report.passed ? nil : output + ".verify.html") {
+                context.errorOutput.writeLine("verify: report written to \(path)")
+            }
+        }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            context.output.writeLine(String(decoding: try encoder.encode(summary), as: UTF8.self))
+            // Every frame's figures are in the report file; the summary keeps the rest.
+            var printed = summary
+            printed.quality?.series = nil
+            context.output.writeLine(String(decoding: try encoder.encode(printed), as: UTF8.self))
         } else if let package = summary.package {
             let names = package.renditions.map { "\($0.folder) (\($0.peakBitrate / 1000) kbit/s peak)" }.joined(separator: ", ")
             context.output.writeLine("wrote \(output): \(summary.plan.segments.count) segments, \(package.renditions.count) "

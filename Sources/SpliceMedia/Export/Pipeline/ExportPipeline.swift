@@ -23,6 +23,10 @@ final class ExportPipeline {
         var meanQP: Double?
         /// The size of the file written (not set for a segment file).
         var outputBytes: Int64?
+        /// The video's quality against the pictures encoded, when the plan measures it.
+        var quality: QualitySeries?
+        /// A probe run's outcome per CRF (``ExportPlan/Probe``): bytes and quality of each rendition.
+        var probes: [(bytes: Int64, quality: QualitySeries?)] = []
     }
 
     private let plan: ExportPlan
@@ -61,6 +65,8 @@ final class ExportPipeline {
             let s = try SegmentFileWriter(destination: plan.destination, planID: planID, index: index)
             segmentWriter = s
             writer = s
+        case .discard:
+            writer = DiscardingWriter()
         }
 
         // Paths: audio and video first (they drive the run), then the riders.
@@ -205,13 +211,15 @@ final class ExportPipeline {
             try muxer.finish(appending: postProcess ? extra : nil, isQuickTimeMovie: muxerName == "mov",
                              fastStart: plan.fastStart)
         } else {
+            segmentWriter?.quality = videoEncode?.quality
             try writer.finish()
         }
         onProgress(1)
         return Result(videoFrames: videoEncode?.framesWritten ?? 0, audioSamples: audioEncodes.first?.samplesEncoded ?? 0,
                       videoTimestamps: videoEncode?.writtenTimestamps ?? [], checksum: segmentWriter?.checksum,
                       videoBytes: videoEncode?.bytesWritten ?? 0, meanQP: videoEncode?.meanQP,
-                      outputBytes: muxer?.bytesWritten)
+                      outputBytes: muxer?.bytesWritten, quality: videoEncode?.quality,
+                      probes: videoEncode?.renditionOutcomes ?? [])
     }
 
     /// Whether the codec's keyframes may open GOPs whose leading pictures reference the GOP

@@ -40,3 +40,22 @@ struct StreamSink {
         try writer.write(packet, stream: index, timeBase: timeBase)
     }
 }
+
+/// A writer that keeps nothing: a quality target's probe encodes are measured as they are
+/// written (``QualityMeter``) and counted, then thrown away.
+final class DiscardingWriter: PacketWriter {
+    private var streams = 0
+
+    var wantsGlobalHeader: Bool { true }
+
+    func addStream(encoder: CodecContext, frameRate: Rational?) throws(MediaError) -> Int {
+        streams += 1
+        return streams - 1
+    }
+
+    func writeHeader(metadata: [String: String], options: [String: String]) throws(MediaError) {}
+
+    func write(_ packet: Packet, stream: Int, timeBase: AVRational) throws(MediaError) { packet.unref() }
+
+    func finish() throws(MediaError) {}
+}

@@ -21,6 +21,9 @@ final class VideoEncodePath: TrackPath {
     private let outputZero: MediaTime
     private let decoded = Frame()
     private var decoderDrained = false
+    /// A quality target's probe chunks (one rendition per probe CRF), and the chunk being encoded.
+    private let probeChunks: [ExportPlan.Window]
+    private var probeChunk = -1
 
     private(set) var isDone = false
     private(set) var outputTime = MediaTime.zero
@@ -32,6 +35,8 @@ final class VideoEncodePath: TrackPath {
     var bytesWritten: Int64 { renditions[0].bytesWritten }
     /// The mean QP of the first rendition's pictures, where the encoder reports one.
     var meanQP: Double? { renditions[0].meanQP }
+    /// The first rendition's quality against the pictures it encoded, when the plan measures it.
+    var quality: QualitySeries? { renditions[0].quality }
     /// The output stream of the first rendition.
     var outputIndex: Int { renditions[0].outputIndex }
 
@@ -40,13 +45,30 @@ final class VideoEncodePath: TrackPath {
         let stream = demuxer.stream(streamIndex)
         self.streamIndex = streamIndex
         decoder = try CodecContext.decoder(for: stream, location: plan.location, threads: plan.codecThreads)
-        let rungs = [encoding] + plan.ladder
-        sources = Self.pictureSources(rungs)
         var renditions: [VideoRendition] = []
+        if let probe = plan.probe {
+            // The probes keep the source's timing: a constant frame rate would fill the gaps
+            // between chunks with repeated pictures.
+            var probing = encoding
+            probing.constantFrameRate = nil
+            for crf in probe.crfs {
+                renditions.append(try VideoRendition(
+                    encoding: probing, writer: writer, codecThreads: plan.codecThreads,
+                    extraOptions: extraOptions.merging(["crf": TargetQualityEncode.crfOption(crf)]) { _, probe in probe },
+                    keyframeGrid: nil, warmsUp: false, measuresQuality: true))
+            }
+            probeChunks = probe.chunks
+            sources = renditions.map { _ in nil }
+        } else {
+            probeChunks = []
+            sources = Self.pictureSources([encoding] + plan.ladder)
+        }
+        let rungs = plan.probe == nil ? [encoding] + plan.ladder : []
         for (rung, source) in zip(rungs, sources) {
             renditions.append(try VideoRendition(encoding: rung, writer: writer, codecThreads: plan.codecThreads,
                                                  extraOptions: extraOptions, keyframeGrid: plan.keyframeGrid,
-                                                 warmsUp: plan.videoWarmUp > .zero, fromLargerRung: source != nil))
+                                                 warmsUp: plan.videoWarmUp > .zero, fromLargerRung: source != nil,
+                                                 measuresQuality: plan.measuresQuality && renditions.isEmpty))
         }
         self.renditions = renditions
         pictures = Array(repeating: nil, count: renditions.count)
@@ -78,11 +100,27 @@ final class VideoEncodePath: TrackPath {
             isDone = true
             return
         }
+        var startsChunk = false
+        if !probeChunks.isEmpty {
+            // Probes: only the chunks' pictures, each chunk opening with an IDR picture.
+            guard let chunk = probeChunks.firstIndex(where: { $0.contains(t) }) else {
+                if let last = probeChunks.last?.end, t >= last { isDone = true }
+                return
+            }
+            startsChunk = chunk != probeChunk
+            probeChunk = chunk
+        }
         outputTime = t - outputZero
         for (i, rendition) in renditions.enumerated() {
             let input = sources[i].flatMap { pictures[$0] } ?? frame
-            pictures[i] = try rendition.accept(input, at: t - outputZero, warmingUp: t < window.start)
+            pictures[i] = try rendition.accept(input, at: t - outputZero, warmingUp: t < window.start,
+                                               startsChunk: startsChunk)
         }
+    }
+
+    /// Each rendition's bytes and measured quality (a probe run's outcome per CRF).
+    var renditionOutcomes: [(bytes: Int64, quality: QualitySeries?)] {
+        renditions.map { ($0.bytesWritten, $0.quality) }
     }
 
     /// Which picture each rung scales from. Scaling from the full-size decoded picture is a

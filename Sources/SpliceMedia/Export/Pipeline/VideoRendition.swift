@@ -26,6 +26,10 @@ final class VideoRendition {
     /// Output pts of the window's first picture once it has been seen (with a warm-up: the forced
     /// IDR; packets before it are dropped).
     private var keepFrom: Int64?
+    /// The next picture encoded is forced to be an IDR picture (a probe chunk starts), and
+    /// whether the held constant-rate picture starts one.
+    private var forcesNext = false
+    private var heldStartsChunk = false
 
     private(set) var framesWritten = 0
     /// Bytes of the packets written, and the encoder's QP summed over them (where it reports one).
@@ -36,11 +40,16 @@ final class VideoRendition {
     private(set) var writtenTimestamps: [Int64] = []
     /// The output stream this rendition writes.
     var outputIndex: Int { sink.index }
+    /// Measures the written pictures against the pictures encoded, when asked (``QualityMeter``).
+    private let meter: QualityMeter?
+    /// Their figures, once ``finish(endSlot:checkCancelled:)`` has run.
+    private(set) var quality: QualitySeries?
 
     /// `fromLargerRung`: the pictures it is given are another rung's converted pictures (an encoding
     /// that ``VideoEncoding/canFeed(_:)`` this one), not decoded ones, so it only scales them.
     init(encoding: VideoEncoding, writer: any PacketWriter, codecThreads: Int, extraOptions: [String: String],
-         keyframeGrid: MediaTime?, warmsUp: Bool, fromLargerRung: Bool = false) throws(MediaError) {
+         keyframeGrid: MediaTime?, warmsUp: Bool, fromLargerRung: Bool = false,
+         measuresQuality: Bool = false) throws(MediaError) {
         encoder = try CodecContext.encoder(named: encoding.encoderName)
         converter = VideoConverter(encoding: fromLargerRung ? encoding.fromLargerPicture : encoding)
         encoderTimeBase = encoding.timeBase.av
@@ -68,14 +77,17 @@ final class VideoRendition {
         ctx.pointee.color_range = AVCOL_RANGE_MPEG
         if writer.wantsGlobalHeader { ctx.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         try encoder.open(options: encoding.options.merging(extraOptions) { _, extra in extra })
+        meter = measuresQuality ? try QualityMeter(encoder: encoder, encoding: encoding, threads: codecThreads) : nil
         sink = StreamSink(writer: writer, index: try writer.addStream(encoder: encoder, frameRate: encoding.nominalFrameRate))
     }
 
     /// Takes one decoded picture presented at `relative` (output time); `warmingUp` when it lies
     /// before the window and only warms the rate control. Returns the converted picture it encoded
-    /// (valid until the next call), which smaller rungs may scale from.
+    /// (valid until the next call), which smaller rungs may scale from. `startsChunk`: the picture
+    /// opens a quality probe's chunk and is coded as an IDR picture.
     @discardableResult
-    func accept(_ frame: Frame, at relative: MediaTime, warmingUp: Bool) throws(MediaError) -> Frame {
+    func accept(_ frame: Frame, at relative: MediaTime, warmingUp: Bool, startsChunk: Bool = false) throws(MediaError)
+        -> Frame {
         let picture = try converter.convert(frame)
         if constantRate != nil {
             let slot = relative.value(in: Rational(encoderTimeBase), rounding: .nearest)
@@ -85,6 +97,7 @@ final class VideoRendition {
             }
             guard let clone = av_frame_clone(picture.pointer) else { throw MediaError(.internalError, "out of memory") }
             held = Frame(owning: clone)
+            heldStartsChunk = startsChunk
             nextSlot = max(nextSlot, slot)
             return picture
         }
@@ -92,12 +105,15 @@ final class VideoRendition {
         if pts <= lastPts { pts = lastPts + 1 }
         lastPts = pts
         if !warmingUp && keepFrom == nil { keepFrom = pts }
+        forcesNext = startsChunk
         try encode(picture, pts: pts)
         return picture
     }
 
     private func emitHeld(_ frame: Frame, upTo slot: Int64) throws(MediaError) {
         while nextSlot < slot {
+            forcesNext = heldStartsChunk
+            heldStartsChunk = false
             try encode(frame, pts: nextSlot)
             nextSlot += 1
         }
@@ -108,9 +124,11 @@ final class VideoRendition {
         // After a warm-up the window's first picture starts a closed GOP of its own (an IDR: the
         // encoders are opened with forced-idr).
         let startsWindow = warmsUp && pts == keepFrom
-        let forced = forcesKeyframe(at: pts) || startsWindow
+        let forced = forcesKeyframe(at: pts) || startsWindow || forcesNext
+        forcesNext = false
         frame.pointer.pointee.pict_type = forced ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
         frame.pointer.pointee.key_frame = 0
+        if !isWarmUp(pts) { try meter?.reference(frame, pts: pts) }
         while try !encoder.send(frame: frame) {
             try drainEncoder()
         }
@@ -150,6 +168,7 @@ final class VideoRendition {
 
     private func write(_ packet: Packet) throws(MediaError) {
         if isWarmUp(packet.pts) { return }
+        try meter?.measure(packet)
         bytesWritten += Int64(packet.size)
         if let qp = packet.encoderQP {
             qpSum += Int64(qp)
@@ -173,6 +192,7 @@ final class VideoRendition {
             try write(packet)
             try checkCancelled()
         }
+        quality = try meter?.finish()
     }
 }
 

@@ -1,28 +1,27 @@
-import Foundation
-import SpliceTestSupport
+public import Foundation
 
 /// Debian's `chromium`, headless, as the real browser that looks at the status page.
-enum Browser {
-    struct Screenshot {
-        var path: String
-        var bytes: Int
+public enum Browser {
+    public struct Screenshot: Sendable {
+        public var path: String
+        public var bytes: Int
     }
 
-    struct DOM {
+    public struct DOM: Sendable {
         /// The document as serialised after its scripts ran.
-        var html: String
+        public var html: String
         /// What the browser logged (console messages, CSP violations).
-        var console: String
+        public var console: String
     }
 
     /// Where screenshots are kept after the test process ends: `test-artifacts` beside the test
     /// bundle (`.build/debug/test-artifacts`, or under `--scratch-path`), never in the checkout,
     /// which may be read-only.
-    static let artifacts = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    public static let artifacts = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         .appendingPathComponent("test-artifacts")
 
     /// A 1280×900 PNG of `url` after its scripts had 4 s (virtual time) to run.
-    static func screenshot(_ url: String, name: String) async throws -> Screenshot {
+    public static func screenshot(_ url: String, name: String) async throws -> Screenshot {
         try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
         let path = artifacts.appendingPathComponent(name).path
         try? FileManager.default.removeItem(atPath: path)
@@ -33,7 +32,7 @@ enum Browser {
     }
 
     /// The DOM of `url` after its scripts had 4 s (virtual time) to run.
-    static func dom(_ url: String) async throws -> DOM {
+    public static func dom(_ url: String) async throws -> DOM {
         let result = try await run(["--dump-dom", url])
         return DOM(html: result.text, console: result.stderr)
     }

@@ -1,4 +1,0 @@
--- Reserved: migration 0007 belongs to another branch (segment quality) that lands on main before this one.
--- This placeholder keeps versions gapless (Migration.validateSequence) until then; the merge drops it
--- for the real 0007, which sorts before 0008_coordinator_leadership.sql.
-SELECT 1;
