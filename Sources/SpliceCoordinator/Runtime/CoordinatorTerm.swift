@@ -85,6 +85,7 @@ final class CoordinatorTerm: Sendable {
         // cut for one lane would keep a second one idle for good).
         let planner = JobPlanner(
             repository: repository, media: context.media, logger: logger,
+            defaultVerify: configuration.defaultVerify,
             lanes: { max(2, await shell.sessions.filter { $0.active && !$0.silent }.reduce(0) { $0 + $1.slots }) },
             planned: { await shell.workAvailable() })
         let stitcher = JobStitcher(repository: repository, store: store, cleaner: context.cleaner, media: context.media,
