@@ -134,13 +134,14 @@ public final class ObjectMediaStorage: MediaStorage {
         }
     }
 
-    /// Runs `body` with the store, blocking the calling thread (``Blocking``).
+    /// Runs `body` with the store, blocking the calling thread (never call it from a task on
+    /// Swift's cooperative pool: it would hold one of the pool's few threads while its task needs one).
     private func run<T: Sendable>(_ side: Side, _ body: @escaping @Sendable (ObjectStore) async throws(ObjectStoreError) -> T)
         throws(MediaError) -> T
     {
         do throws(ObjectStoreError) {
             let objectStore = try store()
-            return try Blocking.wait { () async throws(ObjectStoreError) -> T in try await body(objectStore) }
+            return try ThreadBridge.wait { () async throws(ObjectStoreError) -> T in try await body(objectStore) }
         } catch {
             throw Self.mediaError(error, side)
         }

@@ -16,25 +16,9 @@ enum ObjectClusterBenchmark {
     enum Mode: String { case files, objects }
 
     static func run(_ arguments: [String]) async throws {
-        var runs = 3, seconds = 30
-        var preset = "veryfast"
-        var iterator = arguments.makeIterator()
-        while let argument = iterator.next() {
-            guard let text = iterator.next() else { throw S3BenchError("\(argument) needs a value") }
-            switch argument {
-            case "--preset": preset = text
-            case "--runs", "--seconds":
-                guard let value = Int(text), value > 0 else { throw S3BenchError("\(argument) needs a positive number") }
-                if argument == "--runs" { runs = value } else { seconds = value }
-            default: throw S3BenchError("unknown option \(argument) for s3 --cluster")
-            }
-        }
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("splice-bench-s3-cluster-\(getpid())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let source = dir.appendingPathComponent("source.mp4").path
-        try BenchmarkClip.generate(seconds: seconds, at: source, keyframeInterval: 60, size: "640x360")
-        let flags = ["--video-codec", "h264", "--preset", preset, "--crf", "23", "--audio-codec", "aac",
-                     "--audio-bitrate", "128k", "--segment-seconds", "4"]
+        let options = try ClusterJobOptions(parsing: arguments, seconds: 30, command: "s3 --cluster")
+        let (dir, source) = try options.prepare("splice-bench-s3-cluster")
+        let (runs, flags, seconds, preset) = (options.runs, options.flags, options.seconds, options.preset)
 
         let emulator = try S3BenchEmulator()
         let bucket = "splice-bench-cluster-\(getpid())"

@@ -14,25 +14,9 @@ import Foundation
 /// copies cost CPU here rather than network; the figure is this host's, not a LAN's.
 enum TransferClusterBenchmark {
     static func run(_ arguments: [String]) throws {
-        var runs = 3, seconds = 60
-        var preset = "veryfast"
-        var iterator = arguments.makeIterator()
-        while let argument = iterator.next() {
-            guard let text = iterator.next() else { throw TransferBenchmarkError("\(argument) needs a value") }
-            switch argument {
-            case "--preset": preset = text
-            case "--runs", "--seconds":
-                guard let value = Int(text), value > 0 else { throw TransferBenchmarkError("\(argument) needs a positive number") }
-                if argument == "--runs" { runs = value } else { seconds = value }
-            default: throw TransferBenchmarkError("unknown option \(argument) for transfer --cluster")
-            }
-        }
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("splice-bench-transfer-cluster-\(getpid())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let source = dir.appendingPathComponent("source.mp4").path
-        try BenchmarkClip.generate(seconds: seconds, at: source, keyframeInterval: 60, size: "640x360")
-        let flags = ["--video-codec", "h264", "--preset", preset, "--crf", "23", "--audio-codec", "aac",
-                     "--audio-bitrate", "128k", "--segment-seconds", "4"]
+        let options = try ClusterJobOptions(parsing: arguments, seconds: 60, command: "transfer --cluster")
+        let (dir, source) = try options.prepare("splice-bench-transfer-cluster")
+        let (runs, flags, seconds, preset) = (options.runs, options.flags, options.seconds, options.preset)
 
         let cluster = try BenchCluster(in: dir)
         func measure(_ storage: BenchCluster.Storage, run: Int) throws -> UInt64 {

@@ -87,7 +87,15 @@ enum Samples {
         .workers(ListWorkers()),
         .enroll(EnrollWorker(publicKey: key, name: "encoder-3")),
         .revoke(RevokeWorker(publicKey: key)),
+        .createToken(CreateToken(name: "ingest", scopes: [.submit, .read], inputRoots: ["/media/in"],
+                                 outputRoots: ["/media/out"], rateLimit: 50, expiresInSeconds: 86_400)),
+        .tokens(ListTokens()),
+        .revokeToken(RevokeToken(name: "ingest")),
     ]
+
+    static let token = TokenInfo(name: "ingest", scopes: [.read, .submit], inputRoots: ["/media/in"],
+                                 outputRoots: ["/media/out"], rateLimit: 50, createdAtMilliseconds: 1_790_000_000_000,
+                                 expiresAtMilliseconds: 1_790_086_400_000, revokedAtMilliseconds: nil)
 
     static let replies: [APIReply] = [
         .submitted(JobSubmitted(job: job)),
@@ -100,6 +108,8 @@ enum Samples {
             lastSeenAtMilliseconds: 1_790_000_000_500, usableCores: 8, threadsPerSlot: 2, metricsEndpoint: "127.0.0.1:9452"
         )])),
         .workerKey(WorkerKeyChanged(publicKey: key, enrolled: false, sessionsClosed: 1)),
+        .token(TokenChanged(token: "spl_example", info: token)),
+        .tokens(TokenList(tokens: [token])),
         .error(APIError(.notFound, "no job job-0", isRetryable: false)),
         .error(APIError(.notActive, "this coordinator (b) is a standby; the active coordinator is a at tcp://a:7451",
                         active: "tcp://a:7451")),

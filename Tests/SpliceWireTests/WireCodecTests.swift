@@ -38,9 +38,10 @@ struct WireCodecTests {
         #expect(CoordinatorMessage.catalogue.messageTypes
             == ["ACK", "ACTIVE", "ASSIGN", "CANCEL", "DISCONNECT", "HEARTBEAT", "STANDBY", "WELCOME"])
         #expect(APIRequest.catalogue.messageTypes
-            == ["CANCEL", "ENROLL", "LIST", "REVOKE", "STATUS", "SUBMIT", "WORKERS"])
+            == ["CANCEL", "ENROLL", "LIST", "REVOKE", "STATUS", "SUBMIT", "TOKENS", "TOKEN_CREATE", "TOKEN_REVOKE", "WORKERS"])
         #expect(APIReply.catalogue.messageTypes
-            == ["CANCELLED", "ERROR", "JOB_LIST", "JOB_STATUS", "SUBMITTED", "WORKER_KEY", "WORKER_LIST"])
+            == ["CANCELLED", "ERROR", "JOB_LIST", "JOB_STATUS", "SUBMITTED", "TOKEN", "TOKEN_LIST", "WORKER_KEY",
+                "WORKER_LIST"])
     }
 
     @Test("a message without a request id decodes with none; the wire form is stable")

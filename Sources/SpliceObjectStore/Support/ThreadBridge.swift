@@ -1,12 +1,13 @@
 import Dispatch
 import Synchronization
 
-/// The two crossings between tasks and threads that may block, in one place.
-enum ThreadBridge {
+/// The two crossings between tasks and threads that may block, in one place (SpliceObjectMedia's
+/// FFmpeg callbacks cross here too).
+package enum ThreadBridge {
     /// Runs `body` as a task and blocks the calling thread until it is done: for callers on a
     /// thread of their own (an FFmpeg callback). The task only awaits — the transfers run on
     /// the transfer threads — so it never holds a cooperative thread for long.
-    static func wait<T: Sendable>(_ body: @escaping @Sendable () async throws(ObjectStoreError) -> T)
+    package static func wait<T: Sendable>(_ body: @escaping @Sendable () async throws(ObjectStoreError) -> T)
         throws(ObjectStoreError) -> T
     {
         let done = DispatchSemaphore(value: 0)
