@@ -38,8 +38,11 @@ media='SpliceMediaIntegrationTests\.'
 # The suites that run whole clusters of real processes under faults (long, and many processes at
 # once) get a pass of their own too: started beside everything else they stalled in-process
 # coordinators' scripted workers past their deadlines in clean-clone runs. The HTTP API's suites
-# (real coordinators and workers, Schemathesis, nginx, killed coordinators) run with them.
-faults='SpliceFaultTests\.|TransferFaultTests|TransferModeTests|SpliceAPITests\.'
+# (real coordinators and workers, Schemathesis, nginx, killed coordinators) run with them, and so
+# do the in-process scenarios of a lost worker, a killed coordinator and a transfer sender that goes
+# away: beside the ~650 other tests on two cores their scripted peers missed their waits (two runs
+# in a row once the object-storage and quality suites joined the general pass; alone they pass).
+faults='SpliceFaultTests\.|TransferFaultTests|TransferModeTests|SpliceAPITests\.|CoordinatorLossTests|CoordinatorRestartTests|TransferPortTests'
 status=0
 swift test --skip-build --filter "$media" || status=$?
 swift test --skip-build --skip "$media" --skip "$faults" || status=$?

@@ -40,7 +40,9 @@ struct CoordinatorSubmitTests {
         for (input, output, expected) in cases {
             let started = ContinuousClock.now
             let error = try Self.refusal(try await client.submitting(input, to: output))
-            #expect(ContinuousClock.now - started < .seconds(5))
+            // Refused in SUBMIT's own reply (well under a second on a quiet machine); the bound only
+            // catches a check that hangs, with room for the general pass's load on two cores.
+            #expect(ContinuousClock.now - started < .seconds(30))
             #expect(error.code == (output == existing ? .outputExists : .invalidRequest))
             #expect(error.message.contains(expected), "\(error.message)")
             // The API's words: its fields, never the CLI's flags.

@@ -167,7 +167,15 @@ def end_to_end():
     check(all(d["id"] == d["event"]["id"] and d["event"]["data"]["job"]["reference"] == "e2e-1" for d in deliveries),
           "Splice-Event-Id is the body's id; the job's reference comes along")
 
-    final = requests.get(url(f"/v1/jobs/{job['id']}"), headers=headers("read"), timeout=30).json()
+    # The receiver has answered; the coordinator records each delivery's outcome just after, so
+    # the job shows both once that commit is in (polled, not assumed).
+    deadline = time.monotonic() + 60
+    while True:
+        final = requests.get(url(f"/v1/jobs/{job['id']}"), headers=headers("read"), timeout=30).json()
+        recorded = [d for d in final.get("webhook", {}).get("deliveries", []) if d["outcome"] == "delivered"]
+        if len(recorded) >= 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     check(final["state"] == "succeeded" and final["progress"]["fraction"] == 1, "GET shows it succeeded")
     check(len(final["segments"]) == final["progress"]["segmentsTotal"] and
           all(s["state"] == "done" for s in final["segments"]) and
