@@ -43,9 +43,12 @@ struct CoordinatorUnderTest: Sendable {
     /// 100 ms. Leases (30 s), liveness (5 s) and the time a worker has to accept an assignment
     /// (30 s; the default follows liveness) are long, because the whole suite runs at once on two
     /// cores and a test may stall for seconds (a clean-clone run took assignments back after 5 s
-    /// from scripted workers that had them); tests about expiry set their own.
+    /// from scripted workers that had them); tests about expiry set their own. The leadership
+    /// lease is 8 s for the same reason: under that load a renewal can wait on the database for
+    /// longer than the default lease's step-down margin, and a coordinator that steps down and
+    /// takes over again is a fault the failover tests cause on purpose, not one to meet by chance.
     static func configuration(database: ConnectionConfiguration, spool: URL) -> CoordinatorConfiguration {
-        CoordinatorConfiguration(
+        var configuration = CoordinatorConfiguration(
             database: .server(database), spool: spool, workersEndpoint: loopback, apiEndpoint: loopback,
             maxAttempts: 5,
             sessions: CoordinatorPolicy(
@@ -54,6 +57,8 @@ struct CoordinatorUnderTest: Sendable {
             segmentRetryBackoff: Backoff(base: .milliseconds(100), cap: .seconds(1)), pollInterval: .milliseconds(200),
             reapInterval: .milliseconds(200), janitorInterval: .milliseconds(500), databaseConnections: 4,
             logger: testLogger)
+        configuration.leadership = LeadershipPolicy(lease: .seconds(8))
+        return configuration
     }
 
     /// Starts a coordinator on a new database (or `database`), changed by `configure`.
