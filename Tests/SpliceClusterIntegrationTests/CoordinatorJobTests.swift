@@ -53,11 +53,14 @@ struct CoordinatorJobTests {
     func duplicateAndStale() async throws {
         let source = try await TestMedia.clip(seconds: 1)
         let coordinator = try await CoordinatorUnderTest.start { configuration in
-            // Silent after 600 ms, so the hung worker gets nothing new (but its session is kept);
-            // leases of 4 s, which the other worker keeps up with PROGRESS every second.
+            // Silent after 2 s, so the hung worker gets nothing new (but its session is kept);
+            // leases of 8 s, which the other worker keeps up with PROGRESS every 2 s. Both wide
+            // enough that a worker starved for a second or two on a loaded machine (CI runs
+            // hundreds of tests on two cores) is not taken for a hung one; no backup attempts,
+            // so the only second attempt is the one the lapsed lease makes.
             configuration.sessions = CoordinatorPolicy(
-                heartbeatInterval: .milliseconds(200), heartbeatLiveness: 3, leaseDuration: .seconds(4),
-                forgetAfter: .seconds(60))
+                heartbeatInterval: .milliseconds(500), heartbeatLiveness: 4, leaseDuration: .seconds(8),
+                forgetAfter: .seconds(60), backupAfterPercent: 0)
         }
         let context = try WireContext()
         let client = try await TestClient.connect(to: coordinator.endpoints.api, context: context)
