@@ -139,8 +139,15 @@ final class CoordinatorTerm: Sendable {
             do throws(ServiceGroupError) {
                 try await group.run()
             } catch {
-                outcome.withLock { $0.failure = error }
-                logger.error("service failed; stopped", ["service": error.service, "reason": "\(error.reason)"])
+                // A term ended from outside (shutdown, abandoned, deposed) stops its services; only
+                // one that ends on its own is a failure to report.
+                let endedFromOutside = outcome.withLock { state -> Bool in
+                    state.failure = error
+                    return state.ended
+                }
+                if !endedFromOutside {
+                    logger.error("service failed; stopped", ["service": error.service, "reason": "\(error.reason)"])
+                }
             }
             let endedOnItsOwn = outcome.withLock { state -> Bool in
                 defer { state.ended = true }
