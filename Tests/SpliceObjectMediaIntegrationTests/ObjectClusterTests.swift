@@ -18,7 +18,10 @@ struct ObjectClusterTests {
         try await cluster.addTransferWorker(named: "t0", isolated: false)
         let source = try await ObjectCommandTests.clip()
         try await s3.put(source, as: "in/clip.mov")
-        let flags = ["--preset", "ultrafast", "--segment-seconds", "1", "--wait", "--coordinator", cluster.coordinator.api]
+        // SUBMIT reads the source from the emulator (in Python, on the same two cores as the whole
+        // suite): a minute, not the client's default 10 s, to answer.
+        let flags = ["--preset", "ultrafast", "--segment-seconds", "1", "--wait", "--coordinator", cluster.coordinator.api,
+                     "--timeout", "60"]
 
         // The client needs no credentials either: the coordinator reads and writes the bucket.
         let stored = try await SpliceProcess.run(["submit", s3.url("in/clip.mov"), s3.url("out/job.mp4")] + flags,
@@ -101,7 +104,8 @@ struct ObjectClusterTests {
             workers: 0, coordinatorFlags: ["--input-root", s3.url("in/"), "--output-root", s3.url("out")],
             coordinatorEnvironment: s3.environment)
         func submit(_ input: String, _ output: String) async throws -> SpliceProcess.Result {
-            try await SpliceProcess.run(["submit", input, output, "--coordinator", cluster.coordinator.api])
+            // A minute to answer: SUBMIT reads the source from the emulator on the loaded test machine.
+            try await SpliceProcess.run(["submit", input, output, "--coordinator", cluster.coordinator.api, "--timeout", "60"])
         }
         // Outside the input root: another prefix, and one that only starts like it.
         for input in [s3.url("private/clip.mov"), s3.url("inside/clip.mov")] {
