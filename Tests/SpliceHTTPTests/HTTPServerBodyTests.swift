@@ -148,7 +148,9 @@ struct HTTPServerBodyTests {
             let post = Array("POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(junk.count)\r\n\r\n".utf8)
             let answered = await RawClient.exchange(server.address, [post + junk])
             #expect(answered.statusCode == 200)
-            #expect(answered.body.hasPrefix("POST \(junk.count) "))
+            // Compared as bytes: random bytes after the space may begin with a combining mark,
+            // which joins the space into one Character and defeats a String prefix.
+            #expect(answered.body.utf8.starts(with: "POST \(junk.count) ".utf8), "\(answered.body.prefix(20))")
             // Random bytes after a POST line: refused or cut off at a deadline.
             let refused = await RawClient.exchange(server.address, [Array("POST /echo HTTP/1.1\r\n".utf8) + junk])
             #expect(refused.elapsed < .seconds(20))
