@@ -87,8 +87,10 @@ final class CoordinatorSite: OperationsSite {
         case .stopped: return .fail("stopped")
         case .running(let runtime):
             guard runtime.role.term != nil else {
-                let active = runtime.role.leader?.active
-                return .fail("standing by: " + (active.map {
+                guard let leader = runtime.role.leader else {
+                    return .fail("standing by: the database does not answer, so no active coordinator is known")
+                }
+                return .fail("standing by: " + (leader.active.map {
                     "the active coordinator is \($0.holderName ?? "unnamed") (\($0.apiEndpoint ?? "?"), epoch \($0.epoch))"
                 } ?? "no coordinator is active right now"))
             }
