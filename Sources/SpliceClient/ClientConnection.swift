@@ -35,24 +35,24 @@ final class ClientConnection: Sendable {
     /// What the socket has seen so far.
     var contact: Contact { contactState.withLock { $0 } }
 
-    /// Connects a DEALER to `configuration.endpoint` (in the background: this returns before the
-    /// coordinator is reached) and starts routing its replies to `router`.
+    /// Connects a DEALER to `address` (in the background: this returns before the coordinator is
+    /// reached) and starts routing its replies to `router`.
     static func open(
-        _ configuration: SpliceClientConfiguration, context: WireContext, router: ReplyRouter
+        _ address: String, configuration: SpliceClientConfiguration, context: WireContext, router: ReplyRouter
     ) async throws(SpliceClientError) -> ClientConnection {
         let wire: WireEndpoint
         do {
             wire = try await WireEndpoint.connect(
-                configuration.endpoint, type: .dealer, context: context, options: configuration.socketOptions)
+                address, type: .dealer, context: context, options: configuration.socketOptions(for: address))
         } catch where error.code == .invalidArgument {
             throw SpliceClientError(
-                .invalidConfiguration, "'\(configuration.endpoint)' is not a coordinator endpoint; expected tcp://HOST:PORT "
+                .invalidConfiguration, "'\(address)' is not a coordinator endpoint; expected tcp://HOST:PORT "
                     + "(the coordinator's --api-endpoint, port 7451 by default)")
         } catch {
             throw SpliceClientError(
-                .transport, "cannot open a connection to \(configuration.endpoint): \(error.message)")
+                .transport, "cannot open a connection to \(address): \(error.message)")
         }
-        let connection = ClientConnection(endpoint: APIClientEndpoint(wire), address: configuration.endpoint)
+        let connection = ClientConnection(endpoint: APIClientEndpoint(wire), address: address)
         connection.start(router: router)
         return connection
     }

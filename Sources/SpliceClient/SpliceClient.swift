@@ -17,6 +17,11 @@ public import SpliceWire
 /// because its body carries one submission key for all of its sends. A retryable `ERROR`
 /// (`unavailable`: the job store is restarting) is resent after a short backoff.
 ///
+/// With several coordinators (`tcp://a:7451,tcp://b:7451`) the client talks to one at a time: a
+/// standby answers reads itself and a write with `ERROR not-active` naming the active coordinator,
+/// where the client sends it at once; a coordinator that does not answer within `attemptTimeout`,
+/// or a standby that knows of no active one, makes it try the next in the list.
+///
 /// Errors are `SpliceClientError`s whose message is one line for people.
 public actor SpliceClient {
     public nonisolated let configuration: SpliceClientConfiguration
@@ -24,6 +29,11 @@ public actor SpliceClient {
     private let router = ReplyRouter()
     private var connection: ClientConnection?
     private var isClosed = false
+    /// The coordinator the client talks to now: one of the list, or the active coordinator a
+    /// standby named.
+    private var address: String
+    /// Its place in the list (the next one is tried after it).
+    private var listIndex = 0
 
     /// Opens the connection (libzmq connects in the background; an absent coordinator shows up as
     /// `.unreachable` on the first call, not here). Fails only for an unusable endpoint.
@@ -37,6 +47,11 @@ public actor SpliceClient {
 
     private init(configuration: SpliceClientConfiguration) throws(SpliceClientError) {
         self.configuration = configuration
+        guard let first = configuration.endpoints.first else {
+            throw SpliceClientError(.invalidConfiguration, "no coordinator endpoint given; expected tcp://HOST:7451 "
+                                    + "(or several, comma-separated)")
+        }
+        address = first
         do {
             context = try WireContext()
         } catch {
@@ -146,9 +161,32 @@ public actor SpliceClient {
     private func currentConnection() async throws(SpliceClientError) -> ClientConnection {
         guard !isClosed else { throw SpliceClientError(.transport, "the client is closed") }
         if let connection { return connection }
-        let opened = try await ClientConnection.open(configuration, context: context, router: router)
+        let opened = try await ClientConnection.open(address, configuration: configuration, context: context,
+                                                     router: router)
         connection = opened
         return opened
+    }
+
+    /// The coordinator the client talks to now.
+    public var currentEndpoint: String { address }
+
+    /// Talks to `next` from now on (a fresh connection).
+    private func move(to next: String) async {
+        guard next != address else { return }
+        let old = connection
+        connection = nil
+        address = next
+        if let index = configuration.endpoints.firstIndex(of: next) { listIndex = index }
+        await old?.close()
+    }
+
+    /// Talks to the next coordinator of the list from now on; false when there is only one.
+    private func moveToNext() async -> Bool {
+        let list = configuration.endpoints
+        guard list.count > 1 else { return false }
+        let current = list.firstIndex(of: address) ?? listIndex
+        await move(to: list[(current + 1) % list.count])
+        return true
     }
 
     // MARK: - One call
@@ -165,7 +203,7 @@ public actor SpliceClient {
             let sent = Swift.type(of: request.body).messageType
             let received = Swift.type(of: reply.body).messageType
             throw SpliceClientError(
-                .unexpectedReply, "the coordinator at \(configuration.endpoint) answered \(sent) with \(received) instead of "
+                .unexpectedReply, "the coordinator at \(address) answered \(sent) with \(received) instead of "
                     + "\(Body.messageType); are `splice` and the coordinator the same version?")
         }
         return body
@@ -179,6 +217,7 @@ public actor SpliceClient {
         var ids: [String] = []
         defer { router.forget(ids) }
         var retryableErrors = 0
+        var redirects = 0
         // The coordinator's own word on why it could not serve the request (its job store is
         // down), which says more at the deadline than "it did not answer".
         var lastRetryable: APIReply?
@@ -199,6 +238,23 @@ public actor SpliceClient {
             let remaining = deadline - clock.now
             if let result = await mailbox.next(within: min(configuration.attemptTimeout, max(remaining, .zero))) {
                 let reply = try result.get()
+                if case .error(let error) = reply, error.code == .notActive {
+                    // A standby: to the active coordinator it names, at once (a few times per call,
+                    // in case two coordinators name each other during a take-over); else the next.
+                    lastRetryable = reply
+                    redirects += 1
+                    if let active = error.active, active != address, redirects <= 5 {
+                        await move(to: active)
+                        continue
+                    }
+                    if error.active == nil, !error.isRetryable { return reply }
+                    _ = await moveToNext()
+                    retryableErrors += 1
+                    let pause = configuration.retryBackoff.delay(attempt: retryableErrors)
+                    guard clock.now + pause < deadline else { return reply }
+                    do { try await Task.sleep(for: pause) } catch { throw SpliceClientError.cancelledError }
+                    continue
+                }
                 guard case .error(let error) = reply, error.isRetryable else { return reply }
                 retryableErrors += 1
                 lastRetryable = reply
@@ -212,6 +268,8 @@ public actor SpliceClient {
                 if let lastRetryable { return lastRetryable }
                 throw connection.unreachableError(after: configuration.timeout)
             }
+            // No answer from this one: the next coordinator of the list, if there is one.
+            _ = await moveToNext()
         }
     }
 

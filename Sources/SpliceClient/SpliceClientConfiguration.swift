@@ -12,9 +12,15 @@ public struct SpliceClientConfiguration: Sendable {
         case curve(clientKeys: CurveKeyPair, serverKey: CurvePublicKey)
     }
 
-    /// The API endpoint, e.g. `tcp://127.0.0.1:7451`.
+    /// The API endpoint, e.g. `tcp://127.0.0.1:7451` — or several coordinators' API endpoints,
+    /// comma-separated (`tcp://a:7451,tcp://b:7451`): a call goes to the first that answers, a
+    /// standby's `not-active` answer sends it to the active coordinator it names, and a silent one
+    /// to the next in the list (docs/coordinator.md, Standby coordinators).
     public var endpoint: String
     public var security: Security
+    /// With `.curve` and several coordinators that do not share a key: each one's public key, in
+    /// the order of ``endpoint``'s list (empty: the security's key for every one).
+    public var serverKeys: [CurvePublicKey] = []
     /// How long one call may take in all, resends included, before it fails as `.unreachable`.
     public var timeout: Duration
     /// How long to wait for the reply to one send before sending the request again. A reply to
@@ -40,14 +46,21 @@ public struct SpliceClientConfiguration: Sendable {
         self.reconnectBackoff = reconnectBackoff
     }
 
-    /// The socket options of the client's DEALER: requests queue until the connection is up
-    /// (`immediate` off), so the timeout, not the connection state, decides when to give up.
-    var socketOptions: WireOptions {
+    /// The coordinators' API endpoints, in order.
+    public var endpoints: [String] {
+        endpoint.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    /// The socket options of the client's DEALER to `address`: requests queue until the connection
+    /// is up (`immediate` off), so the timeout, not the connection state, decides when to give up.
+    func socketOptions(for address: String) -> WireOptions {
         switch security {
         case .none:
             return .dealer(immediate: false)
         case .curve(let clientKeys, let serverKey):
-            return .dealer(curve: .client(keys: clientKeys, serverKey: serverKey), immediate: false)
+            let index = endpoints.firstIndex(of: address)
+            let key = index.flatMap { $0 < serverKeys.count ? serverKeys[$0] : nil } ?? serverKey
+            return .dealer(curve: .client(keys: clientKeys, serverKey: key), immediate: false)
         }
     }
 }

@@ -32,6 +32,8 @@ public final class Coordinator: Service {
         var phase = Phase.idle
         var shutdownRequested = false
         var readyWaiters: [CheckedContinuation<CoordinatorEndpoints, any Error>] = []
+        /// The leadership has made its first decision (active, or standing by): `ready()` answers.
+        var decided = false
         /// Where the operators' endpoint listens, once it does.
         var metrics: HTTPAddress?
 
@@ -79,20 +81,31 @@ public final class Coordinator: Service {
             finish(with: error)
             throw error
         }
-        let (waiters, stopAtOnce, endpoints) = state.withLock { state in
+        let stopAtOnce = state.withLock { state in
             state.phase = .running(runtime)
-            defer { state.readyWaiters.removeAll() }
-            return (state.readyWaiters, state.shutdownRequested, state.endpoints(of: runtime))
+            return state.shutdownRequested
         }
-        for waiter in waiters { waiter.resume(returning: endpoints) }
         if stopAtOnce { Task { await runtime.shutdown() } }
+        // Ready once the leadership has decided: a coordinator alone on its database is active then.
+        let announce = Task {
+            await runtime.decided()
+            guard !Task.isCancelled else { return }
+            let (waiters, endpoints) = self.state.withLock { state in
+                state.decided = true
+                defer { state.readyWaiters.removeAll() }
+                return (state.readyWaiters, state.endpoints(of: runtime))
+            }
+            for waiter in waiters { waiter.resume(returning: endpoints) }
+        }
         do {
             try await runtime.run()
         } catch {
+            announce.cancel()
             await operations?.close()
             finish(with: error)
             throw error
         }
+        announce.cancel()
         await operations?.close()
         finish(with: nil)
     }
@@ -139,11 +152,11 @@ public final class Coordinator: Service {
         try await withCheckedThrowingContinuation { continuation in
             let answer = state.withLock { state -> Result<CoordinatorEndpoints, any Error>? in
                 switch state.phase {
-                case .running(let runtime):
+                case .running(let runtime) where state.decided:
                     return .success(state.endpoints(of: runtime))
                 case .finished(let error):
                     return .failure(error ?? CoordinatorError(.notRunning, "the coordinator has stopped"))
-                case .idle, .starting:
+                case .idle, .starting, .running:
                     state.readyWaiters.append(continuation)
                     return nil
                 }
@@ -167,7 +180,16 @@ public final class Coordinator: Service {
             if case .running(let runtime) = state.phase { return runtime }
             return nil
         }
-        return await runtime?.shell.sessions ?? []
+        return await runtime?.role.term?.shell.sessions ?? []
+    }
+
+    /// Whether this coordinator is the active one now (docs/coordinator.md, Standby coordinators),
+    /// and the epoch it holds — or, while it stands by, the active one's as last read.
+    public var leadership: (active: Bool, epoch: Int64)? {
+        state.withLock { state in
+            guard case .running(let runtime) = state.phase else { return nil }
+            return (runtime.role.term != nil, runtime.role.epoch)
+        }
     }
 
     private func finish(with error: (any Error)?) {

@@ -83,6 +83,16 @@ public struct CoordinatorConfiguration: Sendable {
     public var metricsEndpoint: HTTPAddress?
     /// The version `splice_build_info` and the status page show.
     public var version = "dev"
+    /// Several coordinators on one database: the timings of the leadership lease
+    /// (docs/coordinator.md, Standby coordinators).
+    public var leadership = LeadershipPolicy()
+    /// This coordinator's name for people (the leader row, logs, the status page, the other
+    /// coordinators' answers): the host name unless `--name` says otherwise.
+    public var name = ProcessInfo.processInfo.hostName
+    /// The host other machines reach this coordinator at, put into the endpoints it advertises
+    /// where it binds every address (`*`, `0.0.0.0`); nil: the host name. (A standby names the
+    /// active coordinator's endpoints to clients and workers.)
+    public var advertisedHost: String?
 
     // MARK: - The HTTP API (docs/api.md)
 
@@ -102,8 +112,6 @@ public struct CoordinatorConfiguration: Sendable {
     public var webhookSecret: String?
     /// The first retry of a failed delivery (doubling, jittered, up to an hour; `--webhook-retry-seconds`).
     public var webhookRetryBase: Duration = .seconds(5)
-    /// Whether this coordinator delivers webhooks (a standby does not until it leads).
-    public var webhookLeadership = LeadershipGate()
 
     /// A configuration with the contract's defaults (`--lease-seconds 60`, `--max-attempts 5`).
     public init(
@@ -145,6 +153,7 @@ public struct CoordinatorConfiguration: Sendable {
         for endpoint in [workersEndpoint, apiEndpoint] + (dataEndpoint.map { [$0] } ?? []) {
             try EndpointSecurity.checkBinding(endpoint, curveEnabled: keys != nil, insecure: insecure)
         }
+        if let problem = leadership.problem { throw CoordinatorError(.invalidConfiguration, problem) }
         if let webhookURL, let problem = WebhookURL.problem(webhookURL) {
             throw CoordinatorError(.invalidConfiguration, "--webhook-url \(problem)")
         }

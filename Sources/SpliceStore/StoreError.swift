@@ -42,6 +42,9 @@ public struct StoreError: SpliceError, Equatable {
         public static let workerRevoked = Code("worker-revoked")
         /// The private PostgreSQL server could not be set up, started or stopped.
         public static let embeddedServer = Code("embedded-server")
+        /// The fence refused a write: the session's coordinator epoch is not the current one
+        /// (another coordinator took over), or the session claims none (SQLSTATE SP001).
+        public static let fenced = Code("fenced")
     }
 
     /// What kind of failure this is.
@@ -91,4 +94,8 @@ public enum SQLState {
     public static let deadlockDetected = "40P01"
     /// 42P04: CREATE DATABASE of a name that exists.
     public static let duplicateDatabase = "42P04"
+    /// SP001: the fence refused a coordinator's write (Migrations/0008_coordinator_leadership.sql).
+    public static let fenced = "SP001"
+    /// 55P03: a lock was not granted within `lock_timeout`.
+    public static let lockNotAvailable = "55P03"
 }

@@ -23,6 +23,9 @@ struct SegmentEncode: Sendable {
 
     let assign: Assign
     let storage: Storage
+    /// The coordinator (its index in the worker's list) that sent the ASSIGN: in transfer mode its
+    /// data endpoint has the excerpt.
+    var coordinator = 0
     /// The threads for the decoder and encoders, asked as they open (``EncoderThreads``).
     let codecThreads: @Sendable () -> Int
 
@@ -77,7 +80,7 @@ struct SegmentEncode: Sendable {
                         progress: progress)
             if case .transfer(let transfer) = storage, let excerpt {
                 unlink(excerpt.path)
-                await transfer.port.offer(WorkerTransfer.fileID("r", assign.attempt.leaseToken), path: output.path)
+                await transfer.offer(WorkerTransfer.fileID("r", assign.attempt.leaseToken), path: output.path)
             }
             return .completed(checksum: result.checksum, sizeBytes: result.bytes,
                               encodeMilliseconds: (clock.now - started).wholeMilliseconds, videoFrames: result.videoFrames,
@@ -111,8 +114,8 @@ struct SegmentEncode: Sendable {
         }
         let destination = transfer.path(of: WorkerTransfer.fileID("x", assign.attempt.leaseToken))
         do {
-            _ = try await transfer.port.fetch(offer.file, size: offer.size, checksum: offer.checksum, from: .upstream,
-                                              to: destination)
+            _ = try await transfer.port(coordinator).fetch(offer.file, size: offer.size, checksum: offer.checksum,
+                                                           from: .upstream, to: destination)
             return .success(destination)
         } catch {
             if error.code == .cancelled { return .failure(EncodeOutcomeFailure(.cancelled)) }

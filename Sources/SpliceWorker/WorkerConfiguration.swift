@@ -4,7 +4,9 @@ public import SpliceWire
 
 /// Everything a ``WorkerDaemon`` is started with (`splice worker`'s flags).
 public struct WorkerConfiguration: Sendable {
-    /// The coordinator's worker endpoint, `tcp://HOST:7450`.
+    /// The coordinator's worker endpoint, `tcp://HOST:7450` — or several, comma-separated
+    /// (`tcp://a:7450,tcp://b:7450`): the worker connects to each and works for the active one
+    /// (docs/coordinator.md, Standby coordinators).
     public var coordinatorEndpoint: String
     /// How many segments to encode at once.
     public var slots: Int
@@ -12,7 +14,8 @@ public struct WorkerConfiguration: Sendable {
     /// workers mount the spool at the same path. Nil: transfer mode (``WorkerStorage/transfer``),
     /// each segment's source excerpt and result go over the coordinator's data endpoint.
     public var spool: URL?
-    /// Transfer mode: the coordinator's data endpoint; nil: the coordinator's host, port 7452.
+    /// Transfer mode: the coordinator's data endpoint (one per coordinator, comma-separated, in the
+    /// same order); nil: each coordinator's host, port 7452.
     public var dataEndpoint: String?
     /// Transfer mode: where excerpts and results are kept while a segment runs; emptied at start
     /// and exit. Nil: a private directory under the system's temporary directory, removed at exit.
@@ -21,9 +24,15 @@ public struct WorkerConfiguration: Sendable {
     /// at once; an ASSIGN whose excerpt would not fit is refused (FAIL `scratch-full`, which
     /// spends no attempt). Nil: no limit but the disk's.
     public var scratchLimit: Int64?
-    /// The worker's own CURVE key pair and the coordinator's public key; nil without CURVE
-    /// (loopback or a trusted network only).
+    /// The worker's own CURVE key pair and the coordinator's public key (the coordinators' shared
+    /// key when there are several); nil without CURVE (loopback or a trusted network only).
     public var curve: (keys: CurveKeyPair, serverKey: CurvePublicKey)?
+    /// With several coordinators that do not share a key: each one's public key, in the order of
+    /// ``coordinatorEndpoint``'s list (empty: ``curve``'s for all).
+    public var coordinatorKeys: [CurvePublicKey] = []
+    /// How long the connection to the coordinator of the session may stay lost before the worker
+    /// looks for the active coordinator again.
+    public var reconnectGrace: Duration = .milliseconds(500)
     /// The name in HELLO and in logs (not an identity: the key is).
     public var name: String
     /// After SIGTERM, how long running segments may take before they are handed back (FAIL `drained`).
@@ -85,23 +94,39 @@ public struct WorkerConfiguration: Sendable {
         self.software = "splice"
     }
 
-    /// The data endpoint as used: ``dataEndpoint``, or the coordinator endpoint with port 7452.
-    var effectiveDataEndpoint: String {
-        if let dataEndpoint { return dataEndpoint }
-        guard let colon = coordinatorEndpoint.lastIndex(of: ":"),
-              coordinatorEndpoint[coordinatorEndpoint.index(after: colon)...].allSatisfy(\.isNumber) else {
-            return coordinatorEndpoint + ":7452"
+    /// The coordinators' worker endpoints, in order.
+    public var coordinatorEndpoints: [String] { Self.list(coordinatorEndpoint) }
+
+    /// The data endpoints as used, one per coordinator: ``dataEndpoint``'s list, or each
+    /// coordinator endpoint with port 7452.
+    var effectiveDataEndpoints: [String] {
+        if let dataEndpoint { return Self.list(dataEndpoint) }
+        return coordinatorEndpoints.map { coordinator in
+            guard let colon = coordinator.lastIndex(of: ":"),
+                  coordinator[coordinator.index(after: colon)...].allSatisfy(\.isNumber) else {
+                return coordinator + ":7452"
+            }
+            return coordinator[..<colon] + ":7452"
         }
-        return coordinatorEndpoint[..<colon] + ":7452"
     }
 
-    /// The DEALER's options: `immediate` so sends fail visibly while cut off; with CURVE, a fixed
-    /// routing id derived from the key so a restarted worker takes over its route at once
-    /// (ROUTER_HANDOVER); without keys, `connectionID`.
-    var wireOptions: WireOptions {
+    /// The data endpoint of the first coordinator (for logs).
+    var effectiveDataEndpoint: String { effectiveDataEndpoints.joined(separator: ",") }
+
+    /// `a, b,c` → `["a", "b", "c"]`.
+    static func list(_ text: String) -> [String] {
+        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    /// The DEALER's options towards coordinator `index`: `immediate` so sends fail visibly while
+    /// cut off; with CURVE, that coordinator's key and a fixed routing id derived from the worker's
+    /// key so a restarted worker takes over its route at once (ROUTER_HANDOVER); without keys,
+    /// `connectionID`.
+    func wireOptions(coordinator index: Int) -> WireOptions {
+        let serverKey = index < coordinatorKeys.count ? coordinatorKeys[index] : curve?.serverKey
         var options = WireOptions.dealer(
             routingID: RoutingID(curve.map { "w:" + $0.keys.publicKey.z85 } ?? connectionID),
-            curve: curve.map { .client(keys: $0.keys, serverKey: $0.serverKey) } ?? .none,
+            curve: curve.flatMap { curve in serverKey.map { .client(keys: curve.keys, serverKey: $0) } } ?? .none,
             immediate: true
         )
         options.reconnectInterval = reconnectInterval

@@ -32,7 +32,8 @@ public actor WorkerDaemon: Service {
     private let events: AsyncStream<WorkerEvent>
     private let eventSink: AsyncStream<WorkerEvent>.Continuation
     private var encodes: [LeaseToken: Task<Void, Never>] = [:]
-    private var endpoint: WorkerEndpoint?
+    /// One DEALER per coordinator, in the order of the configuration's list.
+    private var endpoints: [WorkerEndpoint] = []
     private var started = false
     /// The operators' figures (`--metrics-endpoint`).
     private nonisolated let figures: WorkerMetrics
@@ -45,9 +46,23 @@ public actor WorkerDaemon: Service {
             throw WorkerError(.invalidConfiguration, "slots must be at least 1 (got \(configuration.slots))")
         }
         guard !configuration.name.isEmpty else { throw WorkerError(.invalidConfiguration, "the worker name is empty") }
-        guard configuration.coordinatorEndpoint.contains("://") else {
-            throw WorkerError(.invalidConfiguration, "coordinator endpoint '\(configuration.coordinatorEndpoint)' "
+        let coordinators = configuration.coordinatorEndpoints
+        guard !coordinators.isEmpty else {
+            throw WorkerError(.invalidConfiguration, "no coordinator endpoint given; expected tcp://HOST:7450 "
+                              + "(or several, comma-separated)")
+        }
+        for endpoint in coordinators where !endpoint.contains("://") {
+            throw WorkerError(.invalidConfiguration, "coordinator endpoint '\(endpoint)' "
                               + "is not a ZeroMQ endpoint like tcp://HOST:7450")
+        }
+        guard configuration.coordinatorKeys.isEmpty || configuration.coordinatorKeys.count == coordinators.count else {
+            throw WorkerError(.invalidConfiguration, "\(configuration.coordinatorKeys.count) coordinator keys for "
+                              + "\(coordinators.count) coordinators: give one key they share, or one per coordinator "
+                              + "in the same order")
+        }
+        if configuration.spool == nil, configuration.effectiveDataEndpoints.count != coordinators.count {
+            throw WorkerError(.invalidConfiguration, "\(configuration.effectiveDataEndpoints.count) data endpoints "
+                              + "for \(coordinators.count) coordinators: give one per coordinator, in the same order")
         }
         guard configuration.drainTimeout >= .zero, configuration.tickInterval > .zero,
               configuration.helloInterval > .zero else {
@@ -80,7 +95,8 @@ public actor WorkerDaemon: Service {
             leaseSafetyMargin: configuration.leaseSafetyMargin, drainTimeout: configuration.drainTimeout,
             flushTimeout: configuration.flushTimeout, storage: configuration.spool == nil ? .transfer : nil,
             usableCores: configuration.usableCores.count, threadsPerSlot: threads.perSlot,
-            metricsEndpoint: metricsEndpoint)
+            metricsEndpoint: metricsEndpoint, coordinators: configuration.coordinatorEndpoints.count,
+            reconnectGrace: configuration.reconnectGrace)
     }
 
     /// Connects and works until a drain completes (returns) or the coordinator revokes this
@@ -95,14 +111,16 @@ public actor WorkerDaemon: Service {
         machine = WorkerStateMachine(configuration: Self.machineConfiguration(
             configuration, threads: threads, metricsEndpoint: operations?.address.description))
         let context: WireContext
-        let endpoint: WorkerEndpoint
+        var endpoints: [WorkerEndpoint] = []
         do {
             context = try WireContext()
             do {
-                endpoint = WorkerEndpoint(try await WireEndpoint.connect(
-                    configuration.coordinatorEndpoint, type: .dealer, context: context, options: configuration.wireOptions
-                ))
+                for (index, address) in configuration.coordinatorEndpoints.enumerated() {
+                    endpoints.append(WorkerEndpoint(try await WireEndpoint.connect(
+                        address, type: .dealer, context: context, options: configuration.wireOptions(coordinator: index))))
+                }
             } catch {
+                for endpoint in endpoints { await endpoint.close() }
                 await context.terminate()
                 throw error
             }
@@ -110,13 +128,13 @@ public actor WorkerDaemon: Service {
             await operations?.close()
             throw error
         }
-        self.endpoint = endpoint
-        figures.connected(endpoint.counters)
+        self.endpoints = endpoints
+        figures.connected(endpoints.map(\.counters))
         if spool == nil {
             do {
                 transfer = try await WorkerTransfer.start(configuration, context: context, logger: logger)
             } catch {
-                await endpoint.close()
+                for endpoint in endpoints { await endpoint.close() }
                 await context.terminate()
                 await operations?.close()
                 throw error
@@ -131,7 +149,11 @@ public actor WorkerDaemon: Service {
             "cgroup_cpu_limit": configuration.usableCores.cgroupLimit?.description ?? "none",
             "threads_per_slot": threads.perSlot,
         ])
-        let helpers = [receive(from: endpoint), tick(), watchConnection(endpoint.wire)]
+        var helpers = [tick()]
+        for (index, endpoint) in endpoints.enumerated() {
+            helpers += [receive(from: endpoint, index: index),
+                        watchConnection(endpoint.wire, index: index, address: configuration.coordinatorEndpoints[index])]
+        }
 
         await process(.start)
         for await event in events {
@@ -142,7 +164,7 @@ public actor WorkerDaemon: Service {
         for helper in helpers { helper.cancel() }
         for task in encodes.values { task.cancel() }
         for task in encodes.values { await task.value }
-        await endpoint.close()  // lingers briefly so a last DISCONNECT still leaves
+        for endpoint in endpoints { await endpoint.close() }  // lingers briefly so a last DISCONNECT still leaves
         await transfer?.close()
         await context.terminate()
         figures.registered.set(0)
@@ -202,14 +224,14 @@ public actor WorkerDaemon: Service {
 
     // MARK: - Event sources
 
-    private nonisolated func receive(from endpoint: WorkerEndpoint) -> Task<Void, Never> {
+    private nonisolated func receive(from endpoint: WorkerEndpoint, index: Int) -> Task<Void, Never> {
         Task.detached { [eventSink, logger, threads] in
             let dropLog = LogThrottle()
             while let received = await endpoint.receive() {
                 switch received {
                 case .message(let envelope, _):
                     if case .assign = envelope.message { threads.assignQueued() }
-                    eventSink.yield(.received(envelope.message))
+                    eventSink.yield(.received(envelope.message, from: index))
                 case .rejected(let rejection, _):
                     // Already counted by the endpoint; the session goes on. A line a second per reason.
                     if let suppressed = dropLog.admit(rejection.reason.rawValue) {
@@ -231,14 +253,18 @@ public actor WorkerDaemon: Service {
         }
     }
 
-    private nonisolated func watchConnection(_ wire: WireEndpoint) -> Task<Void, Never> {
-        Task.detached { [logger, coordinator = configuration.coordinatorEndpoint] in
+    private nonisolated func watchConnection(_ wire: WireEndpoint, index: Int, address coordinator: String)
+        -> Task<Void, Never>
+    {
+        Task.detached { [logger, eventSink] in
             for await event in wire.events {
                 switch event.kind {
                 case .handshakeSucceeded:
                     logger.info("connected to the coordinator", ["coordinator": coordinator])
+                    eventSink.yield(.connected(index))
                 case .disconnected:
                     logger.warning("lost the connection to the coordinator; reconnecting", ["coordinator": coordinator])
+                    eventSink.yield(.disconnected(index))
                 case .authenticationFailed(let status):
                     logger.error("the coordinator refused this worker's key", [
                         "coordinator": coordinator, "zap_status": status,
@@ -259,7 +285,7 @@ public actor WorkerDaemon: Service {
 
     private func process(_ event: WorkerEvent) async {
         if case .encodeFinished(let token, _) = event { encodes[token] = nil }
-        if case .received(.assign) = event { threads.assignHandled() }
+        if case .received(.assign, _) = event { threads.assignHandled() }
         for directive in machine.handle(event, at: .now) {
             await execute(directive)
         }
@@ -268,18 +294,22 @@ public actor WorkerDaemon: Service {
 
     private func execute(_ directive: WorkerDirective) async {
         switch directive {
-        case .send(let message):
-            guard let endpoint else { return }
+        case .send(let message, .coordinator(let index)):
+            guard endpoints.indices.contains(index) else { return }
             do {
-                try await endpoint.send(message)
+                try await endpoints[index].send(message)
             } catch {
                 logger.debug("send to the coordinator failed", [
                     "type": type(of: message.body).messageType, "error": error.code.rawValue,
+                    "coordinator": configuration.coordinatorEndpoints[index],
                 ])
                 await process(.sendFailed(message))
             }
+        case .send(let message, .everyCoordinator):
+            // HELLO while looking for the active coordinator: resent on its timer, failures or not.
+            for endpoint in endpoints { try? await endpoint.send(message) }
         case .startEncode(let assign):
-            start(assign)
+            start(assign, from: machine.coordinator ?? 0)
         case .abortEncode(let attempt, let reason):
             log(attempt).warning("segment aborted", ["reason": reason.rawValue])
             encodes[attempt.leaseToken]?.cancel()
@@ -301,7 +331,7 @@ public actor WorkerDaemon: Service {
         }
     }
 
-    private func start(_ assign: Assign) {
+    private func start(_ assign: Assign, from coordinator: Int) {
         let token = assign.attempt.leaseToken
         let storage: SegmentEncode.Storage
         if let spool {
@@ -314,11 +344,12 @@ public actor WorkerDaemon: Service {
         let transfer = self.transfer
         let logger = log(assign.attempt)
         let threads = self.threads
-        let encode = SegmentEncode(assign: assign, storage: storage) {
+        var encode = SegmentEncode(assign: assign, storage: storage) {
             let count = threads.forOpeningEncoder()
             logger.debug("segment encoder opening", ["codec_threads": count])
             return count
         }
+        encode.coordinator = coordinator
         logger.info("segment started", ["output": assign.outputPath])
         figures.started()
         threads.encodeStarted()
@@ -346,8 +377,16 @@ public actor WorkerDaemon: Service {
 
     private func log(_ notice: WorkerNotice) {
         switch notice {
-        case .registered(let session):
-            logger.info("registered with the coordinator", ["session": session, "slots": configuration.slots])
+        case .registered(let session, let index, let epoch):
+            logger.info("registered with the coordinator", [
+                "session": session, "slots": configuration.slots,
+                "coordinator": configuration.coordinatorEndpoints[index], "epoch": epoch.map(String.init) ?? "-",
+            ])
+        case .coordinatorLost(let after):
+            logger.info("the coordinator's connection stayed lost; looking for the active coordinator", ["after": after])
+        case .coordinatorStoodDown(let active):
+            logger.info("the coordinator is no longer the active one; looking for the active coordinator",
+                        ["active": active ?? "unknown"])
         case .coordinatorSilent(let silence):
             logger.warning("coordinator silent; saying HELLO again", ["silent": silence])
         case .disconnected(let reason, let detail):

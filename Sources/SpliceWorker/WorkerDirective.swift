@@ -2,8 +2,16 @@ package import SpliceWire
 
 /// What the worker's state machine asks its shell to do, in order.
 package enum WorkerDirective: Sendable, Hashable {
-    /// Send a message to the coordinator. If the send fails, report ``WorkerEvent/sendFailed(_:)``.
-    case send(WorkerMessage)
+    /// To whom a message goes.
+    package enum Recipient: Sendable, Hashable {
+        /// The coordinator at this index of the worker's list (the one the session is with).
+        case coordinator(Int)
+        /// Every coordinator the worker knows (HELLO while it looks for the active one).
+        case everyCoordinator
+    }
+
+    /// Send a message. If a send to one coordinator fails, report ``WorkerEvent/sendFailed(_:)``.
+    case send(WorkerMessage, to: Recipient)
     /// Start encoding this assignment into its `outputPath`; report progress and the outcome.
     case startEncode(Assign)
     /// Stop this attempt's encode now. Its outcome is still reported; the machine then asks for
@@ -43,8 +51,14 @@ package enum WorkerStopReason: String, Sendable, Hashable {
 
 /// Events of the session worth telling an operator about.
 package enum WorkerNotice: Sendable, Hashable {
-    /// WELCOME arrived: the session is registered.
-    case registered(session: String)
+    /// WELCOME arrived: the session is registered with coordinator `coordinator` (an index), at
+    /// `epoch` (nil: a coordinator that says none).
+    case registered(session: String, coordinator: Int, epoch: Int64?)
+    /// The connection to the session's coordinator stayed lost this long: looking again.
+    case coordinatorLost(after: Duration)
+    /// The session's coordinator is no longer the active one (STANDBY); `active` the active one's
+    /// worker endpoint, when it said.
+    case coordinatorStoodDown(active: String?)
     /// Nothing was heard from the coordinator for `heartbeatLiveness` intervals; saying HELLO again.
     case coordinatorSilent(after: Duration)
     /// The coordinator ended the session (DISCONNECT); saying HELLO again unless it was `revoked`.

@@ -9,8 +9,13 @@ package enum WorkerEvent: Sendable, Hashable {
     /// Time passed: resend HELLO, send PROGRESS and HEARTBEAT, resend results, check leases,
     /// check the coordinator's liveness and the drain. The shell ticks a few times per second.
     case tick
-    /// A well-formed message from the coordinator (rejected ones never reach the machine).
-    case received(CoordinatorMessage)
+    /// A well-formed message from coordinator `from` (its index in the worker's list; rejected
+    /// ones never reach the machine).
+    case received(CoordinatorMessage, from: Int = 0)
+    /// The connection to coordinator `index` is up: its handshake completed (again).
+    case connected(Int)
+    /// The connection to coordinator `index` was lost (libzmq reconnects on its own).
+    case disconnected(Int)
     /// A send the machine asked for failed before leaving this process (no connection with
     /// `immediate` on, queue full, socket closed), so no ACK can ever answer it.
     case sendFailed(WorkerMessage)

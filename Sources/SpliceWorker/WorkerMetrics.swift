@@ -25,8 +25,8 @@ final class WorkerMetrics: Sendable {
     let registered = Gauge("splice_worker_registered",
                            help: "1 while a coordinator has welcomed this worker (WELCOME received), else 0.")
 
-    /// The connection to the coordinator, once made: its messages received and dropped by reason.
-    private let endpoint = Mutex<WireCounters?>(nil)
+    /// The connections to the coordinators, once made: their messages received and dropped by reason.
+    private let endpoints = Mutex<[WireCounters]>([])
 
     init(slots: Int, usableCores: Int, threadsPerSlot: Int) {
         self.slots.set(Double(slots))
@@ -36,14 +36,19 @@ final class WorkerMetrics: Sendable {
 
     var sources: [any MetricSource] {
         let messages = EndpointMessages { [self] in
-            endpoint.withLock { $0 }.map { [("coordinator", $0.snapshot())] } ?? []
+            let all = endpoints.withLock { $0 }
+            // One coordinator: `coordinator`; several (`--coordinator a,b`): `coordinator-0`, `coordinator-1`…
+            return all.enumerated().map { index, counters in
+                (all.count == 1 ? "coordinator" : "coordinator-\(index)", counters.snapshot())
+            }
         }
         return [slots, usableCores, threadsPerSlot, busySlots, segments, frames, encodeSeconds, registered, messages]
     }
 
-    /// The worker connected: its endpoint's counters are served from now on.
-    func connected(_ counters: WireCounters) {
-        endpoint.withLock { $0 = counters }
+    /// The worker connected: its endpoints' counters (one per coordinator, in `--coordinator`
+    /// order) are served from now on.
+    func connected(_ counters: [WireCounters]) {
+        endpoints.withLock { $0 = counters }
     }
 
     /// An encode started.

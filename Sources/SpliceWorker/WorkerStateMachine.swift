@@ -6,9 +6,16 @@ package import SpliceWire
 /// caller passes the time of every event on its monotonic clock. ``WorkerDaemon`` is the shell that
 /// carries the directives out. See docs/protocol.md and docs/worker.md.
 ///
-/// Session: `idle` → (start) `connecting`, HELLO sent and resent every heartbeat interval →
-/// (WELCOME) `registered` → back to `connecting` when the coordinator is silent for
-/// `heartbeatLiveness` intervals or sends DISCONNECT (other than `revoked`, which stops the worker).
+/// Session: `idle` → (start) `connecting`, HELLO sent to every coordinator it knows and resent
+/// every HELLO interval → (WELCOME) `registered` with the coordinator that welcomed it → back to
+/// `connecting` when that coordinator is silent for `heartbeatLiveness` intervals, its connection
+/// stays lost for `reconnectGrace`, or it sends DISCONNECT (other than `revoked`, which stops the
+/// worker) or STANDBY. With several coordinators (docs/coordinator.md, Standby coordinators) only
+/// the active one welcomes; the worker follows the highest epoch it hears of: a WELCOME of a
+/// higher epoch from another coordinator moves the session there, an ACTIVE of a higher epoch (or
+/// a coordinator whose connection just came up) gets a HELLO, and a STANDBY of a higher epoch says
+/// its coordinator was deposed. ASSIGN, CANCEL, HEARTBEAT and DISCONNECT count only from the
+/// coordinator the session is with; an ACK counts from any (it is sent only after a commit).
 /// Results (COMPLETE/FAIL) are held until an ACK for their attempt arrives, whatever the session
 /// does: resent every progress interval while registered and listed in every HELLO.
 ///
@@ -41,12 +48,20 @@ package struct WorkerStateMachine: Sendable {
         package var usableCores: Int?
         package var threadsPerSlot: Int?
         package var metricsEndpoint: String?
+        /// How many coordinators the worker knows (`--coordinator A,B,…`).
+        package var coordinators: Int
+        /// How long the connection to the coordinator of the session may stay lost before the
+        /// worker looks for the active coordinator again (a restart or a take-over; libzmq
+        /// reconnects on its own after a blip).
+        package var reconnectGrace: Duration
 
         package init(workerName: String, slots: Int, encoders: [String] = [], software: String = "",
                      helloInterval: Duration = .seconds(1), leaseSafetyMargin: Duration = .seconds(5),
                      drainTimeout: Duration = .seconds(300), flushTimeout: Duration = .seconds(10),
                      storage: WorkerStorage? = nil, usableCores: Int? = nil, threadsPerSlot: Int? = nil,
-                     metricsEndpoint: String? = nil) {
+                     metricsEndpoint: String? = nil, coordinators: Int = 1, reconnectGrace: Duration = .milliseconds(500)) {
+            self.coordinators = max(1, coordinators)
+            self.reconnectGrace = reconnectGrace
             self.workerName = workerName
             self.slots = slots
             self.encoders = encoders
@@ -108,6 +123,12 @@ package struct WorkerStateMachine: Sendable {
 
     package let configuration: Configuration
     package private(set) var session: Session = .idle
+    /// The coordinator the session is with (its index in the list), while registered.
+    package private(set) var coordinator: Int?
+    /// The leadership epoch that coordinator welcomed under (0 for one that says none).
+    package private(set) var epoch: Int64 = 0
+    /// When the connection to the session's coordinator was lost, while it is.
+    private var connectionLostAt: Instant?
     /// The coordinator's heartbeat interval (from WELCOME; before that, the HELLO interval).
     package private(set) var heartbeatInterval: Duration
     package private(set) var heartbeatLiveness = 3
@@ -160,7 +181,8 @@ package struct WorkerStateMachine: Sendable {
             finished: held.compactMap { if case .complete(let body) = $0.message { body } else { nil } },
             failed: held.compactMap { if case .fail(let body) = $0.message { body } else { nil } },
             software: configuration.software, storage: configuration.storage, usableCores: configuration.usableCores,
-            threadsPerSlot: configuration.threadsPerSlot, metricsEndpoint: configuration.metricsEndpoint
+            threadsPerSlot: configuration.threadsPerSlot, metricsEndpoint: configuration.metricsEndpoint,
+            standbyAware: true
         )
     }
 
@@ -180,8 +202,12 @@ package struct WorkerStateMachine: Sendable {
             reconnect(now: now, &out)
         case .tick:
             tick(now: now, &out)
-        case .received(let message):
-            receive(message, now: now, &out)
+        case .received(let message, let from):
+            receive(message, from: from, now: now, &out)
+        case .connected(let index):
+            connected(index, now: now, &out)
+        case .disconnected(let index):
+            if index == coordinator, isRegistered { connectionLostAt = connectionLostAt ?? now }
         case .sendFailed(let message):
             sendFailed(message)
         case .encodeProgress(let token, let fraction, let frames):
@@ -204,14 +230,17 @@ package struct WorkerStateMachine: Sendable {
         return false
     }
 
+    /// Sends to the coordinator of the session (to every one while there is none: only HELLO).
     private mutating func send(_ message: WorkerMessage, now: Instant, _ out: inout [WorkerDirective]) {
         lastSent = now
-        out.append(.send(message))
+        out.append(.send(message, to: coordinator.map(WorkerDirective.Recipient.coordinator) ?? .everyCoordinator))
     }
 
-    /// Back to `connecting`: HELLO now, with everything held.
+    /// Back to `connecting`: HELLO now to every coordinator, with everything held.
     private mutating func reconnect(now: Instant, _ out: inout [WorkerDirective]) {
         session = .connecting
+        coordinator = nil
+        connectionLostAt = nil
         sendHello(now: now, &out)
     }
 
@@ -221,16 +250,39 @@ package struct WorkerStateMachine: Sendable {
         send(.hello(hello), now: now, &out)
     }
 
+    /// HELLO to one coordinator only (it just came up, or says it is active now).
+    private mutating func sendHello(to index: Int, now: Instant, _ out: inout [WorkerDirective]) {
+        out.append(.send(.hello(hello), to: .coordinator(index)))
+    }
+
+    /// The connection to coordinator `index` is up (again).
+    private mutating func connected(_ index: Int, now: Instant, _ out: inout [WorkerDirective]) {
+        if index == coordinator {
+            connectionLostAt = nil
+            return
+        }
+        // A coordinator appeared: say HELLO to it. A standby answers STANDBY and remembers this
+        // worker (to tell it ACTIVE when it takes over); an active one of a higher epoch welcomes it.
+        guard session == .connecting || isRegistered else { return }
+        sendHello(to: index, now: now, &out)
+    }
+
     private mutating func tick(now: Instant, _ out: inout [WorkerDirective]) {
         expireLeases(now: now, &out)
         handBackIfDrainTimedOut(now: now, &out)
         switch session {
         case .connecting:
-            if lastHello.map({ now - $0 >= heartbeatInterval }) ?? true { sendHello(now: now, &out) }
+            let interval = min(configuration.helloInterval, heartbeatInterval)
+            if lastHello.map({ now - $0 >= interval }) ?? true { sendHello(now: now, &out) }
         case .registered:
             let silence = heartbeatInterval * heartbeatLiveness
             if let heard = lastHeard, now - heard >= silence {
                 out.append(.notice(.coordinatorSilent(after: now - heard)))
+                reconnect(now: now, &out)
+                return
+            }
+            if let lost = connectionLostAt, now - lost >= configuration.reconnectGrace {
+                out.append(.notice(.coordinatorLost(after: now - lost)))
                 reconnect(now: now, &out)
                 return
             }
@@ -244,17 +296,21 @@ package struct WorkerStateMachine: Sendable {
         }
     }
 
-    private mutating func receive(_ message: CoordinatorMessage, now: Instant, _ out: inout [WorkerDirective]) {
+    private mutating func receive(_ message: CoordinatorMessage, from index: Int, now: Instant,
+                                  _ out: inout [WorkerDirective]) {
         guard session != .idle else { return }
+        guard index == coordinator else {
+            receive(message, fromOther: index, now: now, &out)
+            return
+        }
         lastHeard = now
         switch message {
         case .welcome(let welcome):
-            heartbeatInterval = .milliseconds(max(1, welcome.heartbeatIntervalMilliseconds))
-            heartbeatLiveness = max(1, welcome.heartbeatLiveness)
-            if session != .registered(session: welcome.session) {
-                session = .registered(session: welcome.session)
-                out.append(.notice(.registered(session: welcome.session)))
-            }
+            welcomed(welcome, by: index, now: now, &out)
+        case .standby(let standby):
+            // The coordinator of the session is no longer the active one.
+            out.append(.notice(.coordinatorStoodDown(active: standby.active)))
+            reconnect(now: now, &out)
         case .assign(let assign):
             onAssign(assign, now: now, &out)
         case .cancel(let cancel):
@@ -263,17 +319,73 @@ package struct WorkerStateMachine: Sendable {
             abort(cancel.attempt.leaseToken, because: .cancelled, &out)
         case .ack(let ack):
             onAck(ack, &out)
-        case .heartbeat:
+        case .heartbeat, .active:
             break
         case .disconnect(let disconnect):
-            out.append(.notice(.disconnected(disconnect.reason, detail: disconnect.detail)))
-            if disconnect.reason == .revoked {
-                for token in attempts.keys { abort(token, because: .revoked, &out) }
-                session = .stopped(.revoked)
-                out.append(.stop(.revoked))
-            } else {
-                reconnect(now: now, &out)
-            }
+            onDisconnect(disconnect, now: now, &out)
+        }
+    }
+
+    /// DISCONNECT: `revoked` stops the worker; anything else sends it looking again.
+    private mutating func onDisconnect(_ disconnect: Disconnect, now: Instant, _ out: inout [WorkerDirective]) {
+        out.append(.notice(.disconnected(disconnect.reason, detail: disconnect.detail)))
+        if disconnect.reason == .revoked {
+            for token in attempts.keys { abort(token, because: .revoked, &out) }
+            session = .stopped(.revoked)
+            coordinator = nil
+            out.append(.stop(.revoked))
+        } else {
+            reconnect(now: now, &out)
+        }
+    }
+
+    /// A message from a coordinator the session is not with (while connecting: from any).
+    private mutating func receive(_ message: CoordinatorMessage, fromOther index: Int, now: Instant,
+                                  _ out: inout [WorkerDirective]) {
+        switch message {
+        case .welcome(let welcome):
+            // The first WELCOME while connecting; else a coordinator of a higher epoch took over.
+            guard session == .connecting || (welcome.epoch ?? 0) > epoch else { return }
+            lastHeard = now
+            welcomed(welcome, by: index, now: now, &out)
+        case .active(let active):
+            guard session == .connecting || active.epoch > epoch else { return }
+            sendHello(to: index, now: now, &out)
+        case .standby(let standby):
+            // A standby's answer to a HELLO; when it knows of a higher epoch than the session's,
+            // the coordinator of the session was deposed.
+            guard isRegistered, let known = standby.epoch, known > epoch else { return }
+            out.append(.notice(.coordinatorStoodDown(active: standby.active)))
+            reconnect(now: now, &out)
+        case .ack(let ack):
+            // Sent only after a commit, whoever sends it: true of the result or the lease.
+            onAck(ack, &out)
+        case .disconnect(let disconnect) where session == .connecting:
+            // The answer to a HELLO (a refused key: `revoked`), from whichever coordinator is active.
+            onDisconnect(disconnect, now: now, &out)
+        case .assign(let assign) where session == .connecting:
+            onAssign(assign, now: now, &out)  // refused: not registered
+        case .assign(let assign):
+            // From a coordinator of a lower epoch (a deposed one that sent what it had claimed):
+            // refused, and the refusal goes to the active one, which hands the segment back at once.
+            refuseForeign(assign, now: now, &out)
+        case .cancel, .heartbeat, .disconnect:
+            break  // only from the coordinator of the session
+        }
+    }
+
+    /// Registered with coordinator `index` (welcomed again, or anew).
+    private mutating func welcomed(_ welcome: Welcome, by index: Int, now: Instant, _ out: inout [WorkerDirective]) {
+        heartbeatInterval = .milliseconds(max(1, welcome.heartbeatIntervalMilliseconds))
+        heartbeatLiveness = max(1, welcome.heartbeatLiveness)
+        let moved = coordinator != index
+        coordinator = index
+        epoch = welcome.epoch ?? 0
+        connectionLostAt = nil
+        if session != .registered(session: welcome.session) || moved {
+            session = .registered(session: welcome.session)
+            out.append(.notice(.registered(session: welcome.session, coordinator: index, epoch: welcome.epoch)))
+            // Results held are listed in the HELLO this WELCOME answers; resend them at the next tick.
         }
     }
 
@@ -307,6 +419,19 @@ package struct WorkerStateMachine: Sendable {
                                   deadline: now + lease, lastExtensionSent: now)
         out.append(.startEncode(assign))
         sendExtension(token, .accept(Accept(attempt: assign.attempt)), now: now, &out)
+    }
+
+    /// An ASSIGN from a coordinator the session is not with: FAIL `not-registered`, held and sent
+    /// to the coordinator of the session (any active coordinator commits it, fenced by its token).
+    private mutating func refuseForeign(_ assign: Assign, now: Instant, _ out: inout [WorkerDirective]) {
+        let token = assign.attempt.leaseToken
+        guard attempts[token] == nil, results[token] == nil else { return }
+        out.append(.notice(.refused(assign.attempt, code: .notRegistered)))
+        let fail = Fail(attempt: assign.attempt, code: .notRegistered,
+                        reason: "worker \(configuration.workerName) is not registered with the coordinator that sent "
+                            + "this ASSIGN (it follows a coordinator of a higher epoch)", retryable: true)
+        hold(.fail(fail), attempt: assign.attempt,
+             resendInterval: .milliseconds(max(1, assign.progressIntervalMilliseconds)), now: now, &out)
     }
 
     /// Why an ASSIGN cannot be taken, as a FAIL's code, reason and retryability; nil to take it.

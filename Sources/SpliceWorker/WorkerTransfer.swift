@@ -7,43 +7,60 @@ internal import Synchronization
 import SpliceDaemon
 
 /// A transfer-mode worker's side of the data endpoint: its scratch directory, emptied at start
-/// and at exit, and the ``TransferPort`` on a DEALER to the coordinator's data endpoint through
-/// which it fetches each ASSIGN's source excerpt (`x-<lease token>`) and offers its result
-/// (`r-<lease token>`) for the coordinator to fetch.
+/// and at exit, and a ``TransferPort`` on a DEALER to each coordinator's data endpoint (one per
+/// coordinator it knows, in the same order) through which it fetches each ASSIGN's source excerpt
+/// (`x-<lease token>`) from the coordinator that sent the ASSIGN, and offers its result
+/// (`r-<lease token>`) for whichever coordinator commits it to fetch (after a take-over, the new
+/// active one).
 final class WorkerTransfer: Sendable {
     let scratch: URL
-    let port: TransferPort
-    private let endpoint: DataEndpoint
+    private let ports: [TransferPort]
+    private let endpoints: [DataEndpoint]
     /// A scratch directory this process made (removed at exit) rather than one it was given (emptied).
     private let ownsScratch: Bool
-    private let pump: Task<Void, Never>
+    private let pumps: [Task<Void, Never>]
     /// `--scratch-limit`, and the bytes each running attempt has reserved against it.
     private let limit: Int64?
     private let reserved = Mutex<[LeaseToken: Int64]>([:])
 
-    private init(scratch: URL, ownsScratch: Bool, endpoint: DataEndpoint, port: TransferPort, limit: Int64?) {
+    private init(scratch: URL, ownsScratch: Bool, endpoints: [DataEndpoint], ports: [TransferPort], limit: Int64?) {
         self.limit = limit
         self.scratch = scratch
         self.ownsScratch = ownsScratch
-        self.endpoint = endpoint
-        self.port = port
-        pump = Task.detached { await port.run() }
+        self.endpoints = endpoints
+        self.ports = ports
+        pumps = ports.map { port in Task.detached { await port.run() } }
     }
 
-    /// Prepares the scratch directory and connects to the data endpoint.
+    /// Prepares the scratch directory and connects to every coordinator's data endpoint.
     static func start(_ configuration: WorkerConfiguration, context: WireContext, logger: Logger) async throws
         -> WorkerTransfer
     {
         let (scratch, owned) = try prepareScratch(configuration.scratch)
+        var endpoints: [DataEndpoint] = []
         do {
-            let endpoint = DataEndpoint(try await WireEndpoint.connect(
-                configuration.effectiveDataEndpoint, type: .dealer, context: context, options: configuration.wireOptions))
-            return WorkerTransfer(scratch: scratch, ownsScratch: owned, endpoint: endpoint,
-                                  port: TransferPort(endpoint: endpoint, logger: logger), limit: configuration.scratchLimit)
+            for (index, address) in configuration.effectiveDataEndpoints.enumerated() {
+                endpoints.append(DataEndpoint(try await WireEndpoint.connect(
+                    address, type: .dealer, context: context, options: configuration.wireOptions(coordinator: index))))
+            }
+            return WorkerTransfer(scratch: scratch, ownsScratch: owned, endpoints: endpoints,
+                                  ports: endpoints.map { TransferPort(endpoint: $0, logger: logger) },
+                                  limit: configuration.scratchLimit)
         } catch {
+            for endpoint in endpoints { await endpoint.close(linger: .zero) }
             empty(scratch, remove: owned)
             throw error
         }
+    }
+
+    /// The port on coordinator `index`'s data endpoint (the one whose ASSIGN names the excerpt).
+    func port(_ index: Int) -> TransferPort {
+        ports[min(max(0, index), ports.count - 1)]
+    }
+
+    /// Offers a result on every coordinator's data endpoint: the one that commits it fetches it.
+    func offer(_ file: TransferFileID, path: String) async {
+        for port in ports { await port.offer(file, path: path) }
     }
 
     /// `x-<token>` (the excerpt) or `r-<token>` (the result), the file's id on the data endpoint.
@@ -76,15 +93,15 @@ final class WorkerTransfer: Sendable {
         _ = reserved.withLock { $0.removeValue(forKey: token) }
         for kind in ["x", "r"] as [Character] {
             let file = Self.fileID(kind, token)
-            await port.withdraw(file)
+            for port in ports { await port.withdraw(file) }
             unlink(path(of: file).path)
         }
     }
 
     /// Closes the endpoint and empties (or removes) the scratch directory.
     func close() async {
-        pump.cancel()
-        await endpoint.close(linger: .zero)
+        for pump in pumps { pump.cancel() }
+        for endpoint in endpoints { await endpoint.close(linger: .zero) }
         Self.empty(scratch, remove: ownsScratch)
     }
 

@@ -18,7 +18,11 @@ import SpliceHTTP
 /// the number of workers (docs/coordinator.md, Dispatch at farm scale).
 ///
 ///     splice-bench cluster [--workers 1,16,256,1024] [--slots 1] [--segments 10000] [--jobs 8] [--fast] [--statements]
-///                          [--streams 500]
+///                          [--standby] [--streams 500]
+///
+/// `--standby` runs a second coordinator on the same database beside the first, standing by (it
+/// reads the leadership row every 250 ms and answers nothing for the workers): what a standby
+/// costs the active one's dispatch (docs/coordinator.md, Standby coordinators).
 ///
 /// `--streams N` serves the HTTP API too and holds N of its Server-Sent Event streams open on the
 /// jobs while the segments are dispatched (docs/api.md: streams must not slow dispatch).
@@ -35,6 +39,8 @@ enum ClusterBenchmark {
         var fast = false
         /// Print the statements Postgres spent its time on (pg_stat_statements).
         var statements = false
+        /// A standby coordinator beside the active one.
+        var standby = false
         /// HTTP API event streams held open during each run.
         var streams = 0
 
@@ -64,6 +70,7 @@ enum ClusterBenchmark {
                 case "--jobs": jobs = try number()
                 case "--fast": fast = true
                 case "--statements": statements = true
+                case "--standby": standby = true
                 case "--streams": streams = try number()
                 default: throw ClusterBenchmarkError("unknown option \(argument)")
                 }
@@ -86,7 +93,8 @@ enum ClusterBenchmark {
             let clip = try makeClip(seconds: perJob, in: directory)
             print("""
                 splice-bench cluster: \(options.segments) segments per run (\(options.jobs) jobs × \(perJob)), \
-                \(options.slots) slots per fake worker\(options.streams > 0 ? ", \(options.streams) HTTP event streams open" : "")
+                \(options.slots) slots per fake worker\(options.standby ? ", a standby coordinator beside the active one" : "")\
+                \(options.streams > 0 ? ", \(options.streams) HTTP event streams open" : "")
                   durability: \(options.fast ? "fsync off (--fast)" : "full (fsync on every commit)")
                 """)
             for (run, workers) in options.workers.enumerated() {
@@ -97,7 +105,7 @@ enum ClusterBenchmark {
                 let result = try await measure(
                     database: database, clip: clip, jobs: options.jobs, segmentsPerJob: perJob, workers: workers,
                     slots: options.slots, scratch: URL(fileURLWithPath: directory).appendingPathComponent("run-\(run)"),
-                    server: server.dataDirectory, streams: options.streams)
+                    server: server.dataDirectory, standby: options.standby, streams: options.streams)
                 print(result)
                 if options.statements { try await printStatements(inspector) }
                 await inspector.close()
@@ -123,15 +131,26 @@ enum ClusterBenchmark {
 
     private static func measure(
         database: ConnectionConfiguration, clip: String, jobs: Int, segmentsPerJob: Int, workers: Int, slots: Int,
-        scratch: URL, server: String, streams: Int
+        scratch: URL, server: String, standby: Bool, streams: Int
     ) async throws -> String {
         var configuration = CoordinatorConfiguration(
             database: .server(database), spool: scratch.appendingPathComponent("spool"),
-            workersEndpoint: "tcp://127.0.0.1:*", apiEndpoint: "tcp://127.0.0.1:*", pollInterval: .milliseconds(100), logger: logger)
+            workersEndpoint: "tcp://127.0.0.1:*", apiEndpoint: "tcp://127.0.0.1:*", pollInterval: .milliseconds(100),
+            logger: logger)
         if streams > 0 { configuration.httpEndpoint = HTTPAddress(parsing: "127.0.0.1:0") }
         let coordinator = Coordinator(configuration: configuration)
         let running = Task { try await coordinator.run() }
         let endpoints = try await coordinator.ready()
+        // Started second, so it stands by.
+        var second: (coordinator: Coordinator, running: Task<Void, any Error>)?
+        if standby {
+            var standbyConfiguration = configuration
+            standbyConfiguration.name = "standby"
+            standbyConfiguration.metricsEndpoint = nil
+            let standby = Coordinator(configuration: standbyConfiguration)
+            second = (standby, Task { try await standby.run() })
+            _ = try await standby.ready()
+        }
         let context = try WireContext(ioThreads: 2)
 
         // Submit and wait until every job is planned, before any worker is there to take segments.
@@ -193,6 +212,10 @@ enum ClusterBenchmark {
             + "\n      CPU per segment: coordinator \(perSegment(cpu - fakesCPU)) µs, "
             + "fake workers \(perSegment(fakesCPU)) µs, PostgreSQL \(perSegment(serverCPU)) µs"
         await fakes.stop()
+        if let second {
+            await second.coordinator.shutdown()
+            try await second.running.value
+        }
         await coordinator.shutdown()
         try await running.value
         await context.terminate()

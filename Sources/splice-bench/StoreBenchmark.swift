@@ -74,7 +74,16 @@ enum StoreBenchmark {
     private static func measure(server: EmbeddedPostgres, options: Options) async throws {
         let database = try await server.createDatabase("bench")
         try await Migrator(configuration: database).migrate()
-        let repository = JobRepository(client: PostgresClient(configuration: database,
+        // Written as the active coordinator writes: under the epoch it holds, through the fence.
+        let epoch = try await PostgresConnection.withConnection(database) { connection in
+            let lease = LeaderLease(candidate: .init(name: "splice-bench"), duration: .seconds(3600))
+            guard case .acquired(let epoch, _, _, _) = try await lease.acquire(on: connection) else {
+                throw StoreError(.fenced, "the bench database's leadership is held", isRetryable: false)
+            }
+            try await lease.fence(epoch: epoch, on: connection)
+            return epoch
+        }
+        let repository = JobRepository(client: PostgresClient(configuration: database.fenced(epoch: epoch),
                                                               maxConnections: options.connections))
         let perJob = options.segments / options.jobs
         for job in 0..<options.jobs {

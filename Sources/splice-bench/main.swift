@@ -6,6 +6,7 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 let usage = "usage: splice-bench export [runs] | transcode [runs] | store [options] | cluster [options] | codec [iterations]"
     + " | ratecontrol [--codec C]… | ladder [runs] [--seconds N] [--preset NAME] | transfer [options] | transfer --cluster [--runs N]"
     + " | s3 [--megabytes N] [--runs N] | s3 --cluster [--runs N] [--seconds N] [--preset NAME] | http [--jobs N] [--seconds N] [--connections N] [--streams N] | quality [--part target|verify|cluster]… [--target ssim:X] [--runs N] [--seconds N]"
+    + " | failover [--kills N] [--leader-lease-seconds S] [--workers N]"
 do {
     switch arguments.first {
     case "export": try ExportBenchmark.run(arguments: Array(arguments.dropFirst()))
@@ -19,6 +20,7 @@ do {
     case "s3": try await ObjectStoreBenchmark.run(Array(arguments.dropFirst()))
     case "http": try await HTTPBenchmark.run(Array(arguments.dropFirst()))
     case "quality": try QualityBenchmark.run(Array(arguments.dropFirst()))
+    case "failover": try await FailoverBenchmark.run(Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data((usage + "\n").utf8))
         exit(64)

@@ -18,12 +18,15 @@ struct APICluster {
     /// The coordinator's webhook secret (`--webhook-secret`).
     static let secret = "the-coordinators-own-webhook-secret"
 
-    static func start(workers: Int = 1, flags: [String] = []) async throws -> APICluster {
+    /// With `standbys`, that many more coordinators on the database, each serving the HTTP API on
+    /// a port of its own (``httpAddress(in:)`` of its log); `api` is the first one's, the active one.
+    static func start(workers: Int = 1, flags: [String] = [], standbys: Int = 0) async throws -> APICluster {
         let secretFile = Fixtures.temporaryDirectory("secret").appendingPathComponent("webhook.secret")
         try Data((secret + "\n").utf8).write(to: secretFile)
         let cluster = try await LocalCluster.start(
             workers: workers, leaseSeconds: 30,
-            coordinatorFlags: ["--http-endpoint", "127.0.0.1:0", "--webhook-secret", secretFile.path] + flags)
+            coordinatorFlags: ["--http-endpoint", "127.0.0.1:0", "--webhook-secret", secretFile.path] + flags,
+            standbys: standbys)
         guard let address = Self.httpAddress(in: cluster.coordinator.output) else {
             throw TestFailure("the coordinator logged no `http api ready`\n\(cluster.logs)")
         }

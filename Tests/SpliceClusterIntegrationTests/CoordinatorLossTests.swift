@@ -16,6 +16,8 @@ struct CoordinatorLossTests {
         configuration.sessions = CoordinatorPolicy(
             heartbeatInterval: .milliseconds(250), heartbeatLiveness: 20, leaseDuration: .seconds(60),
             forgetAfter: .seconds(90))
+        // One of these is crashed and replaced: its successor waits out this lease.
+        configuration.leadership = CoordinatorUnderTest.crashLease
     }
 
     @Test("a worker whose connection dies loses its lease at once: the segment runs elsewhere within seconds")

@@ -73,7 +73,7 @@ struct CoordinatorRestartTests {
     @Test("an in-process coordinator stopped abruptly: its successor resumes dispatch of the planned job")
     func crashedInProcess() async throws {
         let source = try await TestMedia.clip(seconds: 2)
-        let first = try await CoordinatorUnderTest.start()
+        let first = try await CoordinatorUnderTest.start { $0.leadership = CoordinatorUnderTest.crashLease }
         let context = try WireContext()
         let client = try await TestClient.connect(to: first.endpoints.api, context: context)
         let output = Fixtures.temporaryDirectory("out").appendingPathComponent("crashed.mp4").path
@@ -83,7 +83,9 @@ struct CoordinatorRestartTests {
         await client.close()
 
         // Nothing but the database and the spool carries over.
-        let second = try await CoordinatorUnderTest.start(database: first.database, spool: first.spool)
+        let second = try await CoordinatorUnderTest.start(database: first.database, spool: first.spool) {
+            $0.leadership = CoordinatorUnderTest.crashLease
+        }
         let worker = try await ScriptedWorker.connect(to: second.endpoints.workers, context: context)
         #expect(try await worker.hello(slots: 2) != nil)
         for _ in 0..<2 {

@@ -43,9 +43,15 @@ struct CoordinatorUnderTest: Sendable {
     /// 100 ms. Leases (30 s), liveness (5 s) and the time a worker has to accept an assignment
     /// (30 s; the default follows liveness) are long, because the whole suite runs at once on two
     /// cores and a test may stall for seconds (a clean-clone run took assignments back after 5 s
-    /// from scripted workers that had them); tests about expiry set their own.
+    /// from scripted workers that had them); tests about expiry set their own. The leadership
+    /// lease is 20 s for the same reason: these coordinators share the test process's cooperative
+    /// pool with hundreds of tests, some of which hold its two threads, and a renewal due after
+    /// 2.7 s was seen to run after 5.6 s — an 8 s lease's step-down point. A coordinator that steps
+    /// down and takes over again is a fault the failover tests cause on purpose (with their own
+    /// lease), not one to meet by chance. Tests that crash a coordinator and start its successor on
+    /// the same database give a short lease (``crashLease``): the successor waits it out.
     static func configuration(database: ConnectionConfiguration, spool: URL) -> CoordinatorConfiguration {
-        CoordinatorConfiguration(
+        var configuration = CoordinatorConfiguration(
             database: .server(database), spool: spool, workersEndpoint: loopback, apiEndpoint: loopback,
             maxAttempts: 5,
             sessions: CoordinatorPolicy(
@@ -54,7 +60,14 @@ struct CoordinatorUnderTest: Sendable {
             segmentRetryBackoff: Backoff(base: .milliseconds(100), cap: .seconds(1)), pollInterval: .milliseconds(200),
             reapInterval: .milliseconds(200), janitorInterval: .milliseconds(500), databaseConnections: 4,
             logger: testLogger)
+        configuration.leadership = LeadershipPolicy(lease: .seconds(20))
+        return configuration
     }
+
+    /// The leadership of coordinators a test crashes (``crash()``) and replaces on the same
+    /// database: the successor stands by until the crashed one's lease runs out, as it would after
+    /// a real crash, so it is kept short.
+    static let crashLease = LeadershipPolicy(lease: .seconds(8))
 
     /// Starts a coordinator on a new database (or `database`), changed by `configure`.
     static func start(

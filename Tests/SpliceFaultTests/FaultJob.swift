@@ -13,7 +13,7 @@ struct FaultJob: Sendable {
     static func submit(to cluster: LocalCluster, output: String, input: String? = nil) async throws -> FaultJob {
         let input = if let input { input } else { try await FaultMedia.source() }
         let started = ContinuousClock.now
-        let process = try SpliceProcess(["submit", input, output, "--wait", "--coordinator", cluster.coordinator.api]
+        let process = try SpliceProcess(["submit", input, output, "--wait", "--coordinator", cluster.apiEndpoints]
                                         + FaultMedia.flags())
         return FaultJob(process: process, output: output, started: started)
     }

@@ -124,7 +124,7 @@ private final class Acknowledged: Sendable {
 
     @Test func storeRidesOutAServerCrashAndLosesNoCommittedWrite() async throws {
         let server = try await TestPostgres.makePrivateServer()
-        let database = try await server.createDatabase("crash")
+        let database = try await server.createDatabase("crash").unfenced()
         try await Migrator(configuration: database).migrate()
         let repository = JobRepository(client: PostgresClient(configuration: database, maxConnections: 4))
 

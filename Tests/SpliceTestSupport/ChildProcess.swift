@@ -124,7 +124,10 @@ public final class ChildCoordinator: Sendable {
         self.data = data
     }
 
-    /// Starts `splice coordinator` and waits (up to 30 s) for its `coordinator ready` line.
+    /// Starts `splice coordinator` and waits (up to 30 s) for its `coordinator ready` line. Its
+    /// leadership lease is 8 s unless `extra` or `environment` say otherwise: the whole suite runs
+    /// at once on two cores, where a renewal may wait on the database longer than the default
+    /// lease's step-down margin (the failover tests give `--leader-lease-seconds` themselves).
     public static func start(
         database: ConnectionConfiguration, spool: URL, workers: String = loopback, api: String = loopback,
         data: String = loopback, extra: [String] = [], environment: [String: String] = [:]
@@ -133,7 +136,8 @@ public final class ChildCoordinator: Sendable {
             ["coordinator", "--database", database.description, "--spool", spool.path,
              "--workers-endpoint", workers, "--api-endpoint", api, "--data-endpoint", data,
              "--metrics-endpoint", "127.0.0.1:0"] + extra,
-            logName: "coordinator", environment: ["SPLICE_LOG_LEVEL": "info"].merging(environment) { _, new in new })
+            logName: "coordinator", environment: ["SPLICE_LOG_LEVEL": "info", "SPLICE_LEADER_LEASE_SECONDS": "8"]
+                .merging(environment) { _, new in new })
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             let text = process.output

@@ -6,9 +6,10 @@ import Testing
 import Glibc
 #endif
 
-/// One `splice coordinator` and its `splice worker`s as child processes on a private database and
-/// spool, with ZeroMQ over tcp://127.0.0.1 — the whole cluster as operators run it. Tests kill,
-/// stop and restart its processes; the store tells what was committed.
+/// One `splice coordinator` (or several on one database: one active, the others standing by) and
+/// its `splice worker`s as child processes on a private database and spool, with ZeroMQ over
+/// tcp://127.0.0.1 — the whole cluster as operators run it. Tests kill, stop and restart its
+/// processes; the store tells what was committed.
 ///
 ///     var cluster = try await LocalCluster.start(workers: 3)            // lease 30 s
 ///     let submit = try SpliceProcess(["submit", input, output, "--wait", "--coordinator", cluster.coordinator.api])
@@ -25,9 +26,17 @@ public struct LocalCluster: Sendable {
     /// The coordinator's flags beyond database, spool and endpoints (`--lease-seconds 4`), given
     /// again on every restart.
     public let coordinatorFlags: [String]
-    /// Variables the coordinator gets beyond PATH and HOME (object storage's `AWS_*`), again on every restart.
+    /// Variables the coordinators get beyond PATH and HOME (object storage's `AWS_*`), again on every restart.
     public let coordinatorEnvironment: [String: String]
-    public private(set) var coordinator: ChildCoordinator
+    /// The coordinators, `c0`, `c1`… (`--name`); one unless the test asked for standbys. Which one
+    /// is active is the store's to say (``activeCoordinator()``).
+    public private(set) var coordinators: [ChildCoordinator]
+    /// The first coordinator (the only one without standbys).
+    public var coordinator: ChildCoordinator { coordinators[0] }
+    /// Every coordinator's worker endpoint, as `--coordinator` takes them (`tcp://a,tcp://b`).
+    public var workerEndpoints: String { coordinators.map(\.workers).joined(separator: ",") }
+    /// Every coordinator's API endpoint, as the client commands' `--coordinator` takes them.
+    public var apiEndpoints: String { coordinators.map(\.api).joined(separator: ",") }
     public private(set) var workers: [ChildWorker]
     /// Coordinators and workers the test replaced after killing them: their logs, and the store
     /// ids of the workers.
@@ -39,21 +48,28 @@ public struct LocalCluster: Sendable {
     /// Starts a coordinator on `database` (a fresh migrated one on the shared test server when nil)
     /// and `spool` (a fresh folder when nil), and `workers` workers named `w0`, `w1`…, and waits
     /// until every worker has registered. `leaseSeconds` nil keeps the coordinator's default lease.
+    /// With `standbys`, that many more coordinators on the same database (named `c1`, `c2`…; the
+    /// first, `c0`, is started first and so is the active one), and the workers know them all.
     public static func start(
         workers count: Int, leaseSeconds: Int? = 30, database: ConnectionConfiguration? = nil, spool: URL? = nil,
-        coordinatorFlags: [String] = [], coordinatorEnvironment: [String: String] = [:]
+        coordinatorFlags: [String] = [], coordinatorEnvironment: [String: String] = [:], standbys: Int = 0
     ) async throws -> LocalCluster {
         let database = if let database { database } else { try await TestPostgres.makeDatabase() }
         let spool = spool ?? Fixtures.temporaryDirectory("cluster-spool")
         let flags = (leaseSeconds.map { ["--lease-seconds", String($0)] } ?? []) + coordinatorFlags
-        let coordinator = try await ChildCoordinator.start(database: database, spool: spool, extra: flags,
-                                                           environment: coordinatorEnvironment)
+        var coordinators: [ChildCoordinator] = []
+        for index in 0...standbys {
+            let named = standbys > 0 ? ["--name", "c\(index)"] : []
+            coordinators.append(try await ChildCoordinator.start(database: database, spool: spool, extra: flags + named,
+                                                                 environment: coordinatorEnvironment))
+        }
+        let endpoints = coordinators.map(\.workers).joined(separator: ",")
         let workers = try (0..<count).map { index in
-            try ChildWorker(coordinator: coordinator.workers, spool: spool, name: "w\(index)")
+            try ChildWorker(coordinator: endpoints, spool: spool, name: "w\(index)")
         }
         let cluster = LocalCluster(
             database: database, spool: spool, outputs: Fixtures.temporaryDirectory("cluster-out"),
-            coordinatorFlags: flags, coordinatorEnvironment: coordinatorEnvironment, coordinator: coordinator,
+            coordinatorFlags: flags, coordinatorEnvironment: coordinatorEnvironment, coordinators: coordinators,
             workers: workers,
             repository: JobRepository(client: PostgresClient(configuration: database, maxConnections: 1)))
         guard await eventually(within: .seconds(60), { workers.allSatisfy(\.isRegistered) }) else {
@@ -65,14 +81,14 @@ public struct LocalCluster: Sendable {
     private init(
         database: ConnectionConfiguration, spool: URL, outputs: URL, coordinatorFlags: [String],
         coordinatorEnvironment: [String: String],
-        coordinator: ChildCoordinator, workers: [ChildWorker], repository: JobRepository
+        coordinators: [ChildCoordinator], workers: [ChildWorker], repository: JobRepository
     ) {
         self.database = database
         self.spool = spool
         self.outputs = outputs
         self.coordinatorFlags = coordinatorFlags
         self.coordinatorEnvironment = coordinatorEnvironment
-        self.coordinator = coordinator
+        self.coordinators = coordinators
         self.workers = workers
         self.repository = repository
     }
@@ -82,20 +98,32 @@ public struct LocalCluster: Sendable {
 
     // MARK: - Replacing processes
 
-    /// A coordinator on the same database, spool and endpoints, after the last one died.
-    public mutating func restartCoordinator() async throws {
+    /// A coordinator on the same database, spool and endpoints (and name), after the one at
+    /// `index` died; with standbys it starts as one.
+    public mutating func restartCoordinator(at index: Int = 0) async throws {
+        let dead = coordinators[index]
+        let named = coordinators.count > 1 ? ["--name", "c\(index)"] : []
         let next = try await ChildCoordinator.start(
-            database: database, spool: spool, workers: coordinator.workers, api: coordinator.api,
-            data: coordinator.data ?? loopback, extra: coordinatorFlags, environment: coordinatorEnvironment)
-        retiredCoordinators.append(coordinator)
-        coordinator = next
+            database: database, spool: spool, workers: dead.workers, api: dead.api,
+            data: dead.data ?? loopback, extra: coordinatorFlags + named, environment: coordinatorEnvironment)
+        retiredCoordinators.append(dead)
+        coordinators[index] = next
+    }
+
+    /// The coordinator whose lease is live now, by the store's leadership row, and its epoch;
+    /// nil while none holds a live lease (or it is not one of these).
+    public func activeCoordinator() async throws -> (index: Int, epoch: Int64)? {
+        guard let active = try await LeaderLease.current(client: repository.client).active else { return nil }
+        if coordinators.count == 1 { return (0, active.epoch) }
+        guard let index = coordinators.indices.first(where: { active.holderName == "c\($0)" }) else { return nil }
+        return (index, active.epoch)
     }
 
     /// Starts a new worker in place of `workers[index]` (which the test killed), under a name of
     /// its own (`w1-2`: the second replacement so far), and returns it. It registers on its own.
     @discardableResult
     public mutating func replaceWorker(at index: Int) throws -> ChildWorker {
-        let next = try ChildWorker(coordinator: coordinator.workers, spool: spool,
+        let next = try ChildWorker(coordinator: workerEndpoints, spool: spool,
                                    name: "w\(index)-\(retiredWorkers.count + 1)")
         retiredWorkers.append(workers[index])
         workers[index] = next
@@ -130,7 +158,7 @@ public struct LocalCluster: Sendable {
     @discardableResult
     public mutating func addSpoolWorker(named name: String, flags: [String] = ChildWorker.usualFlags,
                                         wrapper: [String] = []) async throws -> ChildWorker {
-        let worker = try ChildWorker(coordinator: coordinator.workers, spool: spool, name: name, flags: flags,
+        let worker = try ChildWorker(coordinator: workerEndpoints, spool: spool, name: name, flags: flags,
                                      wrapper: wrapper)
         workers.append(worker)
         guard await eventually(within: .seconds(60), { worker.isRegistered }) else {
@@ -200,17 +228,17 @@ public struct LocalCluster: Sendable {
         }.map(\.path)
     }
 
-    /// Everything the coordinators (this one last) have logged.
+    /// Everything the coordinators (these last) have logged.
     public var coordinatorLogs: String {
-        (retiredCoordinators + [coordinator]).map(\.output).joined(separator: "\n")
+        (retiredCoordinators + coordinators).map(\.output).joined(separator: "\n")
     }
 
     /// Everything the processes logged, for failure messages.
     public var logs: String {
-        let coordinators = (retiredCoordinators + [coordinator]).enumerated().map { index, coordinator in
+        let logs = (retiredCoordinators + coordinators).enumerated().map { index, coordinator in
             "coordinator #\(index + 1):\n" + coordinator.output
         }
-        return (coordinators + (retiredWorkers + workers).map { "\($0.name):\n" + $0.process.output })
+        return (logs + (retiredWorkers + workers).map { "\($0.name):\n" + $0.process.output })
             .joined(separator: "\n")
     }
 
@@ -222,9 +250,13 @@ public struct LocalCluster: Sendable {
             #expect(status.map { $0.signalled ? $0.status == SIGKILL : $0.status == 0 } == true,
                     "\(worker.name) did not stop cleanly\n\(worker.process.output)")
         }
-        coordinator.signal(SIGTERM)
-        let status = await coordinator.exitStatus()
-        #expect(status?.signalled == false && status?.status == 0, "\(coordinator.output)")
+        // The standbys first, so the active one drains without a take-over under it.
+        for coordinator in coordinators.reversed() {
+            coordinator.signal(SIGCONT)
+            coordinator.signal(SIGTERM)
+            let status = await coordinator.exitStatus()
+            #expect(status?.signalled == false && status?.status == 0, "\(coordinator.output)")
+        }
         await repository.client.close()
     }
 }

@@ -23,10 +23,13 @@ public enum TestPostgres {
     }
 
     /// A new database on the shared server with a unique name; migrated unless `migrated` is false.
+    /// Its sessions write as a tool (`unfenced()`: the tests' own writes pass the coordinators'
+    /// fence); a coordinator started on it fences its own sessions by its epoch all the same.
     public static func makeDatabase(migrated: Bool = true) async throws -> ConnectionConfiguration {
         let shared = try await shared.value
         let name = "test_" + UUID().uuidString.lowercased().replacing("-", with: "")
         return try await shared.server.createDatabase(name, template: migrated ? migratedTemplate : "template0")
+            .unfenced()
     }
 
     /// A server of its own, for tests that stop or kill it. Stopped and removed at process exit

@@ -57,6 +57,10 @@ enum Samples {
         .ack(Ack(attempt: attempt, acknowledges: .accept, outcome: .duplicate)),
         .heartbeat(Heartbeat()),
         .disconnect(Disconnect(reason: .revoked)),
+        .welcome(Welcome(session: "c-2", heartbeatIntervalMilliseconds: 1000, heartbeatLiveness: 3, epoch: 7)),
+        .standby(Standby(epoch: 7, active: "tcp://b:7450")),
+        .standby(Standby()),
+        .active(Active(epoch: 8)),
     ]
 
     static let status = JobStatus(
@@ -107,5 +111,7 @@ enum Samples {
         .token(TokenChanged(token: "spl_example", info: token)),
         .tokens(TokenList(tokens: [token])),
         .error(APIError(.notFound, "no job job-0", isRetryable: false)),
+        .error(APIError(.notActive, "this coordinator (b) is a standby; the active coordinator is a at tcp://a:7451",
+                        active: "tcp://a:7451")),
     ]
 }

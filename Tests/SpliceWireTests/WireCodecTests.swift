@@ -36,7 +36,7 @@ struct WireCodecTests {
         #expect(WorkerMessage.catalogue.messageTypes
             == ["ACCEPT", "COMPLETE", "DISCONNECT", "FAIL", "HEARTBEAT", "HELLO", "PROGRESS"])
         #expect(CoordinatorMessage.catalogue.messageTypes
-            == ["ACK", "ASSIGN", "CANCEL", "DISCONNECT", "HEARTBEAT", "WELCOME"])
+            == ["ACK", "ACTIVE", "ASSIGN", "CANCEL", "DISCONNECT", "HEARTBEAT", "STANDBY", "WELCOME"])
         #expect(APIRequest.catalogue.messageTypes
             == ["CANCEL", "ENROLL", "LIST", "REVOKE", "STATUS", "SUBMIT", "TOKENS", "TOKEN_CREATE", "TOKEN_REVOKE", "WORKERS"])
         #expect(APIReply.catalogue.messageTypes

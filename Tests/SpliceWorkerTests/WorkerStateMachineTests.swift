@@ -7,7 +7,8 @@ struct WorkerSessionTests {
     func helloUntilWelcome() {
         var w = WorkerHarness(helloInterval: .milliseconds(500))
         let hello = w.on(.start).hello
-        #expect(hello == Hello(workerName: "w1", slots: 2, encoders: ["libx264"], software: "splice test"))
+        #expect(hello == Hello(workerName: "w1", slots: 2, encoders: ["libx264"], software: "splice test",
+                               standbyAware: true))
         #expect(w.machine.session == .connecting)
         #expect(w.at(.milliseconds(499), .tick).sent.isEmpty)
         #expect(w.at(.milliseconds(500), .tick).sentTypes == ["HELLO"])
@@ -15,7 +16,7 @@ struct WorkerSessionTests {
         #expect(w.at(.milliseconds(1000), .tick).sentTypes == ["HELLO"])
 
         let welcomed = w.at(.milliseconds(1100), .received(.welcome(WorkerHarness.welcome)))
-        #expect(welcomed == [.notice(.registered(session: "s1"))])
+        #expect(welcomed == [.notice(.registered(session: "s1", coordinator: 0, epoch: nil))])
         #expect(w.machine.session == .registered(session: "s1"))
         #expect(w.machine.heartbeatInterval == .seconds(1))
         // No more HELLO; a HEARTBEAT once nothing was sent for the coordinator's interval (1 s).

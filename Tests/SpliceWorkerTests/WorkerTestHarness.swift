@@ -13,11 +13,11 @@ struct WorkerHarness {
     static let welcome = Welcome(session: "s1", heartbeatIntervalMilliseconds: 1000, heartbeatLiveness: 3)
 
     init(slots: Int = 2, helloInterval: Duration = .seconds(1), margin: Duration = .seconds(5),
-         drainTimeout: Duration = .seconds(30), flushTimeout: Duration = .seconds(10)) {
+         drainTimeout: Duration = .seconds(30), flushTimeout: Duration = .seconds(10), coordinators: Int = 1) {
         machine = WorkerStateMachine(configuration: .init(
             workerName: "w1", slots: slots, encoders: ["libx264"], software: "splice test",
             helloInterval: helloInterval, leaseSafetyMargin: margin, drainTimeout: drainTimeout,
-            flushTimeout: flushTimeout))
+            flushTimeout: flushTimeout, coordinators: coordinators))
         now = t0
     }
 
@@ -75,7 +75,17 @@ func complete(_ segment: Int) -> Complete {
 extension Array where Element == WorkerDirective {
     /// The messages sent, in order.
     var sent: [WorkerMessage] {
-        compactMap { if case .send(let message) = $0 { message } else { nil } }
+        compactMap { if case .send(let message, _) = $0 { message } else { nil } }
+    }
+
+    /// The messages sent with their recipients, in order.
+    var sends: [(message: WorkerMessage, to: WorkerDirective.Recipient)] {
+        compactMap { if case .send(let message, let to) = $0 { (message, to) } else { nil } }
+    }
+
+    /// The envelope types of the messages sent to `recipient`, in order.
+    func sentTypes(to recipient: WorkerDirective.Recipient) -> [String] {
+        sends.filter { $0.to == recipient }.map { type(of: $0.message.body).messageType }
     }
 
     /// The envelope types of the messages sent, in order.

@@ -13,13 +13,20 @@ import SpliceWire
 /// idempotent in the store, and the others only read (a TOKEN_CREATE repeated after its answer
 /// was lost finds the name taken: `conflict`). Each request needs its scope (`APIRequest.scope`):
 /// a key the `--admin-keys` file limits to some scopes is refused the others (`forbidden`).
+///
+/// The active coordinator answers everything through its term (the epoch's fenced pool, the live
+/// sessions, the term's ``JobSubmissions``). A standby answers the reads (STATUS, LIST, WORKERS,
+/// TOKENS) from the database and every write with `ERROR not-active` naming the active
+/// coordinator's API endpoint, which the client follows (docs/coordinator.md, Standby coordinators).
 final class ClientAPIHandler: Sendable {
-    private let repository: JobRepository
-    private let shell: CoordinatorShell
+    private let role: CoordinatorRole
+    /// The read-only pool a standby answers from.
+    private let reads: JobRepository
     private let workerEndpoint: CoordinatorWorkerEndpoint
     /// The worker keys the ZAP handler admits; nil without CURVE.
     private let enrolledKeys: EnrolledKeys?
-    private let submissions: JobSubmissions
+    /// This coordinator's name, for the `not-active` answer.
+    private let name: String
     private let logger: Logger
     private let inputRoots: PathRoots
     private let outputRoots: PathRoots
@@ -27,19 +34,40 @@ final class ClientAPIHandler: Sendable {
     private let tokenRevoked: @Sendable (SHA256Digest) -> Void
 
     init(
-        repository: JobRepository, shell: CoordinatorShell, workerEndpoint: CoordinatorWorkerEndpoint,
-        enrolledKeys: EnrolledKeys?, submissions: JobSubmissions, inputRoots: PathRoots, outputRoots: PathRoots,
+        role: CoordinatorRole, reads: JobRepository, workerEndpoint: CoordinatorWorkerEndpoint,
+        enrolledKeys: EnrolledKeys?, name: String, inputRoots: PathRoots, outputRoots: PathRoots,
         tokenRevoked: @escaping @Sendable (SHA256Digest) -> Void = { _ in }, logger: Logger
     ) {
-        self.submissions = submissions
         self.inputRoots = inputRoots
         self.outputRoots = outputRoots
-        self.repository = repository
-        self.shell = shell
+        self.role = role
+        self.reads = reads
         self.workerEndpoint = workerEndpoint
         self.enrolledKeys = enrolledKeys
+        self.name = name
         self.tokenRevoked = tokenRevoked
         self.logger = logger
+    }
+
+    /// The active term, or the `not-active` refusal of a write.
+    private func activeTerm() throws -> CoordinatorTerm {
+        guard let term = role.term else { throw notActive() }
+        return term
+    }
+
+    /// The store a read goes to: the active term's pool, or a standby's read-only one.
+    private var readRepository: JobRepository { role.term?.repository ?? reads }
+
+    /// `ERROR not-active`: where the active coordinator is, when one is.
+    private func notActive() -> APIError {
+        if let active = role.leader?.active, active.holder != nil, let api = active.apiEndpoint {
+            return APIError(
+                .notActive, "this coordinator (\(name)) is a standby; the active coordinator is "
+                    + "\(active.holderName ?? "unnamed") at \(api) (epoch \(active.epoch))", active: api)
+        }
+        return APIError(
+            .notActive, "this coordinator (\(name)) is a standby and no coordinator is active right now (one is taking "
+                + "over, or the database does not answer); try again", isRetryable: true)
     }
 
     /// How long a read waits on the store before it answers `unavailable`: less than a client's
@@ -75,11 +103,16 @@ final class ClientAPIHandler: Sendable {
             case .enroll(let enroll): return try await self.enroll(enroll)
             case .revoke(let revoke): return try await self.revoke(revoke.publicKey)
             case .createToken(let create): return .token(try await createToken(create))
-            case .tokens: return .tokens(TokenList(tokens: try await repository.tokens().map(Self.info)))
+            case .tokens: return .tokens(TokenList(tokens: try await readRepository.tokens().map(Self.info)))
             case .revokeToken(let revoke): return .token(try await revokeToken(named: revoke.name))
             }
         } catch let error as APIError {
             return .error(error)
+        } catch let error as StoreError where error.code == .fenced {
+            // The term ended under the request: another coordinator took over.
+            return .error(notActive())
+        } catch is CancellationError {
+            return .error(APIError(.unavailable, "the coordinator is changing roles; try again", isRetryable: true))
         } catch let error as StoreError where error.isRetryable {
             return .error(APIError(.unavailable, "the job store is unreachable; try again",
                                    isRetryable: true))
@@ -92,8 +125,9 @@ final class ClientAPIHandler: Sendable {
     // MARK: - Jobs
 
     private func submit(_ submit: SubmitJob) async throws -> APIReply {
+        let term = try activeTerm()
         do {
-            let (job, _) = try await submissions.submit(JobSubmissionRequest(
+            let (job, _) = try await term.submissions.submit(JobSubmissionRequest(
                 input: submit.input, output: submit.output, settings: submit.export, settingsField: "export",
                 priority: submit.priority ?? 0, key: submit.submissionKey, keyField: "submissionKey"))
             return .submitted(JobSubmitted(job: job.id))
@@ -103,32 +137,39 @@ final class ClientAPIHandler: Sendable {
     }
 
     private func status(of job: JobID) async throws -> JobStatus {
+        let term = role.term
+        let repository = term?.repository ?? reads
         guard let stored = try await repository.job(id: job) else { throw notFound(job) }
         let waiting = stored.state == .running ? try await repository.waitingReason(ofJob: job) : nil
         let progress = try await repository.progress(ofJobs: [job])[job]
         let segments = try await repository.segmentReports(ofJob: job)
-        return JobStatusMapping.status(of: stored, running: await shell.runningProgress(ofJob: job),
-                                       progress: progress, waiting: waiting, segments: segments)
+        let running = await term?.shell.runningProgress(ofJob: job) ?? RunningProgress([])
+        return JobStatusMapping.status(of: stored, running: running, progress: progress, waiting: waiting,
+                                       segments: segments)
     }
 
     private func list(_ list: ListJobs) async throws -> APIReply {
         let states = list.state.map { [$0] } ?? JobState.allCases
         // `limit` is within WireLimits.listLimit (1…1000) or the request never got here.
         let limit = list.limit ?? 50
+        let term = role.term
+        let repository = term?.repository ?? reads
         // The store lists by priority and age; the API shows the newest first.
         let jobs = try await repository.jobs(in: states, limit: 10_000)
             .sorted { $0.createdAt > $1.createdAt }.prefix(limit)
         let progress = try await repository.progress(ofJobs: jobs.map(\.id))
         var statuses: [JobStatus] = []
         for job in jobs {
-            statuses.append(JobStatusMapping.status(of: job, running: await shell.runningProgress(ofJob: job.id),
-                                                    progress: progress[job.id]))
+            let running = await term?.shell.runningProgress(ofJob: job.id) ?? RunningProgress([])
+            statuses.append(JobStatusMapping.status(of: job, running: running, progress: progress[job.id]))
         }
         return .jobs(JobList(jobs: statuses))
     }
 
     /// Cancels `job` (ends its attempts and removes its files); a finished job keeps its state.
     func cancel(_ job: JobID) async throws -> JobCancelled {
+        let term = try activeTerm()
+        let repository = term.repository
         let stored: Job
         do {
             stored = try await repository.cancelJob(jobID: job, reason: "cancelled on request")
@@ -141,7 +182,7 @@ final class ClientAPIHandler: Sendable {
         }
         if stored.state == .cancelled {
             logger.info("job cancelled", ["job": job.description])
-            await shell.jobEnded(job, reason: .jobCancelled)
+            await term.shell.jobEnded(job, reason: .jobCancelled)
         }
         return JobCancelled(job: job, state: stored.state)
     }
@@ -154,7 +195,9 @@ final class ClientAPIHandler: Sendable {
 
     /// Every enrolled worker key, with its live session.
     func workerInfos() async throws -> [WorkerInfo] {
-        let sessions = await shell.sessions
+        let term = role.term
+        let repository = term?.repository ?? reads
+        let sessions = await term?.shell.sessions ?? []
         var infos: [WorkerInfo] = []
         for worker in try await repository.workers() {
             let session = sessions.first { $0.workerID == worker.id }
@@ -174,7 +217,7 @@ final class ClientAPIHandler: Sendable {
                 quarantineRemainingMilliseconds: session?.quarantineRemaining?.wholeMilliseconds,
                 quarantineReason: session?.quarantineReason, usableCores: session?.usableCores,
                 threadsPerSlot: session?.threadsPerSlot, metricsEndpoint: session?.metricsEndpoint)
-            if let session {
+            if let session, let shell = term?.shell {
                 (info.storage, info.bytesIn, info.bytesOut) = await shell.storage(of: session.identity)
             }
             infos.append(info)
@@ -183,6 +226,7 @@ final class ClientAPIHandler: Sendable {
     }
 
     private func enroll(_ enroll: EnrollWorker) async throws -> APIReply {
+        let repository = try activeTerm().repository
         let key = enroll.publicKey
         let existing = try await repository.worker(publicKey: key.z85)
         if existing?.state == .revoked {
@@ -200,6 +244,8 @@ final class ClientAPIHandler: Sendable {
     /// Commits the revoke (which also takes back the worker's leases), then refuses the key's
     /// handshakes and messages, ends its live sessions with DISCONNECT `revoked`, and forgets them.
     private func revoke(_ key: CurvePublicKey) async throws -> APIReply {
+        let term = try activeTerm()
+        let repository = term.repository
         guard let worker = try await repository.worker(publicKey: key.z85) else {
             throw APIError(.notFound, "no worker with key \(key); `splice workers` lists them")
         }
@@ -207,8 +253,8 @@ final class ClientAPIHandler: Sendable {
         enrolledKeys?.revoke(key)
         let farewell = CoordinatorMessage.disconnect(Disconnect(reason: .revoked, detail: "key revoked"))
         let closed = await workerEndpoint.disconnect(key: key, farewell: farewell)
-        await shell.workerRevoked(.key(key))
-        await shell.workAvailable()
+        await term.shell.workerRevoked(.key(key))
+        await term.shell.workAvailable()
         logger.info("worker key revoked", ["worker": key.z85, "sessions_closed": closed])
         return .workerKey(WorkerKeyChanged(publicKey: key, enrolled: false, sessionsClosed: closed))
     }
@@ -217,7 +263,10 @@ final class ClientAPIHandler: Sendable {
 
     /// Makes a token: checks the request, draws the token, stores its hash. The roots must be folders
     /// on this machine, inside the coordinator's own roots when it has any.
+    /// Written by the active coordinator only (like every write of the API), through its term's
+    /// pool; `api_tokens` itself is not fenced (docs/coordinator.md, The fence).
     private func createToken(_ create: CreateToken) async throws -> TokenChanged {
+        let repository = try activeTerm().repository
         guard create.name.utf8.count <= 64, let first = create.name.unicodeScalars.first,
               create.name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
                   || "._-".unicodeScalars.contains($0)) }),
@@ -251,6 +300,7 @@ final class ClientAPIHandler: Sendable {
     }
 
     private func revokeToken(named name: String) async throws -> TokenChanged {
+        let repository = try activeTerm().repository
         guard let record = try await repository.revokeToken(named: name) else {
             throw APIError(.notFound, "no live token named \(name.prefix(64)); `splice tokens list` lists them")
         }

@@ -47,10 +47,12 @@ final class HTTPAPIHandler: Sendable {
     /// Bodies are JSON objects nested at most this deep (settings need 4).
     static let maxJSONDepth = 32
 
-    private let submissions: JobSubmissions
+    /// Active (its term submits and knows the running attempts) or standby (reads only).
+    private let role: CoordinatorRole
+    /// This coordinator's name, for a standby's refusal.
+    private let name: String
     private let reads: JobRepository
     private let api: ClientAPIHandler
-    private let shell: CoordinatorShell
     private let tokens: TokenAuthority
     private let limiter: RateLimiter
     private let events: JobEventHub
@@ -59,12 +61,12 @@ final class HTTPAPIHandler: Sendable {
     /// Idempotency keys (as stored) whose first request is being answered now.
     private let keysInFlight = Mutex<Set<String>>([])
 
-    init(submissions: JobSubmissions, reads: JobRepository, api: ClientAPIHandler, shell: CoordinatorShell,
-         tokens: TokenAuthority, limiter: RateLimiter, events: JobEventHub, metrics: CoordinatorMetrics, logger: Logger) {
-        self.submissions = submissions
+    init(role: CoordinatorRole, name: String, reads: JobRepository, api: ClientAPIHandler, tokens: TokenAuthority,
+         limiter: RateLimiter, events: JobEventHub, metrics: CoordinatorMetrics, logger: Logger) {
+        self.role = role
+        self.name = name
         self.reads = reads
         self.api = api
-        self.shell = shell
         self.tokens = tokens
         self.limiter = limiter
         self.events = events
@@ -180,6 +182,7 @@ final class HTTPAPIHandler: Sendable {
             throw Problem(.unsupportedMediaType, "send the job as `Content-Type: application/json`")
         }
         let body = try CreateJobBody(request.body, maxDepth: Self.maxJSONDepth)
+        guard let term = role.term else { throw notActive() }
         var key: String?
         if let header = request.header("idempotency-key") {
             guard (1...255).contains(header.utf8.count), header.utf8.allSatisfy({ (33...126).contains($0) }) else {
@@ -204,7 +207,7 @@ final class HTTPAPIHandler: Sendable {
             tokenInputRoots: identity.inputRoots, tokenOutputRoots: identity.outputRoots)
         let outcome: (job: Job, created: Bool)
         do {
-            outcome = try await submissions.submit(submission)
+            outcome = try await term.submissions.submit(submission)
         } catch {
             throw Self.problem(error)
         }
@@ -232,7 +235,7 @@ final class HTTPAPIHandler: Sendable {
     private func job(_ id: JobID) async throws -> HTTPResponse {
         guard let detail = try await reads.jobDetail(id: id) else { throw Self.notFound(id) }
         let deliveries = detail.job.webhookURL == nil ? nil : try await reads.webhookDeliveries(ofJob: id)
-        let running = detail.job.state == .running ? await shell.runningProgress(ofJob: id) : RunningProgress()
+        let running = detail.job.state == .running ? await runningProgress(ofJob: id) : RunningProgress()
         return try json(JobResource(
             job: detail.job, progress: detail.progress, running: running, segments: detail.segments,
             waiting: detail.waiting, deliveries: deliveries, webhookHasOwnSecret: detail.job.hasOwnWebhookSecret,
@@ -274,7 +277,7 @@ final class HTTPAPIHandler: Sendable {
         let page = try await reads.jobPage(states: states, reference: reference, after: cursor, limit: limit)
         var resources: [JobResource] = []
         for (job, progress) in page.jobs {
-            let running = job.state == .running ? await shell.runningProgress(ofJob: job.id) : RunningProgress()
+            let running = job.state == .running ? await runningProgress(ofJob: job.id) : RunningProgress()
             resources.append(JobResource(job: job, progress: progress, running: running))
         }
         return try json(JobListResource(jobs: resources, next: page.next.map(PageCursor.encode)))
@@ -285,6 +288,8 @@ final class HTTPAPIHandler: Sendable {
             _ = try await api.cancel(id)
         } catch let error as APIError where error.code == .notFound {
             throw Self.notFound(id)
+        } catch let error as APIError where error.code == .notActive {
+            throw notActive()
         }
         return try await job(id)
     }
@@ -304,6 +309,24 @@ final class HTTPAPIHandler: Sendable {
 
     private func workers() async throws -> HTTPResponse {
         try json(WorkerListResource(workers: try await api.workerInfos().map(WorkerResource.init)))
+    }
+
+    /// The running attempts' progress, which only the active term's shell knows.
+    private func runningProgress(ofJob job: JobID) async -> RunningProgress {
+        await role.term?.shell.runningProgress(ofJob: job) ?? RunningProgress()
+    }
+
+    /// A write to a standby: 503, naming the active coordinator's HTTP API when it is known
+    /// (docs/coordinator.md, Standby coordinators), so a client or a load balancer goes there.
+    private func notActive() -> Problem {
+        if let active = role.leader?.active {
+            let there = active.httpEndpoint.map { "; send it to \($0)v1" } ?? " (which serves no HTTP API)"
+            return Problem(.notActive, "this coordinator (\(name)) is a standby and writes nothing; the active coordinator "
+                + "is \(active.holderName ?? "unnamed") (epoch \(active.epoch))" + there,
+                headers: [("Retry-After", "1")] + (active.httpEndpoint.map { [("Splice-Active-Coordinator", $0)] } ?? []))
+        }
+        return Problem(.notActive, "this coordinator (\(name)) is a standby and no coordinator is active right now (one "
+            + "is taking over, or the database does not answer); try again", headers: [("Retry-After", "1")])
     }
 
     // MARK: - Answers

@@ -41,16 +41,17 @@ final class JobEventHub: Sendable {
     }
 
     private let reads: JobRepository
-    private let shell: CoordinatorShell
+    /// The active term's shell knows the running attempts' progress (a standby shows none).
+    private let role: CoordinatorRole
     private let logger: Logger
     private let state = Mutex(State())
     private let wake = WakeSignal()
     private let pollInterval: Duration
     static let pingInterval: Duration = .seconds(15)
 
-    init(reads: JobRepository, shell: CoordinatorShell, pollInterval: Duration = .milliseconds(250), logger: Logger) {
+    init(reads: JobRepository, role: CoordinatorRole, pollInterval: Duration = .milliseconds(250), logger: Logger) {
         self.reads = reads
-        self.shell = shell
+        self.role = role
         self.pollInterval = pollInterval
         self.logger = logger
     }
@@ -133,7 +134,7 @@ final class JobEventHub: Sendable {
         // Running jobs move between changes of the row (their attempts' PROGRESS): look at them too.
         var running: [JobID: RunningProgress] = [:]
         for (job, now) in states where now.state == .running {
-            running[job] = await shell.runningProgress(ofJob: job)
+            running[job] = await role.term?.shell.runningProgress(ofJob: job) ?? RunningProgress()
         }
         state.withLock { state in
             for (job, now) in states { state.seen[job] = now }

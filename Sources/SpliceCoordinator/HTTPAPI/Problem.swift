@@ -25,6 +25,8 @@ struct Problem: Error, Sendable {
         case unsupportedMediaType = "unsupported-media-type"
         case rateLimited = "rate-limited"
         case unavailable
+        /// A write sent to a standby coordinator (docs/coordinator.md, Standby coordinators).
+        case notActive = "not-active"
         case `internal`
         // The server's own refusals of malformed HTTP (before the API sees the request).
         case badRequest = "bad-request"
@@ -48,7 +50,7 @@ struct Problem: Error, Sendable {
             case .outputExists, .idempotencyKeyInUse: .conflict
             case .unsupportedMediaType: .unsupportedMediaType
             case .rateLimited: .tooManyRequests
-            case .unavailable: .serviceUnavailable
+            case .unavailable, .notActive: .serviceUnavailable
             case .internal: .internalServerError
             case .requestTimeout: .requestTimeout
             case .lengthRequired: .lengthRequired
@@ -77,6 +79,7 @@ struct Problem: Error, Sendable {
             case .unsupportedMediaType: "The body must be application/json"
             case .rateLimited: "Too many requests"
             case .unavailable: "The coordinator cannot answer now"
+            case .notActive: "This coordinator is a standby; the active one takes writes"
             case .internal: "The coordinator failed unexpectedly"
             case .badRequest: "The request is malformed"
             case .requestTimeout: "The request did not arrive in time"

@@ -13,8 +13,11 @@ import SpliceDaemon
 ///   `splice_jobs{state}` and `splice_queue_segments{priority}` from the database,
 ///   `splice_workers_connected` and `splice_cluster_slots{state}` from the sessions; the endpoints'
 ///   message counters; `splice_build_info`; `process_*`.
-/// - `/healthz`: the shell (the actor every worker message goes through) answers within 2 s.
-/// - `/readyz`: both endpoints are bound and the database answers within 2 s.
+/// - `/healthz`: the main loop (the shell every worker message goes through, or the standby desk)
+///   answers within 2 s — true on a standby too.
+/// - `/readyz`: this coordinator is the active one (so a Service routes clients and workers to it),
+///   its endpoints are bound and the database answers within 2 s. False on a standby.
+/// - `splice_coordinator_active` (1/0), `splice_coordinator_epoch`, `splice_coordinator_terms_total`.
 /// - `/` and `/status.json`: ``StatusPage`` and ``StatusReport``.
 ///
 /// During a database outage a scrape still answers within a second: `splice_store_up` is 0 and
@@ -42,8 +45,9 @@ final class CoordinatorSite: OperationsSite {
         metrics.register(BuildInfo(version: version))
         metrics.register { [phase] in
             guard let runtime = Self.runtime(phase()) else { return [] }
-            return runtime.shell.metrics.sources.flatMap { $0.collect() }
+            return runtime.metrics.sources.flatMap { $0.collect() }
         }
+        metrics.register { [phase] in Self.leadershipFamilies(phase()) }
         metrics.register { [phase] in await Self.storeFamilies(phase()) }
         metrics.register { [phase] in await Self.sessionFamilies(phase()) }
         metrics.register { [phase] in Self.wireFamilies(phase()) }
@@ -64,11 +68,15 @@ final class CoordinatorSite: OperationsSite {
         case .stopped:
             return .fail("stopped")
         case .running(let runtime), .stopping(let runtime):
-            let shell = runtime.shell
-            guard await SpliceConcurrency.value(of: Task { await shell.ping() }, within: Self.probeWait) != nil else {
+            let term = runtime.role.term
+            let desk = runtime.role.desk
+            let answered = await SpliceConcurrency.value(of: Task { () -> Bool in
+                if let term { await term.shell.ping() } else { await desk.ping() }
+            }, within: Self.probeWait)
+            guard answered != nil else {
                 return .fail("the coordinator's main loop did not answer within \(Self.probeWait)")
             }
-            return .pass("the main loop answers")
+            return .pass(term == nil ? "the main loop answers (standing by)" : "the main loop answers")
         }
     }
 
@@ -78,10 +86,18 @@ final class CoordinatorSite: OperationsSite {
         case .stopping: return .fail("stopping")
         case .stopped: return .fail("stopped")
         case .running(let runtime):
+            guard runtime.role.term != nil else {
+                guard let leader = runtime.role.leader else {
+                    return .fail("standing by: the database does not answer, so no active coordinator is known")
+                }
+                return .fail("standing by: " + (leader.active.map {
+                    "the active coordinator is \($0.holderName ?? "unnamed") (\($0.apiEndpoint ?? "?"), epoch \($0.epoch))"
+                } ?? "no coordinator is active right now"))
+            }
             switch await runtime.operations.overview.outcome(within: Self.probeWait) {
             case .value:
-                return .pass("endpoints bound (workers \(runtime.endpoints.workers), api \(runtime.endpoints.api)); "
-                             + "database answers")
+                return .pass("active (epoch \(runtime.role.epoch)); endpoints bound (workers \(runtime.endpoints.workers), "
+                             + "api \(runtime.endpoints.api)); database answers")
             case .failed(let reason):
                 return .fail("the database does not answer: \(reason)")
             case nil:
@@ -125,9 +141,10 @@ final class CoordinatorSite: OperationsSite {
             report.coordinator = "stopping"
         }
         report.uptimeSeconds = Int((ContinuousClock.now - runtime.startedAt).inSeconds)
-        let shell = runtime.shell
-        let live = await SpliceConcurrency.value(of: Task { await shell.liveWorkers }, within: Self.probeWait) ?? []
-        let metrics = shell.metrics
+        report.leadership = StatusReport.leadership(of: runtime)
+        let shell = runtime.role.term?.shell
+        let live = await SpliceConcurrency.value(of: Task { await shell?.liveWorkers ?? [] }, within: Self.probeWait) ?? []
+        let metrics = runtime.metrics
         report.workers = live.map { StatusReport.worker($0, framesPerSecond: metrics.framesPerSecond($0.session.identity)) }
         async let overview = runtime.operations.overview.outcome(within: Self.storeWait)
         async let jobs = runtime.operations.jobs.outcome(within: Self.storeWait)
@@ -188,11 +205,30 @@ final class CoordinatorSite: OperationsSite {
         return families
     }
 
+    /// `splice_coordinator_active`, `splice_coordinator_epoch`, `splice_coordinator_terms_total`.
+    private static func leadershipFamilies(_ phase: Phase) -> [MetricFamily] {
+        guard let runtime = runtime(phase) else { return [] }
+        let role = runtime.role
+        return [
+            .gauge("splice_coordinator_active",
+                   help: "1 while this coordinator is the active one (it holds the leadership lease), 0 while it stands by.",
+                   value: role.term == nil ? 0 : 1),
+            .gauge("splice_coordinator_epoch",
+                   help: "The leadership epoch: the one this coordinator holds while active, else the active "
+                       + "coordinator's as last read (0 when none is known). Raised by one at every take-over.",
+                   value: Double(role.epoch)),
+            .counter("splice_coordinator_terms_total",
+                     help: "Times this process became the active coordinator (took the lease over).",
+                     [(labels: [], value: Double(role.terms))]),
+        ]
+    }
+
     /// `splice_workers_connected`, `splice_cluster_slots{state}`.
     private static func sessionFamilies(_ phase: Phase) async -> [MetricFamily] {
         guard let runtime = runtime(phase) else { return [] }
-        let shell = runtime.shell
-        guard let live = await SpliceConcurrency.value(of: Task { await shell.liveWorkers }, within: probeWait) else {
+        let shell = runtime.role.term?.shell
+        guard let live = await SpliceConcurrency.value(of: Task { await shell?.liveWorkers ?? [] }, within: probeWait)
+        else {
             return []
         }
         var slots = ["busy": 0, "idle": 0, "quarantined": 0, "unavailable": 0]

@@ -72,12 +72,29 @@ enum StatusPage {
             report.storeUp ? "database <b class=\"ok\">up</b>"
                 : "database <b class=\"bad\">not answering</b>" + (report.storeError.map { " (" + escape($0) + ")" } ?? ""),
         ]
+        if let leadership = report.leadership { items.insert(leadershipItem(leadership), at: 1) }
         if let pending = report.pendingSegments { items.append("\(pending) segment\(pending == 1 ? "" : "s") queued") }
         if let leased = report.leasedSegments { items.append("\(leased) leased") }
         let connected = report.workers.filter { $0.status != "registering" }
         let slots = connected.reduce(0) { $0 + $1.slots }, busy = connected.reduce(0) { $0 + $1.busy }
         items.append("\(connected.count) worker\(connected.count == 1 ? "" : "s"), \(busy)/\(slots) slots busy")
         return "<p class=\"summary\">" + items.joined(separator: " · ") + "</p>"
+    }
+
+    /// Which coordinator is active: this one (`active`, with its epoch), or another one, named
+    /// and linked (its status page is where the live view of the workers is).
+    private static func leadershipItem(_ leadership: StatusReport.Leadership) -> String {
+        if leadership.role == "active" {
+            return "<span id=\"leadership\"><b class=\"ok\">active</b> (epoch \(leadership.epoch))</span>"
+        }
+        guard let name = leadership.activeName else {
+            return "<span id=\"leadership\"><b class=\"bad\">standby</b>: no coordinator is active right now</span>"
+        }
+        let page = leadership.activeStatusPage.map {
+            " <a href=\"\(escape($0))\">\(escape($0))</a>"
+        } ?? ""
+        return "<span id=\"leadership\"><b>standby</b>: the active coordinator is <b>\(escape(name))</b>"
+            + " (\(escape(leadership.activeAPI ?? "?")), epoch \(leadership.epoch))\(page)</span>"
     }
 
     private static func jobs(_ report: StatusReport) -> String {

@@ -56,10 +56,26 @@ struct StatusReport: Codable, Sendable {
         var quarantineReason: String?
     }
 
+    /// Which coordinator is the active one (docs/coordinator.md, Standby coordinators).
+    struct Leadership: Codable, Sendable {
+        /// This coordinator's name and part: `active` or `standby`.
+        var name: String
+        var role: String
+        /// The epoch it holds while active; else the active one's as last read (0: none known).
+        var epoch: Int64
+        /// The active coordinator (this one while active), when one is known.
+        var activeName: String?
+        var activeAPI: String?
+        /// Its status page.
+        var activeStatusPage: String?
+        var activeSince: Date?
+    }
+
     var generatedAt: Date
     var version: String
     /// `starting`, `running` or `stopping`.
     var coordinator: String
+    var leadership: Leadership?
     var uptimeSeconds: Int
     /// Whether the database answered this report's queries in time.
     var storeUp: Bool
@@ -70,6 +86,15 @@ struct StatusReport: Codable, Sendable {
     var workers: [Worker]
 
     // MARK: - Building
+
+    static func leadership(of runtime: CoordinatorRuntime) -> Leadership {
+        let role = runtime.role
+        let active = role.leader?.active
+        return Leadership(
+            name: runtime.candidate.name, role: role.term == nil ? "standby" : "active", epoch: role.epoch,
+            activeName: active?.holderName, activeAPI: active?.apiEndpoint, activeStatusPage: active?.metricsEndpoint,
+            activeSince: active?.acquiredAt)
+    }
 
     static func job(_ summary: JobRepository.JobSummary, runningProgress: RunningProgress, now: Date) -> Job {
         let planned = summary.segmentsTotal > 0

@@ -7,10 +7,12 @@ import SpliceStore
 import SpliceWire
 import SpliceDaemon
 
-/// A started coordinator: the database, the ZeroMQ context with its ZAP handler, both endpoints
-/// bound, and the services that run on them. `start` sets everything up (undoing what it did
-/// when a step fails); `run` runs the services until `shutdown` drains them or the task is
-/// cancelled (an abrupt stop, as close to kill -9 as a process can do to itself); then
+/// A started coordinator process: the database, the ZeroMQ context with its ZAP handler, the
+/// endpoints bound, and the services that run on them — the worker reader, the client API and the
+/// leadership, which makes this coordinator the active one (a ``CoordinatorTerm`` under the epoch
+/// it holds) or a standby (docs/coordinator.md, Standby coordinators). `start` sets everything up
+/// (undoing what it did when a step fails); `run` runs the services until `shutdown` drains them or
+/// the task is cancelled (an abrupt stop, as close to kill -9 as a process can do to itself); then
 /// everything is closed.
 final class CoordinatorRuntime: Sendable {
     /// ZAP domains of the two endpoints.
@@ -35,27 +37,37 @@ final class CoordinatorRuntime: Sendable {
     let endpoints: CoordinatorEndpoints
     let workerEndpoint: CoordinatorWorkerEndpoint
     let apiEndpoint: APIServerEndpoint
-    let shell: CoordinatorShell
+    /// Active (and its term) or standby.
+    let role: CoordinatorRole
+    /// The operators' figures, for the whole process (every term counts into them).
+    let metrics: CoordinatorMetrics
     /// The operators' read-only view of the database (its own small pool).
     let operations: OperationsStore
     /// The HTTP API's event streams, when it runs.
     let events: JobEventHub?
+    /// This coordinator as the others see it in the leadership row.
+    let candidate: LeaderLease.Candidate
     let startedAt = ContinuousClock.now
+    private let leadership: LeadershipService
     private let group: ServiceGroup
     private let resources: Teardown<Ending>
     private let logger: Logger
 
     private init(
         endpoints: CoordinatorEndpoints, workerEndpoint: CoordinatorWorkerEndpoint, apiEndpoint: APIServerEndpoint,
-        shell: CoordinatorShell, operations: OperationsStore, events: JobEventHub?, group: ServiceGroup,
-        resources: Teardown<Ending>, logger: Logger
+        role: CoordinatorRole, metrics: CoordinatorMetrics, operations: OperationsStore, events: JobEventHub?,
+        candidate: LeaderLease.Candidate, leadership: LeadershipService, group: ServiceGroup, resources: Teardown<Ending>,
+        logger: Logger
     ) {
         self.endpoints = endpoints
         self.workerEndpoint = workerEndpoint
         self.apiEndpoint = apiEndpoint
-        self.shell = shell
+        self.role = role
+        self.metrics = metrics
         self.operations = operations
         self.events = events
+        self.candidate = candidate
+        self.leadership = leadership
         self.group = group
         self.resources = resources
         self.logger = logger
@@ -79,16 +91,15 @@ final class CoordinatorRuntime: Sendable {
     {
         let logger = configuration.logger
         let database = try await openDatabase(configuration, resources: resources)
-        let client = PostgresClient(configuration: database, maxConnections: configuration.databaseConnections)
-        resources.add { _ in await client.close() }
-        let repository = JobRepository(client: client, policy: JobRepository.Policy(
-            segmentBackoff: configuration.segmentRetryBackoff,
-            deadAfterDistinctWorkers: configuration.deadAfterDistinctWorkers))
+        // Reads only (a standby's answers, the ZAP handler's lookups): no epoch, read-only sessions.
+        let reads = JobRepository(client: PostgresClient(
+            configuration: database.readOnly(applicationName: "splice-reads"), maxConnections: 4))
+        resources.add { _ in await reads.client.close() }
         try createSpool(configuration.spool)
 
         let context = try WireContext()
         resources.add { _ in await context.terminate() }
-        let security = try await startSecurity(configuration, context: context, repository: repository, resources: resources)
+        let security = try await startSecurity(configuration, context: context, repository: reads, resources: resources)
         let workerEndpoint = CoordinatorWorkerEndpoint(try await WireEndpoint.bind(
             [configuration.workersEndpoint], type: .router, context: context,
             options: .router(curve: security.curve(domain: workerDomain))))
@@ -115,46 +126,28 @@ final class CoordinatorRuntime: Sendable {
         }
 
         let spool = SpoolLayout(root: configuration.spool)
-        let store = CoordinatorStore(repository: repository, leaseDuration: configuration.sessions.leaseDuration,
-                                     spool: spool)
-        let cleaner = SpoolCleaner(layout: spool, logger: logger)
-        let outbox = Outbox()
-        let plannerWake = WakeSignal()
-        let stitcherWake = WakeSignal()
-        let media = MediaTaskRunner(isolation: configuration.mediaTasks)
-        let shell = CoordinatorShell(
-            policy: configuration.sessions, store: store, outbox: outbox, spool: cleaner, stitcherWake: stitcherWake,
-            logger: logger, transferPort: transferPort, media: media)
-        // Planned for the slots the cluster has now (at least two: workers come and go, and a job
-        // cut for one lane would keep a second one idle for good).
-        let planner = JobPlanner(
-            repository: repository, media: media, logger: logger, defaultVerify: configuration.defaultVerify,
-            lanes: { max(2, await shell.sessions.filter { $0.active && !$0.silent }.reduce(0) { $0 + $1.slots }) },
-            planned: { await shell.workAvailable() })
-        let stitcher = JobStitcher(repository: repository, store: store, cleaner: cleaner, media: media,
-                                   metrics: shell.metrics, logger: logger)
-        let operations = OperationsStore(database: database)
-        resources.add { _ in await operations.close() }
-        let reaper = LeaseReaper(store: store, shell: shell, orphanGrace: configuration.sessions.orphanGrace,
-                                 startedAt: .now, logger: logger)
-        let janitor = SpoolJanitor(store: store, cleaner: cleaner, logger: logger)
+        let metrics = CoordinatorMetrics()
         let inputRoots = try PathRoots(configuration.inputRoots, flag: "--input-root")
         let outputRoots = try PathRoots(configuration.outputRoots, flag: "--output-root")
-        let submissions = JobSubmissions(
-            repository: repository, maxAttempts: configuration.maxAttempts, plannerWake: plannerWake,
+        let termContext = TermContext(
+            configuration: configuration, database: database, workerEndpoint: workerEndpoint,
+            transferPort: transferPort, metrics: metrics, media: MediaTaskRunner(isolation: configuration.mediaTasks),
+            spool: spool, cleaner: SpoolCleaner(layout: spool, logger: logger), enrolledKeys: security.workerKeys,
             sourceProtocols: try SourceProtocols(configuration.sourceProtocols), inputRoots: inputRoots,
-            outputRoots: outputRoots, defaultWebhookURL: configuration.webhookURL,
-            hasDefaultSecret: configuration.webhookSecret != nil, logger: logger)
-        // The HTTP API's reads have a pool of their own (statements cut off after 5 s), so its load
-        // never takes a connection the dispatch needs.
-        let reads = JobRepository(client: PostgresClient(
+            outputRoots: outputRoots, logger: logger)
+        let operations = OperationsStore(database: database)
+        resources.add { _ in await operations.close() }
+        let role = CoordinatorRole(desk: StandbyDesk(endpoint: workerEndpoint, logger: logger))
+        // The HTTP API's reads have a pool of their own (read-only, statements cut off after 5 s),
+        // so its load never takes a connection the dispatch needs; a standby answers from it too.
+        let httpReads = JobRepository(client: PostgresClient(
             configuration: database.forOperations(statementTimeout: .seconds(5)),
             maxConnections: configuration.httpDatabaseConnections, retryPolicy: .never))
-        resources.add { _ in await reads.client.close() }
-        let tokens = TokenAuthority(repository: reads)
+        resources.add { _ in await httpReads.client.close() }
+        let tokens = TokenAuthority(repository: httpReads)
         let handler = ClientAPIHandler(
-            repository: repository, shell: shell, workerEndpoint: workerEndpoint, enrolledKeys: security.workerKeys,
-            submissions: submissions, inputRoots: inputRoots, outputRoots: outputRoots,
+            role: role, reads: reads, workerEndpoint: workerEndpoint, enrolledKeys: security.workerKeys,
+            name: configuration.name, inputRoots: inputRoots, outputRoots: outputRoots,
             tokenRevoked: { tokens.forget($0) }, logger: logger)
         let ownKey = configuration.keys?.publicKey
         let scopes = configuration.adminKeyScopes
@@ -164,11 +157,11 @@ final class CoordinatorRuntime: Sendable {
         }
         var http: (service: HTTPAPIService, events: JobEventHub)?
         if let address = configuration.httpEndpoint {
-            let events = JobEventHub(reads: reads, shell: shell, pollInterval: configuration.eventPollInterval,
+            let events = JobEventHub(reads: httpReads, role: role, pollInterval: configuration.eventPollInterval,
                                      logger: logger)
             let api = HTTPAPIHandler(
-                submissions: submissions, reads: reads, api: handler, shell: shell, tokens: tokens,
-                limiter: RateLimiter(defaultRate: configuration.httpRateLimit), events: events, metrics: shell.metrics,
+                role: role, name: configuration.name, reads: httpReads, api: handler, tokens: tokens,
+                limiter: RateLimiter(defaultRate: configuration.httpRateLimit), events: events, metrics: metrics,
                 logger: logger)
             let server: HTTPServer
             do {
@@ -187,38 +180,48 @@ final class CoordinatorRuntime: Sendable {
             }
             http = (HTTPAPIService(server: server, events: events), events)
         }
-        let webhooks = WebhookSender(
-            repository: repository,
-            settings: WebhookSender.Settings(
-                secret: configuration.webhookSecret,
-                backoff: Backoff(base: configuration.webhookRetryBase, cap: .seconds(3600), jitter: 0.5),
-                userAgent: "splice/" + configuration.version),
-            gate: configuration.webhookLeadership, metrics: shell.metrics, logger: logger)
-        let tick = max(.milliseconds(20), configuration.sessions.heartbeatInterval / 4)
-
-        // Graceful shutdown stops these last to first: the API, the loops, the reader, then the
-        // session side drains its commits and says goodbye.
-        let group = ServiceGroup(services: [
-            SessionService(endpoint: workerEndpoint, shell: shell, outbox: outbox,
-                           drainTimeout: configuration.drainTimeout),
-            WorkerReader(endpoint: workerEndpoint, shell: shell),
-            LoopService("heartbeats", every: tick) { await shell.tick() },
-            LoopService("dispatch-poll", every: configuration.pollInterval) { await shell.workAvailable() },
-            NotificationService(configuration: database, planner: plannerWake, stitcher: stitcherWake, shell: shell),
-            LoopService("reaper", every: configuration.reapInterval) { await reaper.round() },
-            LoopService("janitor", every: configuration.janitorInterval) { await janitor.round() },
-            LoopService("stitcher", every: configuration.pollInterval, wake: stitcherWake) { await stitcher.round() },
-            LoopService("planner", every: configuration.pollInterval, wake: plannerWake) { await planner.round() },
-            LoopService("webhooks", every: .seconds(1)) { await webhooks.round() },
-            APIService(endpoint: apiEndpoint, handler: handler, scopes: apiScopes, logger: logger),
-        ] + (http.map { [$0.service] } ?? []))
         let endpoints = CoordinatorEndpoints(
             workers: workerEndpoint.wire.endpoints.first ?? configuration.workersEndpoint,
             api: apiEndpoint.wire.endpoints.first ?? configuration.apiEndpoint, data: dataBound,
             serverKey: configuration.keys?.publicKey, http: http?.service.server.address)
+        let candidate = LeaderLease.Candidate(
+            name: configuration.name,
+            apiEndpoint: advertised(endpoints.api, host: configuration.advertisedHost),
+            workersEndpoint: advertised(endpoints.workers, host: configuration.advertisedHost),
+            metricsEndpoint: configuration.metricsEndpoint.map { advertised(http: $0.description,
+                                                                          host: configuration.advertisedHost) },
+            httpEndpoint: endpoints.http.map { advertised(http: $0.description, host: configuration.advertisedHost) })
+        var embedded = false
+        if case .embedded = configuration.database { embedded = true }
+        let leadership = LeadershipService(context: termContext, candidate: candidate, embedded: embedded, role: role)
+
+        // Graceful shutdown stops these last to first: the APIs, the reader, then the leadership
+        // ends the active term (its commits drained, the workers told) and gives the lease up.
+        let group = ServiceGroup(services: [
+            leadership,
+            WorkerReader(endpoint: workerEndpoint, role: role, metrics: metrics),
+            APIService(endpoint: apiEndpoint, handler: handler, scopes: apiScopes, logger: logger),
+        ] + (http.map { [$0.service] } ?? []))
         return CoordinatorRuntime(
-            endpoints: endpoints, workerEndpoint: workerEndpoint, apiEndpoint: apiEndpoint, shell: shell,
-            operations: operations, events: http?.events, group: group, resources: resources, logger: logger)
+            endpoints: endpoints, workerEndpoint: workerEndpoint, apiEndpoint: apiEndpoint, role: role,
+            metrics: metrics, operations: operations, events: http?.events, candidate: candidate,
+            leadership: leadership, group: group, resources: resources, logger: logger)
+    }
+
+    /// `endpoint` as others reach it: a wildcard host (`*`, `0.0.0.0`, `[::]`) becomes `host` (the
+    /// host name when nil); anything else is kept.
+    static func advertised(_ endpoint: String, host: String?) -> String {
+        let scheme = "tcp://"
+        guard endpoint.hasPrefix(scheme), let colon = endpoint.lastIndex(of: ":") else { return endpoint }
+        let bound = endpoint[endpoint.index(endpoint.startIndex, offsetBy: scheme.count)..<colon]
+        guard ["*", "0.0.0.0", "[::]", "::"].contains(String(bound)) else { return endpoint }
+        return scheme + (host ?? ProcessInfo.processInfo.hostName) + endpoint[colon...]
+    }
+
+    /// The operators' endpoint as others reach it: `http://HOST:PORT/`.
+    static func advertised(http address: String, host: String?) -> String {
+        let endpoint = advertised("tcp://" + address, host: host)
+        return "http://" + endpoint.dropFirst("tcp://".count) + "/"
     }
 
     /// The store: the given server, or the embedded one in its directory; migrated either way.
@@ -306,20 +309,43 @@ final class CoordinatorRuntime: Sendable {
     /// of a service that failed (the group has then stopped the others gracefully). Everything is
     /// closed before it returns, with linger unless the task was cancelled.
     func run() async throws {
-        logger.info("coordinator ready", ["workers": endpoints.workers, "api": endpoints.api,
-                                          "data": endpoints.data ?? "-", "http": endpoints.http?.description ?? "-"])
         var failure: ServiceGroupError?
-        do {
-            try await group.run()
-        } catch {
-            failure = error
+        let group = self.group
+        let running = Task { () -> ServiceGroupError? in
+            do throws(ServiceGroupError) {
+                try await group.run()
+                return nil
+            } catch {
+                return error
+            }
+        }
+        // "coordinator ready" once the endpoints are bound and the leadership has made its first
+        // decision: a coordinator alone on its database is active by then.
+        await withTaskCancellationHandler {
+            await leadership.decided.wait()
+        } onCancel: {
+            running.cancel()
+        }
+        logger.info("coordinator ready", ["workers": endpoints.workers, "api": endpoints.api,
+                                          "data": endpoints.data ?? "-", "http": endpoints.http?.description ?? "-",
+                                          "name": candidate.name,
+                                          "role": role.term == nil ? "standby" : "active", "epoch": role.epoch])
+        failure = await withTaskCancellationHandler {
+            await running.value
+        } onCancel: {
+            running.cancel()
         }
         await resources.run(Task.isCancelled ? .abrupt : .graceful)
         if let failure { throw failure }
     }
 
+    /// Waits until the leadership has made its first decision (active, or standing by).
+    func decided() async {
+        await leadership.decided.wait()
+    }
+
     /// Graceful shutdown: stop accepting, let commits in flight finish and be acknowledged, say
-    /// goodbye to the workers; `run` then closes the endpoints with linger.
+    /// goodbye to the workers, give the lease up; `run` then closes the endpoints with linger.
     func shutdown() async {
         logger.info("coordinator stopping")
         await group.shutdown()

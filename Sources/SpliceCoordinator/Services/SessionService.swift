@@ -12,7 +12,8 @@ final class SessionService: Service {
     private let shell: CoordinatorShell
     private let outbox: Outbox
     private let drainTimeout: Duration
-    private let stopped = Latch()
+    /// Opened once `run` has returned (the outbox finished and drained).
+    let stopped = Latch()
 
     init(endpoint: CoordinatorWorkerEndpoint, shell: CoordinatorShell, outbox: Outbox, drainTimeout: Duration) {
         self.endpoint = endpoint

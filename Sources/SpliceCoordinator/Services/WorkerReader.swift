@@ -2,29 +2,32 @@ import SpliceConcurrency
 import SpliceWire
 import SpliceDaemon
 
-/// Reads the worker endpoint and hands every message to the shell, in order. Stopping it (the
-/// first step of a graceful shutdown for the worker side) leaves the endpoint open so that
-/// answers to what was already read still go out; anything unread is resent by the workers to
-/// the next coordinator.
+/// Reads the worker endpoint and hands every burst of messages, in order, to the active term's
+/// shell — or, while this coordinator stands by, to its standby desk (``CoordinatorRole``).
+/// Stopping it (the first step of a graceful shutdown for the worker side) leaves the endpoint open
+/// so that answers to what was already read still go out; anything unread is resent by the
+/// workers to the next coordinator.
 final class WorkerReader: Service {
     let name = "worker-reader"
     private let endpoint: CoordinatorWorkerEndpoint
-    private let shell: CoordinatorShell
+    private let role: CoordinatorRole
+    private let metrics: CoordinatorMetrics
     private let reading = StoppableTask()
 
-    init(endpoint: CoordinatorWorkerEndpoint, shell: CoordinatorShell) {
+    init(endpoint: CoordinatorWorkerEndpoint, role: CoordinatorRole, metrics: CoordinatorMetrics) {
         self.endpoint = endpoint
-        self.shell = shell
+        self.role = role
+        self.metrics = metrics
     }
 
     func run() async throws {
         let endpoint = self.endpoint
-        let shell = self.shell
-        let metrics = shell.metrics
+        let role = self.role
+        let metrics = self.metrics
         await reading.run {
             while case let batch = await endpoint.receive(upTo: 64), !batch.isEmpty {
                 metrics.received(batch)
-                await shell.received(batch)
+                await role.received(batch)
             }
         }
     }

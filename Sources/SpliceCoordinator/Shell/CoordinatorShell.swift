@@ -20,8 +20,14 @@ actor CoordinatorShell {
     nonisolated let dropLog = LogThrottle()
     /// Store tasks started and not yet answered (a graceful shutdown waits for them).
     private let inFlight = InFlightWork()
-    /// The operators' figures, counted where the events happen (docs/deploy.md, Operating).
-    nonisolated let metrics = CoordinatorMetrics()
+    /// The operators' figures, counted where the events happen (docs/deploy.md, Operating); the
+    /// process's, shared by its terms.
+    nonisolated let metrics: CoordinatorMetrics
+    /// Whether this coordinator may still claim: its leadership lease is valid on its own clock
+    /// (docs/coordinator.md, Standby coordinators). Claims stop before the lease can run out.
+    private let mayDispatch: @Sendable () -> Bool
+    /// Set when the term this shell serves has ended: nothing more is sent or written.
+    private(set) var retired = false
     /// Transfer mode: the data endpoint's port (nil without one), the media tasks that cut
     /// excerpts, and what is offered and fetched (CoordinatorShell+Transfer.swift).
     let transferPort: TransferPort?
@@ -31,11 +37,14 @@ actor CoordinatorShell {
     init(
         policy: CoordinatorPolicy, store: CoordinatorStore, outbox: Outbox, spool: SpoolCleaner,
         stitcherWake: WakeSignal, logger: Logger, transferPort: TransferPort? = nil,
-        media: MediaTaskRunner = MediaTaskRunner(isolation: .inProcess)
+        media: MediaTaskRunner = MediaTaskRunner(isolation: .inProcess), epoch: Int64? = nil,
+        metrics: CoordinatorMetrics = CoordinatorMetrics(), mayDispatch: @escaping @Sendable () -> Bool = { true }
     ) {
         self.transferPort = transferPort
         self.media = media
-        self.machine = CoordinatorStateMachine(policy: policy)
+        self.metrics = metrics
+        self.mayDispatch = mayDispatch
+        self.machine = CoordinatorStateMachine(policy: policy, epoch: epoch)
         self.store = store
         self.outbox = outbox
         self.spool = spool
@@ -48,6 +57,7 @@ actor CoordinatorShell {
     /// Messages (and rejections) from the worker endpoint, in arrival order; one dispatch after
     /// the whole burst.
     func received(_ batch: [Received<WorkerMessage>]) {
+        guard !retired else { return }
         let now = ContinuousClock.now
         for received in batch {
             switch received {
@@ -66,7 +76,7 @@ actor CoordinatorShell {
     /// when that worker has no active session any more (its own resend, after a HELLO, will do).
     func redeliver(_ message: WorkerMessage, from peer: WirePeer) {
         let now = ContinuousClock.now
-        guard let worker = WorkerIdentity(peer: peer), machine.isActive(worker) else { return }
+        guard !retired, let worker = WorkerIdentity(peer: peer), machine.isActive(worker) else { return }
         execute(machine.handle(.received(message, from: peer), at: now))
         execute(machine.dispatch(at: now))
     }
@@ -128,6 +138,20 @@ actor CoordinatorShell {
         execute(machine.handle(.drained, at: .now))
     }
 
+    // MARK: - The end of a term
+
+    /// This coordinator is no longer the active one: every session is told (STANDBY, or
+    /// DISCONNECT to older workers) through the outbox, nothing more is sent or written from now
+    /// on, and the store work in flight is cancelled. Returns who was told.
+    func standDown(epoch: Int64?, active: String?) -> [StandbyPeer] {
+        guard !retired else { return [] }
+        let (directives, peers) = machine.standDown(epoch: epoch, active: active)
+        execute(directives)
+        retired = true
+        inFlight.cancelAll()
+        return peers
+    }
+
     // MARK: - Reading
 
     var sessions: [WorkerSessionSnapshot] { machine.sessionSnapshots(now: .now) }
@@ -146,6 +170,7 @@ actor CoordinatorShell {
 
     /// Runs one event through the machine, carries out what it says, then lets it dispatch.
     private func apply(_ event: CoordinatorEvent) {
+        guard !retired else { return }
         let now = ContinuousClock.now
         execute(machine.handle(event, at: now))
         execute(machine.dispatch(at: now))
@@ -156,6 +181,7 @@ actor CoordinatorShell {
     }
 
     func execute(_ directive: CoordinatorDirective) {
+        guard !retired else { return }
         switch directive {
         case .send(.assign(let assign), let peer, let worker) where transfers.needsExcerpt(assign.attempt.job, worker: worker):
             sendWithExcerpt(assign, to: peer, worker: worker)
@@ -167,8 +193,13 @@ actor CoordinatorShell {
             spawn { await self.commit(result) }
         case .extendLeases(let attempts, let worker, let check):
             spawn { await self.extend(attempts, worker: worker, check: check) }
+        case .claim(let demands, _) where !mayDispatch():
+            // The leadership lease may be running out: no claims (as if the claim failed).
+            spawn { await self.apply(.claimFailed(demands)) }
         case .claim(let demands, let generation):
             spawn { await self.claim(demands, generation: generation) }
+        case .claimBackup(let primary, let demand) where !mayDispatch():
+            spawn { await self.apply(.backupClaimFailed(of: primary, demand: demand)) }
         case .claimBackup(let primary, let demand):
             spawn { await self.claimBackup(of: primary, for: demand) }
         case .abandonAttempt(let attempt, let reason, let spendsAttempt):

@@ -133,7 +133,7 @@ extension CoordinatorStateMachine {
     private mutating func welcome(_ identity: WorkerIdentity, now: Instant) -> [CoordinatorDirective] {
         let welcome = Welcome(
             session: sessionName, heartbeatIntervalMilliseconds: policy.heartbeatInterval.wholeMilliseconds,
-            heartbeatLiveness: policy.heartbeatLiveness)
+            heartbeatLiveness: policy.heartbeatLiveness, epoch: epoch)
         return send(.welcome(welcome), to: identity, now: now)
     }
 }

@@ -33,6 +33,8 @@ package struct CoordinatorStateMachine: Sendable {
     package let policy: Policy
     /// Sent in WELCOME; identifies this coordinator process in the workers' logs.
     package let sessionName: String
+    /// The leadership epoch this machine serves under, sent in WELCOME (nil: none, as in tests).
+    package let epoch: Int64?
     var sessions = SessionTable()
     var dispatcher = Dispatcher()
     var backups: BackupAttempts
@@ -45,9 +47,10 @@ package struct CoordinatorStateMachine: Sendable {
     /// running (stopped, starved), and that time is not the workers' silence.
     var lastTick: Instant?
 
-    package init(policy: Policy = Policy(), sessionName: String = UUID().uuidString.lowercased()) {
+    package init(policy: Policy = Policy(), sessionName: String = UUID().uuidString.lowercased(), epoch: Int64? = nil) {
         self.policy = policy
         self.sessionName = sessionName
+        self.epoch = epoch
         self.backups = BackupAttempts(
             afterPercent: policy.backupAfterPercent, minimumRuntime: policy.backupMinimumRuntime,
             checkInterval: policy.backupCheckInterval)
@@ -187,6 +190,28 @@ package struct CoordinatorStateMachine: Sendable {
             quarantineRemaining: quarantine.map { $0.until - now }, quarantineReason: quarantine?.reason,
             usableCores: session.registration.usableCores, threadsPerSlot: session.registration.threadsPerSlot,
             metricsEndpoint: session.registration.metricsEndpoint)
+    }
+
+    /// This coordinator is no longer the active one (its lease ran out, or another took over):
+    /// every session is told — STANDBY (with what is known of the active one) to the workers that
+    /// understand it, DISCONNECT `shutdown` to older ones, which then say HELLO again — and
+    /// forgotten. Returns the sends and who was told, for the standby to remember.
+    package mutating func standDown(epoch: Int64?, active: String?) -> (directives: [CoordinatorDirective],
+                                                                      peers: [StandbyPeer]) {
+        var directives: [CoordinatorDirective] = []
+        var peers: [StandbyPeer] = []
+        for session in sessions.all {
+            let aware = session.registration.standbyAware == true
+            peers.append(StandbyPeer(identity: session.identity, peer: session.peer, standbyAware: aware))
+            let message: CoordinatorMessage = aware
+                ? .standby(Standby(epoch: epoch, active: active))
+                : .disconnect(Disconnect(reason: .shutdown, detail: "this coordinator is no longer the active one"))
+            directives.append(.send(message, to: session.peer, worker: session.identity))
+        }
+        for peer in peers { sessions.close(peer.identity) }
+        shuttingDown = true
+        farewellSent = true
+        return (directives, peers)
     }
 
     /// Whether `identity` has a welcomed session.

@@ -15,7 +15,7 @@ import Synchronization
 ///
 /// It runs as a service of its own with its own timer and database calls, so a receiver that is
 /// slow or down delays other deliveries at most by its timeout and never dispatch; and only while
-/// the ``LeadershipGate`` says this coordinator is active.
+/// `mayAct` says this coordinator is the active one (its term's lease is valid).
 final class WebhookSender: Sendable {
     struct Settings: Sendable {
         /// The coordinator's `--webhook-secret`, for jobs without their own.
@@ -31,30 +31,30 @@ final class WebhookSender: Sendable {
 
     private let repository: JobRepository
     private let settings: Settings
-    private let gate: LeadershipGate
+    private let mayAct: @Sendable () -> Bool
     private let metrics: CoordinatorMetrics
     private let logger: Logger
     private let releasedClaims = Atomic<Bool>(false)
 
-    init(repository: JobRepository, settings: Settings, gate: LeadershipGate, metrics: CoordinatorMetrics,
+    init(repository: JobRepository, settings: Settings, mayAct: @escaping @Sendable () -> Bool, metrics: CoordinatorMetrics,
          logger: Logger) {
         self.repository = repository
         self.settings = settings
-        self.gate = gate
+        self.mayAct = mayAct
         self.metrics = metrics
         self.logger = logger
     }
 
     /// One round: what is due, delivered (or scheduled again).
     func round() async {
-        guard gate.isActive else { return }
+        guard mayAct() else { return }
         do {
             if !releasedClaims.load(ordering: .acquiring) {
                 // A predecessor killed mid-delivery held claims: they are due again now.
                 try await repository.releaseWebhookClaims()
                 releasedClaims.store(true, ordering: .releasing)
             }
-            while gate.isActive && !Task.isCancelled {
+            while mayAct() && !Task.isCancelled {
                 let events = try await repository.claimWebhookEvents(
                     limit: settings.concurrency, claim: settings.timeout + .seconds(30))
                 guard !events.isEmpty else { return }

@@ -31,7 +31,8 @@ public struct Migrator: Sendable {
     /// schema was already current, or another migrator got there first).
     @discardableResult
     public func migrate() async throws -> [Migration] {
-        try await PostgresConnection.withConnection(configuration) { connection in
+        // A migration may change rows of the fenced tables: it writes as a tool, not as a coordinator.
+        try await PostgresConnection.withConnection(configuration.unfenced()) { connection in
             var applied: [Migration] = []
             while let migration = try await applyNext(on: connection) {
                 applied.append(migration)

@@ -73,6 +73,38 @@ public struct ConnectionConfiguration: Sendable, Equatable, CustomStringConverti
         return copy
     }
 
+    /// The same settings with `options` (server settings for the session, `-c name=value …`)
+    /// extended by `more`: later settings win, so these override the URL's own.
+    public func addingOptions(_ more: String) -> ConnectionConfiguration {
+        setting("options", (value(of: "options").map { $0 + " " } ?? "") + more)
+    }
+
+    /// A session of the coordinator holding `epoch`: every write it makes is fenced by that epoch
+    /// (Migrations/0008_coordinator_leadership.sql) and refused once another coordinator has taken
+    /// over. Its `application_name` names the epoch, so the sessions of a deposed epoch are known.
+    public func fenced(epoch: Int64) -> ConnectionConfiguration {
+        addingOptions("-c splice.fence=on -c splice.epoch=\(epoch)")
+            .setting("application_name", "splice-epoch-\(epoch)")
+    }
+
+    /// A session that writes without holding a coordinator epoch — tests, a repair by hand:
+    /// the fence lets it through (`splice.fence = off`). No coordinator uses one.
+    public func unfenced() -> ConnectionConfiguration {
+        addingOptions("-c splice.fence=off")
+    }
+
+    /// A session that only reads (a standby's answers): read-only transactions, and no epoch, so
+    /// even a write that slipped through would meet the fence.
+    public func readOnly(applicationName: String) -> ConnectionConfiguration {
+        addingOptions("-c default_transaction_read_only=on -c splice.fence=on")
+            .setting("application_name", applicationName)
+    }
+
+    /// Whether the string sets `keyword` (`connect_timeout`, `keepalives_idle`…).
+    public func has(_ keyword: String) -> Bool {
+        value(of: keyword) != nil
+    }
+
     func value(of keyword: String) -> String? {
         parameters.last { $0.keyword == keyword }?.value
     }

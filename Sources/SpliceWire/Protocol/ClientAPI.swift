@@ -377,6 +377,9 @@ public struct APIError: MessageBody, Hashable, SpliceError {
         public static let conflict = Code(rawValue: "conflict")
         /// The SUBMIT's output exists and `export.overwrite` is false.
         public static let outputExists = Code(rawValue: "output-exists")
+        /// This coordinator is a standby: it answers reads, and writes go to the active one,
+        /// named in `active` when there is one (a client sends the request there).
+        public static let notActive = Code(rawValue: "not-active")
         /// The client's key lacks the scope the request needs (`--admin-keys` lines may limit a key
         /// to some scopes), or a path lies outside what its credential may name.
         public static let forbidden = Code(rawValue: "forbidden")
@@ -387,17 +390,21 @@ public struct APIError: MessageBody, Hashable, SpliceError {
     public var message: String
     /// Whether sending the same request later may succeed (`retryable` on the wire).
     public var isRetryable: Bool
+    /// With `not-active`: the active coordinator's API endpoint as it advertises it, when one is
+    /// active. Absent otherwise (and from older coordinators).
+    public var active: String?
 
-    public init(_ code: Code, _ message: String, isRetryable: Bool = false) {
+    public init(_ code: Code, _ message: String, isRetryable: Bool = false, active: String? = nil) {
         self.code = code
         self.message = message
         self.isRetryable = isRetryable
+        self.active = active
     }
 
     public var description: String { message }
 
     private enum CodingKeys: String, CodingKey {
-        case code, message
+        case code, message, active
         case isRetryable = "retryable"
     }
 

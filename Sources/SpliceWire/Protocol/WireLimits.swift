@@ -48,6 +48,8 @@ public enum WireLimits {
     public static let chunkBytes: ClosedRange<Int> = 1...(3 << 20)
     /// A fetch's session number (FETCH, echoed by CHUNK and MISSING).
     public static let transferSession: ClosedRange<Int> = 1...Int(Int32.max)
+    /// A coordinator leadership epoch (WELCOME, STANDBY, ACTIVE): 1 and up.
+    public static let epoch: ClosedRange<Int64> = 1...(1 << 62)
     /// How many jobs a LIST may ask for (absent: 50).
     public static let listLimit: ClosedRange<Int> = 1...1000
 
@@ -90,7 +92,20 @@ extension Welcome {
     public func rangeViolation() -> String? {
         WireLimits.first(
             WireLimits.check("heartbeatIntervalMilliseconds", heartbeatIntervalMilliseconds, WireLimits.milliseconds),
-            WireLimits.check("heartbeatLiveness", heartbeatLiveness, WireLimits.heartbeatLiveness))
+            WireLimits.check("heartbeatLiveness", heartbeatLiveness, WireLimits.heartbeatLiveness),
+            epoch.flatMap { WireLimits.check("epoch", $0, WireLimits.epoch) })
+    }
+}
+
+extension Standby {
+    public func rangeViolation() -> String? {
+        epoch.flatMap { WireLimits.check("epoch", $0, WireLimits.epoch) }
+    }
+}
+
+extension Active {
+    public func rangeViolation() -> String? {
+        WireLimits.check("epoch", epoch, WireLimits.epoch)
     }
 }
 

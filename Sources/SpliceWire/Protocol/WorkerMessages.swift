@@ -40,12 +40,18 @@ public struct Hello: MessageBody, Hashable {
     /// `splice workers` (a second worker on a host moves off the default port). Optional: absent
     /// when it has none, and from older workers.
     public var metricsEndpoint: String?
+    /// True from a worker that understands STANDBY and ACTIVE (it may know several coordinators
+    /// and follows the active one): a standby coordinator answers its HELLO with STANDBY, and tells
+    /// it ACTIVE once it takes over. Absent from older workers, which a standby leaves unanswered
+    /// (they say HELLO again until the coordinator they know is active).
+    public var standbyAware: Bool?
 
     public init(
         workerName: String, slots: Int, encoders: [String], running: [SegmentAttempt] = [], finished: [Complete] = [],
         failed: [Fail] = [], software: String = "", storage: WorkerStorage? = nil, usableCores: Int? = nil,
-        threadsPerSlot: Int? = nil, metricsEndpoint: String? = nil
+        threadsPerSlot: Int? = nil, metricsEndpoint: String? = nil, standbyAware: Bool? = nil
     ) {
+        self.standbyAware = standbyAware
         self.workerName = workerName
         self.slots = slots
         self.encoders = encoders
@@ -80,8 +86,13 @@ public struct Welcome: MessageBody, Hashable {
     /// After this many intervals of silence a side considers the other gone (the worker then
     /// reconnects and says HELLO again; the coordinator stops assigning to it).
     public var heartbeatLiveness: Int
+    /// The leadership epoch of the coordinator that welcomes (docs/coordinator.md, Standby
+    /// coordinators): a worker that knows several coordinators follows the highest epoch it hears
+    /// of. Absent from older coordinators (taken as 0).
+    public var epoch: Int64?
 
-    public init(session: String, heartbeatIntervalMilliseconds: Int, heartbeatLiveness: Int) {
+    public init(session: String, heartbeatIntervalMilliseconds: Int, heartbeatLiveness: Int, epoch: Int64? = nil) {
+        self.epoch = epoch
         self.session = session
         self.heartbeatIntervalMilliseconds = heartbeatIntervalMilliseconds
         self.heartbeatLiveness = heartbeatLiveness
@@ -300,6 +311,35 @@ public struct Disconnect: MessageBody, Hashable {
     public init(reason: Reason, detail: String = "") {
         self.reason = reason
         self.detail = detail
+    }
+}
+
+/// STANDBY (coordinator → worker): this coordinator is not the active one. The answer of a
+/// standby to the HELLO of a worker that says it is `standbyAware`, and what an active coordinator
+/// that lost its lease tells the sessions it had. Sent only to workers that said `standbyAware`.
+public struct Standby: MessageBody, Hashable {
+    public static let messageType = "STANDBY"
+    /// The epoch of the active coordinator as this one last read it (absent when no coordinator is
+    /// active, or the database could not be read): a worker registered under a lower epoch knows
+    /// its coordinator was deposed.
+    public var epoch: Int64?
+    /// The active coordinator's worker endpoint as it advertises it, when one is active.
+    public var active: String?
+
+    public init(epoch: Int64? = nil, active: String? = nil) {
+        self.epoch = epoch
+        self.active = active
+    }
+}
+
+/// ACTIVE (coordinator → worker): this coordinator has just become the active one, at `epoch`:
+/// say HELLO here. Sent to the `standbyAware` workers it heard from while it stood by.
+public struct Active: MessageBody, Hashable {
+    public static let messageType = "ACTIVE"
+    public var epoch: Int64
+
+    public init(epoch: Int64) {
+        self.epoch = epoch
     }
 }
 

@@ -72,6 +72,9 @@ public enum CoordinatorMessage: WireMessage, Hashable {
     case ack(Ack)
     case heartbeat(Heartbeat)
     case disconnect(Disconnect)
+    /// Only to workers whose HELLO said `standbyAware`.
+    case standby(Standby)
+    case active(Active)
 
     public static let protocolName = WorkerProtocol.name
     public static let protocolVersion = WorkerProtocol.version
@@ -82,10 +85,14 @@ public enum CoordinatorMessage: WireMessage, Hashable {
         .body(Ack.self, CoordinatorMessage.ack),
         .body(Heartbeat.self, CoordinatorMessage.heartbeat),
         .body(Disconnect.self, CoordinatorMessage.disconnect),
+        .body(Standby.self, CoordinatorMessage.standby),
+        .body(Active.self, CoordinatorMessage.active),
     ])
 
     public var body: any MessageBody {
         switch self {
+        case .standby(let body): body
+        case .active(let body): body
         case .welcome(let body): body
         case .assign(let body): body
         case .cancel(let body): body

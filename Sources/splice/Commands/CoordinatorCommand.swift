@@ -96,6 +96,25 @@ struct CoordinatorCommand: Command {
         default: "file,http,https,s3", environment: "SPLICE_SOURCE_PROTOCOLS")
     static let metricsEndpoint = DaemonOptions.metricsEndpoint(
         default: "127.0.0.1:9450", serves: "the status page (/), /metrics, /healthz and /readyz")
+    static let leaderLease = Option<Seconds>(
+        "leader-lease-seconds", valueName: "seconds",
+        help: "Standby coordinators: how long the active coordinator's lease lasts unrenewed; a standby takes "
+            + "over this long after the active one's last renewal.",
+        default: Seconds(milliseconds: 3000), environment: "SPLICE_LEADER_LEASE_SECONDS")
+    static let leaderRenew = Option<Seconds>(
+        "leader-renew-seconds", valueName: "seconds",
+        help: "How often the active coordinator renews its lease (default: a third of --leader-lease-seconds).",
+        environment: "SPLICE_LEADER_RENEW_SECONDS")
+    static let name = Option<String>(
+        "name", valueName: "name",
+        help: "This coordinator's name for people: logs, the status page, the standbys' answers (default: the "
+            + "host name).",
+        default: ProcessInfo.processInfo.hostName, environment: "SPLICE_COORDINATOR_NAME")
+    static let advertise = Option<String>(
+        "advertise", valueName: "host",
+        help: "The host other machines reach this coordinator at, named by the standbys to clients and workers "
+            + "where it binds every address (default: the host name; in Kubernetes the pod's IP).",
+        environment: "SPLICE_ADVERTISE")
     static let outputRoot = Option<String>(
         "output-root", valueName: "dir",
         help: "Only accept jobs whose output lies in this folder (links resolved; repeatable), or under this "
@@ -117,10 +136,14 @@ struct CoordinatorCommand: Command {
             `coordinator ready workers=… api=…` once both endpoints are bound; SIGTERM drains and exits 0.
             Operators: Prometheus metrics, health checks and a status page at http://127.0.0.1:9450/ \
             (--metrics-endpoint).
+            Several coordinators may run on one --database (an external PostgreSQL): one is active, the \
+            others stand by, answer reads, and take over within seconds when it is gone (see \
+            --leader-lease-seconds). With the embedded database a coordinator runs alone.
             """,
         arguments: [database, stateDirectory, workersEndpoint, apiEndpoint, dataEndpoint, spool, secretKey, adminKeys, insecure,
                     leaseSeconds, maxAttempts, backupAfter, inputRoot, outputRoot, sourceProtocols, metricsEndpoint,
-                    httpEndpoint, httpRateLimit, httpMaxConnections, webhookURL, webhookSecret, webhookRetrySeconds, verify]
+                    httpEndpoint, httpRateLimit, httpMaxConnections, webhookURL, webhookSecret, webhookRetrySeconds, verify,
+                    leaderLease, leaderRenew, name, advertise]
                     + DaemonOptions.arguments,
         onShutdown: .notify, environment: [.objectStorage])
 
@@ -140,6 +163,10 @@ struct CoordinatorCommand: Command {
     let outputRoots: [String]
     let sourceProtocols: [String]
     let metricsEndpoint: MetricsEndpointSetting
+    let leaderLease: Seconds
+    let leaderRenew: Seconds?
+    let name: String
+    let advertise: String?
     let httpEndpoint: HTTPAddress?
     let httpRateLimit: Int
     let httpMaxConnections: Int
@@ -176,6 +203,10 @@ struct CoordinatorCommand: Command {
         outputRoots = arguments.values(Self.outputRoot)
         sourceProtocols = try arguments.value(Self.sourceProtocols).split(separator: ",").map(String.init)
         metricsEndpoint = try arguments.value(Self.metricsEndpoint)
+        leaderLease = try arguments.value(Self.leaderLease)
+        leaderRenew = arguments[Self.leaderRenew]
+        name = try arguments.value(Self.name)
+        advertise = arguments[Self.advertise].flatMap { $0.isEmpty ? nil : $0 }
         let http = try arguments.value(Self.httpEndpoint)
         if ["off", "none", "disabled", ""].contains(http.lowercased()) {
             httpEndpoint = nil
@@ -194,6 +225,11 @@ struct CoordinatorCommand: Command {
         daemon = DaemonOptions(arguments)
     }
 
+    /// The leadership timings the flags give.
+    var leadership: LeadershipPolicy {
+        LeadershipPolicy(lease: leaderLease.duration, renewInterval: leaderRenew?.duration)
+    }
+
     func validate() throws {
         guard (1...86_400).contains(leaseSeconds) else {
             throw UsageError("--lease-seconds must be from 1 to 86400; got \(leaseSeconds)")
@@ -207,6 +243,8 @@ struct CoordinatorCommand: Command {
         guard backupAfter == 0 || (100...10_000).contains(backupAfter) else {
             throw UsageError("--backup-after must be 0 (no backups) or from 100 to 10000 percent; got \(backupAfter)")
         }
+        if let problem = leadership.problem { throw UsageError(problem) }
+        guard !name.isEmpty else { throw UsageError("--name must not be empty") }
     }
 
     func run(_ context: CommandContext) async throws -> ExitCode {
@@ -251,6 +289,9 @@ struct CoordinatorCommand: Command {
         configuration.inputRoots = inputRoots.map(SubmitCommand.location)
         configuration.outputRoots = outputRoots.map(SubmitCommand.location)
         configuration.sourceProtocols = sourceProtocols
+        configuration.leadership = leadership
+        configuration.name = name
+        configuration.advertisedHost = advertise
         configuration.adminKeyScopes = Dictionary(admins.compactMap { admin in admin.scopes.map { (admin.key, $0) } },
                                                   uniquingKeysWith: { $0.intersection($1) })
         configuration.httpEndpoint = httpEndpoint

@@ -8,7 +8,9 @@ import SpliceWorker
 /// assigned into the shared spool, and drains on SIGTERM (exit 0).
 struct WorkerCommand: Command {
     static let coordinator = Option<String>(
-        "coordinator", valueName: "endpoint", help: "The coordinator's worker endpoint.",
+        "coordinator", valueName: "endpoint",
+        help: "The coordinator's worker endpoint; with standby coordinators, each one's, comma-separated "
+            + "(tcp://a:7450,tcp://b:7450): the worker connects to all and works for the active one.",
         default: "tcp://127.0.0.1:7450", environment: "SPLICE_COORDINATOR_ENDPOINT")
     static let slots = Option<Int>(
         "slots", valueName: "n",
@@ -27,7 +29,8 @@ struct WorkerCommand: Command {
         environment: "SPLICE_SPOOL") { $0 }
     static let dataEndpoint = Option<String>(
         "data-endpoint", valueName: "endpoint",
-        help: "Transfer mode: the coordinator's data endpoint (default: the --coordinator host, port 7452).",
+        help: "Transfer mode: the coordinator's data endpoint, one per --coordinator endpoint (default: each "
+            + "--coordinator host, port 7452).",
         environment: "SPLICE_DATA_ENDPOINT") { $0 }
     static let scratch = Option<String>(
         "scratch", valueName: "dir",
@@ -41,7 +44,9 @@ struct WorkerCommand: Command {
         "secret-key", valueName: "file", help: "This worker's CURVE secret key (from `splice keys generate`).",
         environment: "SPLICE_SECRET_KEY") { $0 }
     static let serverKey = Option<String>(
-        "server-key", valueName: "file", help: "The coordinator's public key file (NAME.pub); with --secret-key enables CURVE.",
+        "server-key", valueName: "file",
+        help: "The coordinator's public key file (NAME.pub); with --secret-key enables CURVE. Several coordinators "
+            + "share one, or give each one's, comma-separated, in --coordinator's order.",
         environment: "SPLICE_SERVER_KEY") { $0 }
     static let name = Option<String>(
         "name", valueName: "name", help: "The name this worker reports (not its identity: its key is).",
@@ -114,6 +119,17 @@ struct WorkerCommand: Command {
             throw UsageError("--secret-key and --server-key go together: give both to use CURVE, or neither")
         }
         guard !name.isEmpty else { throw UsageError("--name must not be empty") }
+        let coordinators = ClientOptions.list(coordinator)
+        guard !coordinators.isEmpty else { throw UsageError("--coordinator names no endpoint") }
+        if let serverKey, ClientOptions.list(serverKey).count > 1,
+           ClientOptions.list(serverKey).count != coordinators.count {
+            throw UsageError("--server-key: \(ClientOptions.list(serverKey).count) keys for \(coordinators.count) "
+                             + "coordinators; give one key they share, or one per --coordinator endpoint in the same order")
+        }
+        if let dataEndpoint, ClientOptions.list(dataEndpoint).count != coordinators.count {
+            throw UsageError("--data-endpoint: \(ClientOptions.list(dataEndpoint).count) endpoints for "
+                             + "\(coordinators.count) coordinators; give one per --coordinator endpoint in the same order")
+        }
     }
 
     static func directory(_ path: String) -> URL {
@@ -135,8 +151,10 @@ struct WorkerCommand: Command {
         configuration.scratch = scratch.map(Self.directory)
         configuration.scratchLimit = scratchLimit
         if let secretKey, let serverKey {
-            configuration.curve = (keys: try CurveKeyPair.load(secretKeyPath: secretKey),
-                                   serverKey: try CurvePublicKey.load(path: serverKey))
+            let keys = try ClientOptions.list(serverKey).map { try CurvePublicKey.load(path: $0) }
+            guard let first = keys.first else { throw UsageError("--server-key names no key file") }
+            configuration.curve = (keys: try CurveKeyPair.load(secretKeyPath: secretKey), serverKey: first)
+            if keys.count > 1 { configuration.coordinatorKeys = keys }
         }
         let logger = self.daemon.logger(from: context.logger)
         let worker = try WorkerDaemon(configuration: configuration, logger: logger)

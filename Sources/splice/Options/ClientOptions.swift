@@ -6,13 +6,16 @@ import SpliceClient
 /// `cancel`, `workers`): where it listens, the CURVE keys of a protected API, how long to wait.
 struct ClientOptions: OptionGroup {
     static let coordinator = Option<String>("coordinator", valueName: "endpoint",
-        help: "The coordinator's API endpoint.", default: "tcp://127.0.0.1:7451", environment: "SPLICE_COORDINATOR")
+        help: "The coordinator's API endpoint; with standby coordinators, each one's, comma-separated "
+            + "(tcp://a:7451,tcp://b:7451): a standby answers reads and sends writes to the active one.",
+        default: "tcp://127.0.0.1:7451", environment: "SPLICE_COORDINATOR")
     static let secretKey = Option<String>("secret-key", valueName: "file",
         help: "This client's CURVE secret key (from `splice keys generate`), for a coordinator run with "
             + "--secret-key; its public key must be in the coordinator's --admin-keys.",
         environment: "SPLICE_CLIENT_SECRET_KEY")
     static let serverKey = Option<String>("server-key", valueName: "file",
-        help: "The coordinator's public key: its .pub file (or the Z85 text). Needed with --secret-key.",
+        help: "The coordinator's public key: its .pub file (or the Z85 text). Needed with --secret-key. Several "
+            + "coordinators share one, or give each one's, comma-separated, in --coordinator's order.",
         environment: "SPLICE_SERVER_KEY")
     static let timeout = Option<Seconds>("timeout", valueName: "seconds",
         help: "How long to wait for the coordinator to answer each request.", default: Seconds(milliseconds: 10_000))
@@ -34,9 +37,18 @@ struct ClientOptions: OptionGroup {
     /// Checks what can be checked without the network; the commands call it from `validate()`.
     func validate() throws {
         let schemes = ["tcp://", "ipc://"]
-        guard schemes.contains(where: coordinator.hasPrefix), coordinator.count > 6 else {
-            throw UsageError("--coordinator: '\(coordinator)' is not an endpoint like tcp://HOST:7451 "
+        let endpoints = Self.list(coordinator)
+        guard !endpoints.isEmpty else {
+            throw UsageError("--coordinator: '\(coordinator)' names no endpoint; expected tcp://HOST:7451 "
+                             + "(the coordinator's --api-endpoint), or several, comma-separated")
+        }
+        for endpoint in endpoints where !(schemes.contains(where: endpoint.hasPrefix) && endpoint.count > 6) {
+            throw UsageError("--coordinator: '\(endpoint)' is not an endpoint like tcp://HOST:7451 "
                              + "(the coordinator's --api-endpoint)")
+        }
+        if let serverKey, Self.list(serverKey).count > 1, Self.list(serverKey).count != endpoints.count {
+            throw UsageError("--server-key: \(Self.list(serverKey).count) keys for \(endpoints.count) coordinators; "
+                             + "give one key they share, or one per --coordinator endpoint in the same order")
         }
         switch (secretKeyPath, serverKey) {
         case (.some, nil):
@@ -62,8 +74,10 @@ struct ClientOptions: OptionGroup {
             } catch {
                 throw UsageError("--secret-key: " + error.message)
             }
-            let server = try Self.publicKey(serverKey, flag: "--server-key")
-            configuration.security = .curve(clientKeys: keys, serverKey: server)
+            let servers = try Self.list(serverKey).map { try Self.publicKey($0, flag: "--server-key") }
+            guard let first = servers.first else { throw UsageError("--server-key names no key") }
+            configuration.security = .curve(clientKeys: keys, serverKey: first)
+            if servers.count > 1 { configuration.serverKeys = servers }
         }
         return configuration
     }
@@ -79,6 +93,11 @@ struct ClientOptions: OptionGroup {
             await client.close()
             throw error
         }
+    }
+
+    /// `a, b,c` → `["a", "b", "c"]` (a flag that takes one value per coordinator).
+    static func list(_ text: String) -> [String] {
+        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
     /// A public key given as 40 characters of Z85 or as the path of a `.pub` file; `flag` names

@@ -172,6 +172,9 @@ final class RawConnection: @unchecked Sendable {
             // The server is going away (shutdown, crash): this session is finished.
             close()
         }
+        if sqlState == SQLState.fenced {
+            return StoreError(.fenced, redact(message), sqlState: sqlState, isRetryable: false)
+        }
         return StoreError(.queryFailed, redact(message), sqlState: sqlState)
     }
 
