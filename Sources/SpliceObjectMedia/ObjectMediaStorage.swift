@@ -1,6 +1,7 @@
 public import SpliceLog
 public import SpliceMedia
 public import SpliceObjectStore
+import Foundation
 import Synchronization
 
 /// Object storage (`s3://BUCKET/KEY`) as SpliceMedia's ``MediaStorage``: inputs read through an
@@ -90,10 +91,12 @@ public final class ObjectMediaStorage: MediaStorage {
         })
     }
 
-    public func upload(files: [(path: String, location: String)], overwrite: Bool) throws(MediaError) {
+    public func upload(files: [(path: String, location: String)], overwrite: Bool, cancellation: CancelFlag?)
+        throws(MediaError)
+    {
         let objects = try files.map { (file) throws(MediaError) in (file.path, try object(file.location, for: .output)) }
         try run(.output) { (store) throws(ObjectStoreError) in
-            try await Self.upload(objects, to: store, overwrite: overwrite)
+            try await Self.upload(objects, to: store, overwrite: overwrite, cancellation: cancellation)
         }
     }
 
@@ -147,25 +150,35 @@ public final class ObjectMediaStorage: MediaStorage {
         }
     }
 
-    /// Uploads `files` at most ``concurrentUploads`` at a time; on the first failure the rest are
-    /// not started, those running end, and the objects this call created are deleted again.
-    private static func upload(_ files: [(String, ObjectLocation)], to store: ObjectStore, overwrite: Bool)
-        async throws(ObjectStoreError)
+    /// Uploads `files` at most ``concurrentUploads`` at a time; on the first failure, or once
+    /// `cancellation` is set, no more are started and the objects this call stored are deleted
+    /// again. A cancelled upload in parts is aborted at once (nothing of it is ever stored); a
+    /// file that fits one request is let finish first — its body may already be with the service,
+    /// which can store it whatever the client does, so only a delete after its answer is sure.
+    private static func upload(_ files: [(String, ObjectLocation)], to store: ObjectStore, overwrite: Bool,
+                               cancellation: CancelFlag?) async throws(ObjectStoreError)
     {
-        var created: [ObjectLocation] = []
+        let partSize = Int64(store.configuration.partSize)
+        var stored: [ObjectLocation] = []
         var failure: ObjectStoreError?
         await withTaskGroup(of: (ObjectLocation, ObjectStoreError?).self) { group in
             var pending = files[...]
             func startNext() {
-                guard failure == nil, let (path, location) = pending.popFirst() else { return }
+                guard failure == nil, cancellation?.isSet != true, let (path, location) = pending.popFirst() else { return }
+                let inParts = ((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? 0) > partSize
                 group.addTask {
-                    do throws(ObjectStoreError) {
-                        try await store.upload(file: path, to: location, overwrite: overwrite,
-                                               contentType: ObjectMediaStorage.contentType(of: location.key))
-                        return (location, nil)
-                    } catch {
-                        return (location, error)
+                    // Its own task, so that a cancellation can reach this upload alone.
+                    let upload = Task { () async -> ObjectStoreError? in
+                        do throws(ObjectStoreError) {
+                            _ = try await store.upload(file: path, to: location, overwrite: overwrite,
+                                                       contentType: ObjectMediaStorage.contentType(of: location.key))
+                            return nil
+                        } catch {
+                            return error
+                        }
                     }
+                    if inParts { cancellation?.whenSet { upload.cancel() } }
+                    return (location, await upload.value)
                 }
             }
             for _ in 0..<concurrentUploads { startNext() }
@@ -173,13 +186,16 @@ public final class ObjectMediaStorage: MediaStorage {
                 if let error {
                     if failure == nil { failure = error }
                 } else {
-                    created.append(location)
+                    stored.append(location)
                 }
                 startNext()
             }
         }
+        if failure == nil, cancellation?.isSet == true {
+            failure = ObjectStoreError(.cancelled, "the upload of \(files.count) file(s) was cancelled")
+        }
         if let failure {
-            for location in created { try? await store.delete(location) }
+            for location in stored { try? await store.delete(location) }
             throw failure
         }
     }

@@ -112,4 +112,39 @@ struct ObjectCommandTests {
             }
         }
     }
+
+    @Test("a package interrupted while its files go up leaves none of them in the bucket and no multipart upload")
+    func interruptedPackage() async throws {
+        let server = try await TestS3.server()
+        let tap = try await S3Tap(upstream: server.endpoint)
+        let s3 = try await S3Media.make(endpoint: tap.endpoint)
+        let source = try await Self.clip()
+        // Every object is slow to be taken (1.5 s each, four at a time), so the interrupt comes
+        // while the package is going up: some files there, some on their way, most not started.
+        try await tap.delay("PUT", milliseconds: 1500, count: 1000)
+        let transcode = try SpliceProcess(
+            ["transcode", source, s3.url("show/out.m3u8"), "--dash", "--ladder", "320x240@400k,160x120@150k",
+             "--hls-segment-seconds", "1", "--preset", "ultrafast"], environment: s3.environment)
+        let uploading = await eventually(within: .seconds(120)) {
+            ((try? tap.records()) ?? []).contains { $0.method == "PUT" && $0.path.contains("/show/") } || !transcode.isRunning
+        }
+        try #require(uploading && transcode.isRunning, "no upload began while the transcode ran: \(transcode.stderrText)")
+        let interrupted = ContinuousClock.now
+        transcode.send(SIGINT)
+        let result = await transcode.finish(within: .seconds(60))
+        #expect(result.status == 130, "\(result.stderr)")
+        // Stopped soon — not after uploading the other dozen files.
+        #expect(ContinuousClock.now - interrupted < .seconds(12), "the interrupt took \(ContinuousClock.now - interrupted)")
+        // Once the tap has answered everything it was sent (a PUT it held is still forwarded),
+        // nothing of the package is in the bucket.
+        #expect(await eventually(within: .seconds(30)) {
+            let timeline = (try? tap.timeline()) ?? []
+            let asked = timeline.filter { if case .request = $0 { true } else { false } }.count
+            let answered = timeline.filter { if case .answered = $0 { true } else { false } }.count
+            return asked == answered
+        })
+        let left = try await s3.keys(under: "show/")
+        #expect(left.isEmpty, "left behind: \(left)")
+        #expect(try await s3.unfinishedUploads().isEmpty)
+    }
 }

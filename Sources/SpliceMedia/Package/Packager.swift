@@ -129,9 +129,15 @@ public struct Packager: Sendable {
     public func package(segments: [Int: String], checksums: [Int: SHA256Digest] = [:], to output: String,
                         overwrite: Bool = false) async throws -> PackageSummary {
         let plan = self.plan
-        return try await BlockingThread.run("splice.package") {
-            try PackageRun(plan: plan, segments: segments, checksums: checksums, layout: PackageLayout(plan: plan, output: output),
-                           overwrite: overwrite).run()
+        let cancelled = CancelFlag()
+        return try await withTaskCancellationHandler {
+            try await BlockingThread.run("splice.package") {
+                try PackageRun(plan: plan, segments: segments, checksums: checksums,
+                               layout: PackageLayout(plan: plan, output: output), overwrite: overwrite,
+                               cancelled: cancelled).run()
+            }
+        } onCancel: {
+            cancelled.set()
         }
     }
 }
@@ -142,6 +148,9 @@ private struct PackageRun {
     let checksums: [Int: SHA256Digest]
     let layout: PackageLayout
     let overwrite: Bool
+    /// Polled between fragments and files; set, it also stops the uploads (see
+    /// ``MediaStorage/upload(files:overwrite:cancellation:)``) and the package leaves nothing.
+    let cancelled: CancelFlag
 
     func run() throws(MediaError) -> PackageSummary {
         _ = FFmpeg.setUp
@@ -161,7 +170,8 @@ private struct PackageRun {
         for (r, folder) in layout.videoFolders.enumerated() {
             let feed = try VideoUnits(plan: plan, specs: plan.videoSegments, files: segments, stream: r)
             if r == 0 { feed.checksums = checksums }  // every rung reads the same files: check them once
-            let written = try RenditionWriter(grid: package.segmentDuration, folder: work.appendingPathComponent(folder))
+            let written = try RenditionWriter(grid: package.segmentDuration, folder: work.appendingPathComponent(folder),
+                                          cancelled: cancelled)
                 .write(feed, isVideo: true)
             videos.append(try rendition(.video, folder: folder, written: written))
         }
@@ -171,7 +181,8 @@ private struct PackageRun {
             let feed = try AudioUnits(plan: plan, track: t, specs: plan.audioSegments(track: t), files: segments,
                                       checksums: checksums)
             let folder = layout.audioFolders[a]
-            let written = try RenditionWriter(grid: package.segmentDuration, folder: work.appendingPathComponent(folder))
+            let written = try RenditionWriter(grid: package.segmentDuration, folder: work.appendingPathComponent(folder),
+                                          cancelled: cancelled)
                 .write(feed, isVideo: false)
             var described = try rendition(.audio, folder: folder, written: written)
             described.language = track.description.tags["language"]
@@ -190,6 +201,7 @@ private struct PackageRun {
         if package.dash {
             try write(DASHManifest.make(videos: videos, audios: audios), to: work.appendingPathComponent(layout.stem + ".mpd"))
         }
+        try checkCancellation()
         if let storage = try StorageRegistry.storage(for: layout.directory) {
             try upload(from: work, to: storage)
         } else {
@@ -214,6 +226,10 @@ private struct PackageRun {
             throw MediaError(.unsupportedCodec, "\(written.reference.codecName) cannot go into a CMAF package (h264 and aac can)")
         }
         return ManifestRendition(kind: kind, folder: folder, written: written, codecs: codecs)
+    }
+
+    private func checkCancellation() throws(MediaError) {
+        if cancelled.isSet { throw MediaError.cancelled("the package '\(layout.playlist ?? layout.manifest ?? layout.directory)'") }
     }
 
     private func write(_ text: String, to url: URL) throws(MediaError) {
@@ -276,10 +292,11 @@ private struct PackageRun {
         }
         var uploaded: [String] = []
         do throws(MediaError) {
-            try storage.upload(files: renditions, overwrite: overwrite)
+            try storage.upload(files: renditions, overwrite: overwrite, cancellation: cancelled)
             uploaded = renditions.map(\.location)
             if overwrite {
                 let current = Set(uploaded)
+                try checkCancellation()
                 for folder in layout.videoFolders + layout.audioFolders {
                     for stale in try storage.list(prefix: layout.location(folder) + "/") where !current.contains(stale) {
                         try storage.remove(stale)
@@ -287,7 +304,8 @@ private struct PackageRun {
                 }
             }
             for manifest in manifests {
-                try storage.upload(files: [manifest], overwrite: overwrite)
+                try checkCancellation()
+                try storage.upload(files: [manifest], overwrite: overwrite, cancellation: cancelled)
                 uploaded.append(manifest.location)
             }
         } catch {

@@ -63,6 +63,8 @@ struct WrittenRendition: Sendable {
 struct RenditionWriter {
     let grid: MediaTime
     let folder: URL
+    /// Polled at every fragment: set, the rendition stops (`cancelled`).
+    var cancelled: CancelFlag? = nil
 
     func write(_ feed: any PackageFeed, isVideo: Bool) throws(MediaError) -> WrittenRendition {
         let fm = FileManager.default
@@ -90,6 +92,7 @@ struct RenditionWriter {
             if firstDTS == nil { firstDTS = p.dts }
             let boundary = next.map { t >= $0 && (!isVideo || p.isKeyframe) } ?? true
             if boundary {
+                if cancelled?.isSet == true { throw MediaError.cancelled("the rendition in '\(folder.path)'") }
                 if !starts.isEmpty { try muxer.flushFragment() }
                 starts.append(p.pts)
                 next = grid.nextMultiple(after: MediaTime.max(t, .zero))

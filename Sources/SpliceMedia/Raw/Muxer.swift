@@ -260,7 +260,7 @@ final class Muxer: PacketWriter {
         bytesWritten = stat(temporaryPath, &info) == 0 ? Int64(info.st_size) : 0
         try checkCancellation()
         if let storage {
-            try storage.upload(files: [(temporaryPath, destination)], overwrite: replacing)
+            try storage.upload(files: [(temporaryPath, destination)], overwrite: replacing, cancellation: cancellation)
             unlink(temporaryPath)
         } else {
             try OutputDestination.moveIntoPlace(temporaryPath, to: destination, replacing: replacing)

@@ -11,7 +11,7 @@
 ///   sink may keep its first part in memory, so a container can still fill in its header at the
 ///   end); outputs that are rewritten after the muxer is done (MP4 `faststart`, appended
 ///   timed-metadata tracks) and streaming packages are written to a local staging file first and
-///   then uploaded whole with ``upload(files:overwrite:)``.
+///   then uploaded whole with ``upload(files:overwrite:cancellation:)``.
 ///
 /// Every method blocks the calling thread until it is done: call them from threads that may
 /// block (FFmpeg's, a ``BlockingThread``, a Dispatch queue), never from a task on Swift's
@@ -43,10 +43,13 @@ public protocol MediaStorage: Sendable {
     func openSink(_ location: String, overwrite: Bool) throws(MediaError) -> any MediaByteSink
 
     /// Uploads local files, each to its location (several at once), and returns when all are
-    /// there; the first failure is thrown after the uploads still running have ended (those
-    /// that completed stay: the caller removes what it must). Without `overwrite` an existing
-    /// object is refused (`output-exists`) and kept.
-    func upload(files: [(path: String, location: String)], overwrite: Bool) throws(MediaError)
+    /// there. On the first failure no more are started, the ones running end, everything this
+    /// call uploaded is removed again, and the failure is thrown. Once `cancellation` is set, the
+    /// same with `cancelled`: no more are started, uploads in parts are aborted, a file going up in
+    /// one request is let finish (a request whose body has gone may still be stored, so only a
+    /// removal after its answer is sure to leave nothing) and then removed. Without `overwrite` an
+    /// existing object is refused (`output-exists`) and kept.
+    func upload(files: [(path: String, location: String)], overwrite: Bool, cancellation: CancelFlag?) throws(MediaError)
 
     /// Whether something is at `location`.
     func exists(_ location: String) throws(MediaError) -> Bool
