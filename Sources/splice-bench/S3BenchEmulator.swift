@@ -35,6 +35,10 @@ final class S3BenchEmulator: @unchecked Sendable {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
+    /// The emulator's CPU time so far, in microseconds: what a real service would spend on
+    /// machines of its own, here taken from the two cores the cluster uses.
+    var cpuMicroseconds: Int64 { ThreadCPU.microseconds(ofProcess: process.processIdentifier) }
+
     /// Makes bucket `name`.
     func createBucket(_ name: String) throws {
         input.fileHandleForWriting.write(Data("create-bucket \(name)\n".utf8))

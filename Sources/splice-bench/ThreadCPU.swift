@@ -26,4 +26,15 @@ enum ThreadCPU {
         }
         return total
     }
+
+    /// User + system CPU time of the process `pid` (its threads together, from /proc/PID/stat),
+    /// in microseconds; 0 when it cannot be read.
+    static func microseconds(ofProcess pid: Int32) -> Int64 {
+        let ticks = Int64(sysconf(Int32(_SC_CLK_TCK)))
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Int64(fields[11]), let system = Int64(fields[12]) else { return 0 }
+        return (user + system) * 1_000_000 / max(1, ticks)
+    }
 }
