@@ -1,7 +1,7 @@
 import Foundation
 import SpliceMedia
 
-/// `splice-bench quality [--part target|verify|cluster]… [--target ssim:0.97]… [--runs N] [--seconds N]`:
+/// `splice-bench quality [--part target|verify|cluster]… [--target ssim:0.97]… [--runs N] [--seconds N] [--preset NAME]`:
 /// what knowing the quality costs and what aiming for it saves (issue 27). Figures for docs, not a test.
 ///
 /// - **target**: a clip of four very different 2 s parts (a held still picture, the phone clip's
@@ -21,6 +21,9 @@ enum QualityBenchmark {
         var targets: [String] = []
         var runs = 2
         var seconds = 10
+        // The x264 preset of the verify and cluster parts: what `--verify` costs is a share of the
+        // encode's CPU, which the preset sets.
+        var preset = "veryfast"
         var words = arguments[...]
         while let word = words.popFirst() {
             switch word {
@@ -28,6 +31,7 @@ enum QualityBenchmark {
             case "--target": if let t = words.popFirst() { targets.append(t) }
             case "--runs": runs = words.popFirst().flatMap(Int.init) ?? runs
             case "--seconds": seconds = words.popFirst().flatMap(Int.init) ?? seconds
+            case "--preset": preset = words.popFirst() ?? preset
             default: throw ClusterBenchmarkError("unknown argument \(word)")
             }
         }
@@ -44,8 +48,8 @@ enum QualityBenchmark {
         if parts.contains("verify") || parts.contains("cluster") {
             let clip = dir.appendingPathComponent("clip1080.mp4").path
             try BenchmarkClip.generate(seconds: seconds, at: clip)
-            if parts.contains("verify") { report += try verifyCost(clip, runs: runs, seconds: seconds, in: dir) }
-            if parts.contains("cluster") { report += try clusterCost(clip, runs: runs, seconds: seconds, in: dir) }
+            if parts.contains("verify") { report += try verifyCost(clip, runs: runs, seconds: seconds, preset: preset, in: dir) }
+            if parts.contains("cluster") { report += try clusterCost(clip, runs: runs, seconds: seconds, preset: preset, in: dir) }
         }
         print("")
         for line in report { print(line) }
@@ -171,8 +175,8 @@ enum QualityBenchmark {
 
     // MARK: - What verifying costs
 
-    static func verifyCost(_ clip: String, runs: Int, seconds: Int, in dir: URL) throws -> [String] {
-        let flags = ["--video-codec", "h264", "--preset", "veryfast", "--segment-seconds", "2", "--jobs", "2"]
+    static func verifyCost(_ clip: String, runs: Int, seconds: Int, preset: String, in dir: URL) throws -> [String] {
+        let flags = ["--video-codec", "h264", "--preset", preset, "--segment-seconds", "2", "--jobs", "2"]
         var plain: [MeasuredProcess.Measurement] = [], verified: [MeasuredProcess.Measurement] = []
         for i in 0..<runs {
             for verify in [false, true] {
@@ -187,14 +191,14 @@ enum QualityBenchmark {
         let cpu = (Stats.median(plain.map(\.cpuMicroseconds)), Stats.median(verified.map(\.cpuMicroseconds)))
         let wall = (Stats.median(plain.map(\.wallNanoseconds)), Stats.median(verified.map(\.wallNanoseconds)))
         return [
-            "--verify on splice transcode (1080p30 test pattern, \(seconds) s, x264 veryfast, --jobs 2; median of \(runs))",
+            "--verify on splice transcode (1080p30 test pattern, \(seconds) s, x264 \(preset), --jobs 2; median of \(runs))",
             "    cpu    plain \(cpu.0 / 1000) ms  verified \(cpu.1 / 1000) ms  ratio \(Stats.ratio(cpu.1, cpu.0))",
             "    wall   plain \(Stats.milliseconds(wall.0))  verified \(Stats.milliseconds(wall.1))  ratio \(Stats.ratio(wall.1, wall.0))",
         ]
     }
 
-    static func clusterCost(_ clip: String, runs: Int, seconds: Int, in dir: URL) throws -> [String] {
-        let flags = ["--video-codec", "h264", "--preset", "veryfast", "--segment-seconds", "2"]
+    static func clusterCost(_ clip: String, runs: Int, seconds: Int, preset: String, in dir: URL) throws -> [String] {
+        let flags = ["--video-codec", "h264", "--preset", preset, "--segment-seconds", "2"]
         let cluster = try BenchCluster(in: dir.appendingPathComponent("cluster"))
         defer { cluster.stop() }
         try cluster.startWorkers(2, storage: .spool)
