@@ -173,6 +173,7 @@ final class LeadershipService: Service {
         var nextRenewal = (clock.lastRenewal ?? .now) + policy.renewInterval
         while !stopping.isOpen && !Task.isCancelled {
             guard let deadline = clock.deadline else {
+                role.read(nil)  // its own record is stale now, and the database has not said who holds it
                 await standDown(term, reason: "the lease lapsed")
                 return
             }
@@ -185,6 +186,7 @@ final class LeadershipService: Service {
             }
             let now = ContinuousClock.now
             if now >= deadline {
+                role.read(nil)
                 await standDown(term, reason: "the lease could not be renewed in time")
                 return
             }
