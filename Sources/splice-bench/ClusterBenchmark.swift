@@ -224,7 +224,7 @@ enum ClusterBenchmark {
     }
 
     /// The ten statements with the most execution time, from pg_stat_statements.
-    private static func printStatements(_ client: PostgresClient) async throws {
+    static func printStatements(_ client: PostgresClient) async throws {
         let rows = try await client.query("""
             SELECT calls, round(total_exec_time)::bigint AS total, round(mean_exec_time * 1000)::bigint AS mean,
                    rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 100) AS text
@@ -250,7 +250,7 @@ enum ClusterBenchmark {
     /// User + system CPU time of the PostgreSQL server's processes (the postmaster and its
     /// children, from /proc): backends that exited meanwhile are not counted, which is why the
     /// coordinator's connections are opened before the first reading.
-    private struct ServerCPU {
+    struct ServerCPU {
         var microseconds: Int64 = 0
 
         init(dataDirectory: String) {

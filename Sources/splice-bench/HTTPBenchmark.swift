@@ -15,6 +15,12 @@ import Glibc
 ///   before and with them, and whether every stream got its answer.
 ///
 ///     splice-bench http [--jobs 10000] [--seconds 10] [--connections 64] [--streams 500] [--threads 2]
+///                       [--runs 1] [--get-only] [--statements]
+///
+/// Each GET run also prints the CPU time a request cost the coordinator and PostgreSQL (from
+/// /proc, over the run): on a shared, loaded machine that figure moves far less than the rate.
+/// `--runs N` repeats the GET run; `--get-only` leaves out the POST and stream phases;
+/// `--statements` prints the statements PostgreSQL spent the GET runs on (pg_stat_statements).
 ///
 /// `splice-bench cluster --streams 500` is the other half: dispatch with that many streams open.
 enum HTTPBenchmark {
@@ -24,10 +30,21 @@ enum HTTPBenchmark {
         var connections = 64
         var streams = 500
         var threads = 2
+        var runs = 1
+        var getOnly = false
+        var statements = false
 
         init(_ arguments: [String]) throws {
             var iterator = arguments.makeIterator()
             while let argument = iterator.next() {
+                if argument == "--get-only" {
+                    getOnly = true
+                    continue
+                }
+                if argument == "--statements" {
+                    statements = true
+                    continue
+                }
                 guard let text = iterator.next(), let value = Int(text), value > 0 else {
                     throw ClusterBenchmarkError("\(argument) needs a positive number")
                 }
@@ -37,6 +54,7 @@ enum HTTPBenchmark {
                 case "--connections": connections = value
                 case "--streams": streams = value
                 case "--threads": threads = value
+                case "--runs": runs = value
                 default: throw ClusterBenchmarkError("unknown option \(argument)")
                 }
             }
@@ -56,6 +74,7 @@ enum HTTPBenchmark {
         var settings = EmbeddedPostgres.Configuration(directory: directory + "/postgres")
         settings.durability = .durable
         settings.log = { _ in }
+        if options.statements { settings.settings["shared_preload_libraries"] = "pg_stat_statements" }
         let server = EmbeddedPostgres(settings)
         try await server.start()
         var coordinator: Process?
@@ -66,6 +85,9 @@ enum HTTPBenchmark {
         do {
             let database = try await server.createDatabase("bench_http")
             try await Migrator(configuration: database).migrate()
+            let inspector = PostgresClient(configuration: database, maxConnections: 1)
+            defer { Task { await inspector.close() } }
+            if options.statements { try await inspector.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements") }
             let ids = try await seed(database, jobs: options.jobs)
             let clip = try makeClip(in: directory)
             try FileManager.default.createDirectory(atPath: directory + "/out", withIntermediateDirectories: true)
@@ -88,8 +110,28 @@ enum HTTPBenchmark {
                     return wrk.format("GET", "/v1/jobs/" .. ids[math.random(#ids)], headers)
                 end
                 """.write(toFile: getScript, atomically: true, encoding: .utf8)
-            let get = try wrk(http, script: getScript, options: options)
-            print("  GET /v1/jobs/{id}:  \(get)")
+            if options.statements { try await inspector.query("SELECT pg_stat_statements_reset()") }
+            for _ in 0..<options.runs {
+                let cpuBefore = (coordinator: processCPUMicroseconds(process.processIdentifier),
+                                 server: ClusterBenchmark.ServerCPU(dataDirectory: server.dataDirectory).microseconds)
+                let get = try wrk(http, script: getScript, options: options)
+                let coordinatorCPU = processCPUMicroseconds(process.processIdentifier) - cpuBefore.coordinator
+                let serverCPU = ClusterBenchmark.ServerCPU(dataDirectory: server.dataDirectory).microseconds
+                    - cpuBefore.server
+                let requests = max(1, get.requests)
+                print("  GET /v1/jobs/{id}:  \(get.summary)   CPU a request: coordinator \(coordinatorCPU / requests) µs, "
+                    + "PostgreSQL \(serverCPU / requests) µs   (load average \(loadAverage()))")
+            }
+            if options.statements {
+                print("  the statements of the GET runs:")
+                try await ClusterBenchmark.printStatements(inspector)
+            }
+            guard !options.getOnly else {
+                kill(process.processIdentifier, SIGTERM)
+                process.waitUntilExit()
+                try await server.stop()
+                return
+            }
             let postScript = directory + "/post.lua"
             try """
                 wrk.method = "POST"
@@ -108,7 +150,7 @@ enum HTTPBenchmark {
             var postOptions = options
             postOptions.seconds = max(3, options.seconds / 2)
             let post = try wrk(http, script: postScript, options: postOptions)
-            print("  POST /v1/jobs:      \(post)")
+            print("  POST /v1/jobs:      \(post.summary)")
             try await streams(http, token: token, coordinator: process.processIdentifier, count: options.streams,
                               database: database)
             kill(process.processIdentifier, SIGTERM)
@@ -138,7 +180,8 @@ enum HTTPBenchmark {
     /// `jobs` finished jobs of 4 done segments each, written straight into the store (as a
     /// coordinator that ran them would have left them); their ids.
     static func seed(_ database: ConnectionConfiguration, jobs: Int) async throws -> [String] {
-        let client = PostgresClient(configuration: database, maxConnections: 1)
+        // Written as a tool, not a coordinator: past the epoch fence (docs/coordinator.md).
+        let client = PostgresClient(configuration: database.unfenced(), maxConnections: 1)
         defer { Task { await client.close() } }
         try await client.query("""
             WITH j AS (
@@ -232,8 +275,9 @@ enum HTTPBenchmark {
 
     // MARK: - Measuring
 
-    /// wrk with `script` against `http`; its requests a second, latency percentiles and errors.
-    static func wrk(_ http: String, script: String, options: Options) throws -> String {
+    /// wrk with `script` against `http`: its requests a second, latency percentiles and errors, and
+    /// how many requests it made.
+    static func wrk(_ http: String, script: String, options: Options) throws -> (summary: String, requests: Int64) {
         let process = Process()
         let output = Pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/wrk")
@@ -250,8 +294,27 @@ enum HTTPBenchmark {
         }
         let errors = after("Non-2xx or 3xx responses:")
         let socketErrors = after("Socket errors:")
-        return "\(after("Requests/sec:")) requests/s   p50 \(after("50%"))  p90 \(after("90%"))  p99 \(after("99%"))"
+        // "  123456 requests in 10.00s, 45.67MB read"
+        let requests = text.split(separator: "\n").first { $0.contains(" requests in ") }
+            .flatMap { Int64($0.split(separator: " ").first ?? "") } ?? 0
+        let summary = "\(after("Requests/sec:")) requests/s   p50 \(after("50%"))  p90 \(after("90%"))  p99 \(after("99%"))"
             + (errors == "-" ? "" : "   non-2xx \(errors)") + (socketErrors == "-" ? "" : "   socket errors: \(socketErrors)")
+        return (summary, requests)
+    }
+
+    /// User + system CPU time of process `pid` so far (/proc/PID/stat).
+    static func processCPUMicroseconds(_ pid: pid_t) -> Int64 {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Int64(fields[11]), let system = Int64(fields[12]) else { return 0 }
+        return (user + system) * 1_000_000 / max(1, Int64(sysconf(Int32(_SC_CLK_TCK))))
+    }
+
+    /// The 1-minute load average (/proc/loadavg).
+    static func loadAverage() -> String {
+        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").first
+            .map(String.init) ?? "?"
     }
 
     /// Opens `count` event streams on unfinished jobs and reports the coordinator's resident memory
