@@ -118,6 +118,30 @@ struct MultipartWriteTests {
         #expect(error?.code == .writerClosed)
     }
 
+    /// A muxer aborts its sink twice: from the thread that sees the cancellation, and again as
+    /// it lets the sink go. The second call must not return before the first's abort is done: a
+    /// `splice media-task` child exits right after it, which would cut the abort off.
+    @Test("a second abort while the first is under way returns only once the upload is gone")
+    func concurrentAborts() async throws {
+        let server = try await TestS3.server()
+        let tap = try await S3Tap(upstream: server.endpoint)
+        let s3 = try await S3Fixture.make(endpoint: tap.endpoint)
+        let location = try s3.location("aborted-twice.bin")
+        let writer = try await s3.store.openWriter(for: location, overwrite: false)
+        try await writer.write(S3Fixture.bytes(20 << 20))
+        #expect(try await s3.store.listMultipartUploads(bucket: s3.bucket).count == 1)
+        // The AbortMultipartUpload is held by the tap, so the first abort is still under way
+        // when the second is called.
+        try await tap.delay("DELETE", milliseconds: 1500, count: 1)
+        let first = Task { await writer.abort() }
+        #expect(try await waitFor { try tap.records().contains { $0.method == "DELETE" } })
+        await writer.abort()
+        #expect(try await s3.store.listMultipartUploads(bucket: s3.bucket).isEmpty,
+                "the second abort returned while the upload was still there")
+        await first.value
+        #expect(try tap.records().filter { $0.method == "DELETE" }.count == 1)
+    }
+
     @Test("a cancelled writing task aborts the upload: nothing is left")
     func cancellation() async throws {
         let s3 = try await S3Fixture.make()
