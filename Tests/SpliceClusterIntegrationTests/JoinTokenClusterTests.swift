@@ -1,0 +1,122 @@
+import Foundation
+import SpliceConcurrency
+import SpliceCore
+import SpliceTestSupport
+import SpliceWire
+import Testing
+
+/// Workers that join with a token (docs/deploy.md, Join tokens): a real coordinator with CURVE on
+/// and real `splice worker` processes that hold no enrolled key — only the coordinator's public
+/// key and a join token.
+@Suite("Join tokens: workers enroll themselves", .timeLimit(.minutes(5)))
+struct JoinTokenClusterTests {
+    /// A `splice worker` child process and its log.
+    final class WorkerChild: Sendable {
+        let process: Process
+        let log: URL
+        let exited: AsyncStream<Int32>
+
+        init(coordinator: String, serverKey: String, spool: URL, token: String, name: String) throws {
+            log = Fixtures.temporaryDirectory("join-log").appendingPathComponent("\(name).log")
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+            let process = Process()
+            process.executableURL = SpliceBinary.url
+            process.arguments = ["worker", "--coordinator", coordinator, "--spool", spool.path, "--slots", "1",
+                                 "--name", name, "--server-key", serverKey, "--metrics-endpoint", "127.0.0.1:0"]
+            process.environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+                                   "SPLICE_JOIN_TOKEN": token]
+            process.standardError = try FileHandle(forWritingTo: log)
+            process.standardOutput = FileHandle.nullDevice
+            process.standardInput = FileHandle.nullDevice
+            let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
+            process.terminationHandler = { continuation.yield($0.terminationStatus) }
+            exited = stream
+            self.process = process
+            try process.run()
+        }
+
+        var stderr: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+        func status(within timeout: Duration) async -> Int32? {
+            await withDeadline(timeout) { await self.exited.first { _ in true } } ?? nil
+        }
+
+        func stop() async {
+            guard process.isRunning else { return }
+            kill(process.processIdentifier, SIGTERM)
+            if await status(within: .seconds(20)) == nil { kill(process.processIdentifier, SIGKILL) }
+        }
+    }
+
+    @Test("a worker joins with a token and completes a job; used-up, wrong, expired and revoked tokens are refused")
+    func joinAndRefusals() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: SpliceBinary.url.path),
+                     "\(SpliceBinary.url.path) is missing: build it with `swift build --build-tests`")
+        let server = try CurveKeyPair.generate()
+        let admin = try CurveKeyPair.generate()
+        let keys = Fixtures.temporaryDirectory("join-keys")
+        let serverKey = keys.appendingPathComponent("coordinator.pub").path
+        try server.save(secretKeyPath: keys.appendingPathComponent("coordinator.key").path, publicKeyPath: serverKey)
+        let spool = Fixtures.temporaryDirectory("join-spool")
+        let coordinator = try await CoordinatorUnderTest.start(spool: spool) { configuration in
+            configuration.keys = server
+            configuration.adminKeys = [admin.publicKey]
+        }
+        let client = try await TestClient.connect(
+            to: coordinator.endpoints.api, curve: .client(keys: admin, serverKey: server.publicKey))
+        func token(_ name: String, uses: Int = 1, ttl: Int64 = 3600) async throws -> String {
+            let reply = try await client.request(.createJoinToken(CreateJoinToken(name: name, uses: uses, ttlSeconds: ttl)))
+            guard case .joinToken(let created) = reply, let token = created.token else {
+                throw TestFailure("JOIN_TOKEN_CREATE answered \(reply)")
+            }
+            return token
+        }
+        func workers() async throws -> [WorkerInfo] {
+            guard case .workers(let list) = try await client.request(.workers(ListWorkers())) else { return [] }
+            return list.workers
+        }
+        let single = try await token("single")
+
+        let member = try WorkerChild(coordinator: coordinator.endpoints.workers, serverKey: serverKey, spool: spool,
+                                     token: single, name: "joiner")
+        defer { if member.process.isRunning { kill(member.process.processIdentifier, SIGKILL) } }
+        #expect(await eventually(within: .seconds(60)) { member.stderr.contains("joined the cluster") },
+                "the worker never joined: \(member.stderr)")
+        let clip = try await TestMedia.clip(seconds: 3)
+        let output = Fixtures.temporaryDirectory("join-out").appendingPathComponent("out.mp4").path
+        let job = try await client.submit(clip, to: output)
+        let done = try await client.wait(for: job, toBe: [.succeeded, .failed], within: .seconds(120))
+        #expect(done.state == .succeeded, "\(done)")
+        #expect(try await TestMedia.frames(output) == 90)
+        let joined = try await workers()
+        #expect(joined.count == 1 && joined.first?.name == "joiner" && joined.first?.enrolled == true)
+        #expect(try await coordinator.repository.joinTokens().first { $0.name == "single" }?.usesLeft == 0)
+
+        // Refusals: each worker exits 1 with the reason and was never enrolled nor given work.
+        let expiring = try await token("expiring", uses: 5, ttl: 1)
+        let revoked = try await token("revoked", uses: 5)
+        guard case .joinToken = try await client.request(.revokeJoinToken(RevokeJoinToken(name: "revoked"))) else {
+            throw TestFailure("JOIN_TOKEN_REVOKE failed")
+        }
+        try await Task.sleep(for: .seconds(2))  // `expiring` has expired
+        let cases = [("used-up", single), ("unknown-token", "splj_not-a-token-anyone-made"), ("expired", expiring),
+                     ("revoked", revoked)]
+        for (reason, presented) in cases {
+            let refused = try WorkerChild(coordinator: coordinator.endpoints.workers, serverKey: serverKey, spool: spool,
+                                          token: presented, name: "refused-\(reason)")
+            let status = await refused.status(within: .seconds(60))
+            if status == nil { await refused.stop() }
+            #expect(status == 1, "\(reason): \(refused.stderr)")
+            #expect(refused.stderr.contains("refused this worker's join token (\(reason))"), "\(refused.stderr)")
+        }
+        #expect(try await workers().map(\.name) == ["joiner"], "no refused worker was enrolled")
+        let refusals = try await coordinator.repository.client.query(
+            "SELECT detail FROM job_events WHERE kind = 'worker_join_refused' ORDER BY id"
+        ).map { try $0.decode(String.self, column: "detail") }
+        #expect(refusals.count == 4 && refusals[0].hasSuffix("reason=used-up"), "\(refusals)")
+
+        await member.stop()
+        await client.close()
+        try await coordinator.stop()
+    }
+}
