@@ -211,8 +211,8 @@ def check_disruption_budget(documents, worker):
 
 
 def check_network_policies(documents, coordinator, worker):
-    """Workers reach the coordinator's 7450 and 7452 (and 7451 only for enrollment, until join
-    tokens); the API only from pods labelled splice-api-client; nothing else but metrics and DNS."""
+    """Workers reach the coordinator's 7450 and 7452 only (they join with a token over 7450, and hold
+    no admin key); the API only from pods labelled splice-api-client; nothing else but metrics and DNS."""
     policies = [d for d in documents if d.get("kind") == "NetworkPolicy"]
     coordinator_labels, worker_labels = pod_labels(coordinator), pod_labels(worker)
     allowed_in = {}  # port -> [peer description]
@@ -236,7 +236,7 @@ def check_network_policies(documents, coordinator, worker):
               f"NetworkPolicy: port {port} must admit the worker pods of this namespace, and only them")
     for peer in allowed_in.get(7451, []):
         labels = peer.get("podSelector", {}).get("matchLabels", {})
-        check(labels.get("splice-api-client") == "true" or selects(labels, worker_labels),
+        check(labels.get("splice-api-client") == "true" and not selects(labels, worker_labels),
               f"NetworkPolicy: port 7451 admits {peer}, not only pods labelled splice-api-client")
     check(any(p.get("podSelector", {}).get("matchLabels", {}).get("splice-api-client") == "true"
               for p in allowed_in.get(7451, [])), "NetworkPolicy: no way for labelled clients to reach the API")
