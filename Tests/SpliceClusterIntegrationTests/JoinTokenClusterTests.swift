@@ -119,4 +119,56 @@ struct JoinTokenClusterTests {
         await client.close()
         try await coordinator.stop()
     }
+
+    @Test("probation: an unknown key may only present a token; once it joins, the same session is a worker")
+    func probation() async throws {
+        let server = try CurveKeyPair.generate()
+        let admin = try CurveKeyPair.generate()
+        let stranger = try CurveKeyPair.generate()
+        let coordinator = try await CoordinatorUnderTest.start { configuration in
+            configuration.keys = server
+            configuration.adminKeys = [admin.publicKey]
+        }
+        let context = try WireContext()
+        let client = try await TestClient.connect(
+            to: coordinator.endpoints.api, curve: .client(keys: admin, serverKey: server.publicKey), context: context)
+        guard case .joinToken(let created) = try await client.request(
+            .createJoinToken(CreateJoinToken(name: "probe", uses: 1, ttlSeconds: 600))), let token = created.token else {
+            throw TestFailure("JOIN_TOKEN_CREATE failed")
+        }
+        // Heartbeats off: nothing but what the test sends.
+        let worker = try await ScriptedWorker.connect(
+            to: coordinator.endpoints.workers, context: context,
+            curve: .client(keys: stranger, serverKey: server.publicKey), heartbeats: false)
+        func joined() async -> Joined? {
+            await worker.next(within: .seconds(10)) { if case .joined(let joined) = $0 { joined } else { nil } }
+        }
+        // On probation HELLO goes nowhere: no WELCOME, no session, no work.
+        try await worker.send(.hello(Hello(workerName: "early", slots: 4, encoders: ["libx264"])))
+        #expect(await worker.next(within: .seconds(1)) { $0 } == nil, "a key on probation was answered")
+        #expect(await coordinator.coordinator.sessions().isEmpty)
+        // A JOIN over the probation limit (4 KiB) is dropped too (the padding alone would be ignored)…
+        let padded = #"{"protocol":"splice-worker","version":\#(WorkerProtocol.version),"type":"JOIN","body":"#
+            + #"{"token":"splj_wrong","workerName":"padded","padding":""# + String(repeating: "x", count: 5000) + #""}}"#
+        try await worker.endpoint.wire.send([Data(padded.utf8)])
+        #expect(await worker.next(within: .seconds(1)) { $0 } == nil, "an oversized JOIN on probation was answered")
+        // …and a wrong token is answered with the reason.
+        try await worker.send(.join(Join(token: "splj_wrong", workerName: "stranger")))
+        let wrong = await joined()
+        #expect(wrong?.outcome == .refused && wrong?.reason == "unknown-token", "\(String(describing: wrong))")
+        #expect(try await coordinator.repository.worker(publicKey: stranger.publicKey.z85) == nil)
+
+        try await worker.send(.join(Join(token: token, workerName: "stranger")))
+        #expect(await joined()?.outcome == .joined)
+        #expect(try await worker.hello(slots: 2) != nil, "the joined key was not welcomed on the same session")
+        #expect(await coordinator.coordinator.sessions().map(\.identity) == [.key(stranger.publicKey)])
+        // Joining again spends nothing.
+        try await worker.send(.join(Join(token: token, workerName: "stranger")))
+        #expect(await joined()?.outcome == .alreadyEnrolled)
+        #expect(try await coordinator.repository.joinTokens().first?.usesLeft == 0)
+
+        await worker.close()
+        await client.close()
+        try await coordinator.stop()
+    }
 }
