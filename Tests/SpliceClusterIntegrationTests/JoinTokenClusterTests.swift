@@ -167,6 +167,25 @@ struct JoinTokenClusterTests {
         #expect(await joined()?.outcome == .alreadyEnrolled)
         #expect(try await coordinator.repository.joinTokens().first?.usesLeft == 0)
 
+        // WORKERS_PRUNE: a key enrolled two days ago and never seen since goes; the connected one stays.
+        let gone = try CurveKeyPair.generate().publicKey
+        _ = try await client.request(.enroll(EnrollWorker(publicKey: gone, name: "gone")))
+        try await coordinator.repository.client.query(
+            "UPDATE workers SET enrolled_at = now() - interval '2 days' WHERE public_key = \(gone.z85)")
+        guard case .workersPruned(let dry) = try await client.request(
+            .pruneWorkers(PruneWorkers(notSeenSeconds: 86_400, dryRun: true))) else {
+            throw TestFailure("WORKERS_PRUNE did not answer WORKERS_PRUNED")
+        }
+        #expect(dry.workers.map(\.name) == ["gone"] && dry.dryRun)
+        #expect(try await coordinator.repository.worker(publicKey: gone.z85)?.state != .revoked)
+        guard case .workersPruned(let pruned) = try await client.request(
+            .pruneWorkers(PruneWorkers(notSeenSeconds: 86_400))) else {
+            throw TestFailure("WORKERS_PRUNE did not answer WORKERS_PRUNED")
+        }
+        #expect(pruned.workers.map(\.publicKey) == [gone.z85])
+        #expect(try await coordinator.repository.worker(publicKey: gone.z85)?.state == .revoked)
+        #expect(await coordinator.coordinator.sessions().map(\.identity) == [.key(stranger.publicKey)])
+
         await worker.close()
         await client.close()
         try await coordinator.stop()

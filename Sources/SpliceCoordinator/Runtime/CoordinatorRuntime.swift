@@ -289,6 +289,10 @@ final class CoordinatorRuntime: Sendable {
                 apiDomain: EnrolledKeys(configuration.adminKeys + [keys.publicKey]),
             ],
             observer: { request, decision in
+                if decision == .probation {
+                    logger.info("handshake admitted on probation: the key may present a join token, nothing else",
+                                ["key": request.publicKey.z85, "address": request.address])
+                }
                 guard case .deny(let reason) = decision else { return }
                 logger.warning("handshake refused", ["endpoint": request.domain == apiDomain ? "api" : "workers",
                                                      "key": request.publicKey.z85, "address": request.address,

@@ -246,6 +246,10 @@ struct CoordinatorCommand: Command {
         guard (1...100).contains(maxAttempts) else {
             throw UsageError("--max-attempts must be from 1 to 100; got \(maxAttempts)")
         }
+        if let retention, retention < 3600 {
+            throw UsageError("--retention must be at least 1h (jobs are kept that long after they finish); "
+                             + "got \(retention)s")
+        }
         guard (1...3600).contains(webhookRetrySeconds) else {
             throw UsageError("--webhook-retry-seconds must be from 1 to 3600; got \(webhookRetrySeconds)")
         }
