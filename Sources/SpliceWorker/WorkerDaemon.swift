@@ -154,7 +154,8 @@ public actor WorkerDaemon: Service {
         ])
         var helpers: [Task<Void, Never>] = []
         for (index, endpoint) in endpoints.enumerated() {
-            helpers.append(watchConnection(endpoint.wire, index: index, address: configuration.coordinatorEndpoints[index]))
+            helpers.append(watchConnection(endpoint.wire, index: index,
+                                           address: configuration.coordinatorEndpoints[index]))
         }
         if let token = configuration.joinToken {
             do {

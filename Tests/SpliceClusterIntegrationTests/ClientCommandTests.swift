@@ -244,8 +244,9 @@ struct ClientCommandTests {
                     name: revoke.name, uses: 5, usesLeft: 3, createdAtMilliseconds: 1_796_059_201_250,
                     expiresAtMilliseconds: 1_796_062_801_250, revokedAtMilliseconds: 1_796_059_301_250))))]
             case .pruneWorkers(let prune):
-                [.reply(.workersPruned(WorkersPruned(workers: [.init(
-                    publicKey: key.z85, name: "w1", lastSeenAtMilliseconds: 1_796_059_201_250)], dryRun: prune.dryRun)))]
+                [.reply(.workersPruned(WorkersPruned(
+                    workers: [.init(publicKey: key.z85, name: "w1", lastSeenAtMilliseconds: 1_796_059_201_250)],
+                    dryRun: prune.dryRun)))]
             case .pruneJobs(let prune):
                 [.reply(.jobsPruned(JobsPruned(jobs: 12, segments: 80, events: 400, webhookEvents: 3,
                                                dryRun: prune.dryRun)))]

@@ -65,7 +65,8 @@ struct JoinTokenClusterTests {
         let client = try await TestClient.connect(
             to: coordinator.endpoints.api, curve: .client(keys: admin, serverKey: server.publicKey))
         func token(_ name: String, uses: Int = 1, ttl: Int64 = 3600) async throws -> String {
-            let reply = try await client.request(.createJoinToken(CreateJoinToken(name: name, uses: uses, ttlSeconds: ttl)))
+            let request = CreateJoinToken(name: name, uses: uses, ttlSeconds: ttl)
+            let reply = try await client.request(.createJoinToken(request))
             guard case .joinToken(let created) = reply, let token = created.token else {
                 throw TestFailure("JOIN_TOKEN_CREATE answered \(reply)")
             }
@@ -102,8 +103,8 @@ struct JoinTokenClusterTests {
         let cases = [("used-up", single), ("unknown-token", "splj_not-a-token-anyone-made"), ("expired", expiring),
                      ("revoked", revoked)]
         for (reason, presented) in cases {
-            let refused = try WorkerChild(coordinator: coordinator.endpoints.workers, serverKey: serverKey, spool: spool,
-                                          token: presented, name: "refused-\(reason)")
+            let refused = try WorkerChild(coordinator: coordinator.endpoints.workers, serverKey: serverKey,
+                                          spool: spool, token: presented, name: "refused-\(reason)")
             let status = await refused.status(within: .seconds(60))
             if status == nil { await refused.stop() }
             #expect(status == 1, "\(reason): \(refused.stderr)")
@@ -132,8 +133,9 @@ struct JoinTokenClusterTests {
         let context = try WireContext()
         let client = try await TestClient.connect(
             to: coordinator.endpoints.api, curve: .client(keys: admin, serverKey: server.publicKey), context: context)
-        guard case .joinToken(let created) = try await client.request(
-            .createJoinToken(CreateJoinToken(name: "probe", uses: 1, ttlSeconds: 600))), let token = created.token else {
+        let create = CreateJoinToken(name: "probe", uses: 1, ttlSeconds: 600)
+        guard case .joinToken(let created) = try await client.request(.createJoinToken(create)),
+              let token = created.token else {
             throw TestFailure("JOIN_TOKEN_CREATE failed")
         }
         // Heartbeats off: nothing but what the test sends.
@@ -149,7 +151,8 @@ struct JoinTokenClusterTests {
         #expect(await coordinator.coordinator.sessions().isEmpty)
         // A JOIN over the probation limit (4 KiB) is dropped too (the padding alone would be ignored)…
         let padded = #"{"protocol":"splice-worker","version":\#(WorkerProtocol.version),"type":"JOIN","body":"#
-            + #"{"token":"splj_wrong","workerName":"padded","padding":""# + String(repeating: "x", count: 5000) + #""}}"#
+            + #"{"token":"splj_wrong","workerName":"padded","padding":""# + String(repeating: "x", count: 5000)
+            + #""}}"#
         try await worker.endpoint.wire.send([Data(padded.utf8)])
         #expect(await worker.next(within: .seconds(1)) { $0 } == nil, "an oversized JOIN on probation was answered")
         // …and a wrong token is answered with the reason.

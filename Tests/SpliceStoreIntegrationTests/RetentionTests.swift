@@ -15,8 +15,11 @@ import Testing
         case .cancelled: _ = try await store.repository.cancelJob(jobID: job.id, reason: "test")
         default:
             let worker = try await store.makeWorker()
-            for lease in try await store.repository.claimSegments(for: worker.id, limit: 10, leaseDuration: .seconds(30)) {
-                _ = try await store.repository.completeSegment(lease.reference, outputPath: "o", checksum: .filled(0xC0))
+            let leases = try await store.repository.claimSegments(for: worker.id, limit: 10,
+                                                                  leaseDuration: .seconds(30))
+            for lease in leases {
+                _ = try await store.repository.completeSegment(lease.reference, outputPath: "o",
+                                                               checksum: .filled(0xC0))
             }
             _ = try await store.repository.completeJob(jobID: job.id)
         }

@@ -400,7 +400,8 @@ final class ClientAPIHandler: Sendable {
         }
         return WorkersPruned(workers: workers.map { worker in
             WorkersPruned.Pruned(publicKey: worker.publicKey, name: worker.name,
-                                 lastSeenAtMilliseconds: JobStatusMapping.milliseconds(worker.lastSeenAt ?? worker.enrolledAt))
+                                 lastSeenAtMilliseconds: JobStatusMapping.milliseconds(
+                                     worker.lastSeenAt ?? worker.enrolledAt))
         }, dryRun: prune.dryRun)
     }
 

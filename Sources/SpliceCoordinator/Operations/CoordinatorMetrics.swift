@@ -58,7 +58,8 @@ final class CoordinatorMetrics: Sendable {
 
     let jobsPruned = Counter(
         "splice_jobs_pruned_total",
-        help: "Finished jobs deleted with their segments, events and files by retention (--retention, `splice jobs prune`).")
+        help: "Finished jobs deleted with their segments, events and files by retention (--retention, "
+            + "`splice jobs prune`).")
 
     /// When the claim that leased each attempt was issued, until its ASSIGN is sent.
     private let claimTimes = Mutex<[LeaseToken: ContinuousClock.Instant]>([:])

@@ -95,7 +95,8 @@ final class CoordinatorTerm: Sendable {
         let reaper = LeaseReaper(store: store, shell: shell, orphanGrace: configuration.sessions.orphanGrace,
                                  startedAt: .now, logger: logger)
         let janitor = SpoolJanitor(store: store, cleaner: context.cleaner, logger: logger)
-        let pruner = JobPruner(repository: repository, cleaner: context.cleaner, metrics: context.metrics, logger: logger)
+        let pruner = JobPruner(repository: repository, cleaner: context.cleaner, metrics: context.metrics,
+                               logger: logger)
         self.pruner = pruner
         submissions = JobSubmissions(
             repository: repository, maxAttempts: configuration.maxAttempts, plannerWake: plannerWake,

@@ -136,7 +136,8 @@ extension JobRepository {
                     let record = try JoinTokenRecord(row: found)
                     refusal = record.revokedAt != nil ? .revoked
                         : try found.decode(Bool.self, column: "expired") ? .expired : .usedUp
-                    try await Self.recordJoin(refused: refusal, publicKey: publicKey, token: record.name, on: connection)
+                    try await Self.recordJoin(refused: refusal, publicKey: publicKey, token: record.name,
+                                              on: connection)
                 } else {
                     refusal = .unknownToken
                     try await Self.recordJoin(refused: refusal, publicKey: publicKey, token: nil, on: connection)

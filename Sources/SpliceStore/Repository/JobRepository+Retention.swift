@@ -73,7 +73,8 @@ extension JobRepository {
                 batch.jobs = ids.map { JobID($0) }
                 batch.webhookDeliveries = try await connection.execute(
                     "DELETE FROM webhook_deliveries WHERE job_id = ANY(\(ids))")
-                batch.webhookEvents = try await connection.execute("DELETE FROM webhook_events WHERE job_id = ANY(\(ids))")
+                batch.webhookEvents = try await connection.execute(
+                    "DELETE FROM webhook_events WHERE job_id = ANY(\(ids))")
                 batch.events = try await connection.execute("DELETE FROM job_events WHERE job_id = ANY(\(ids))")
                 batch.segments = try await connection.execute("DELETE FROM segments WHERE job_id = ANY(\(ids))")
                 // The state is checked again by the delete itself: nothing that left a finished state is removed.

@@ -247,8 +247,8 @@ final class EndpointLoop {
             return .failure(WireRejection(.unauthenticated, "no authenticated key on the session"))
         }
         let onProbation = userID.hasPrefix(ZAPHandler.probationPrefix)
-        guard let key = try? CurvePublicKey(z85: onProbation ? String(userID.dropFirst(ZAPHandler.probationPrefix.count))
-                                                             : userID) else {
+        let z85 = onProbation ? String(userID.dropFirst(ZAPHandler.probationPrefix.count)) : userID
+        guard let key = try? CurvePublicKey(z85: z85) else {
             return .failure(WireRejection(.unauthenticated, "no authenticated key on the session"))
         }
         if let authorizer = plan.authorizer, !authorizer.isStillAuthorized(key, domain: domain) {
@@ -258,7 +258,8 @@ final class EndpointLoop {
                 let allowed = plan.options.probationTypes.isEmpty
                     ? "nothing" : plan.options.probationTypes.sorted().joined(separator: ", ")
                 // Handed on as a notice (no frames), so the receiver can log who knocks without a token.
-                let rejection = WireRejection(.probation, "key \(key) is not enrolled: it may send \(allowed) until it is")
+                let rejection = WireRejection(.probation,
+                                              "key \(key) is not enrolled: it may send \(allowed) until it is")
                 return .success(WireDelivery(peer: WirePeer(routingID: routingID, publicKey: key), frames: [],
                                              rejection: rejection))
             }

@@ -78,7 +78,8 @@ struct WorkerCommand: Command {
             worker on the machine) the next free one is used and logged, while a port given explicitly \
             must be free.
             """,
-        arguments: [coordinator, slots, codecThreads, spool, dataEndpoint, scratch, scratchLimit, secretKey, serverKey, joinToken, name, drainTimeout,
+        arguments: [coordinator, slots, codecThreads, spool, dataEndpoint, scratch, scratchLimit, secretKey, serverKey,
+                    joinToken, name, drainTimeout,
                     metricsEndpoint] + DaemonOptions.arguments,
         onShutdown: .notify, environment: [.ffmpegLog])
 
