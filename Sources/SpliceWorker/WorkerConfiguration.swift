@@ -30,6 +30,11 @@ public struct WorkerConfiguration: Sendable {
     /// With several coordinators that do not share a key: each one's public key, in the order of
     /// ``coordinatorEndpoint``'s list (empty: ``curve``'s for all).
     public var coordinatorKeys: [CurvePublicKey] = []
+    /// A join token (`splice workers join-token create`): presented once, before HELLO, so that
+    /// the coordinator enrolls ``curve``'s key; nil when the key is enrolled by hand.
+    public var joinToken: String?
+    /// How often JOIN is sent again while no coordinator answers it.
+    public var joinRetryInterval: Duration = .seconds(2)
     /// How long the connection to the coordinator of the session may stay lost before the worker
     /// looks for the active coordinator again.
     public var reconnectGrace: Duration = .milliseconds(500)
