@@ -1,6 +1,7 @@
 public import Foundation
 public import SpliceHTTP
 public import SpliceWire
+internal import SpliceMedia
 
 /// Everything a ``WorkerDaemon`` is started with (`splice worker`'s flags).
 public struct WorkerConfiguration: Sendable {
@@ -59,6 +60,9 @@ public struct WorkerConfiguration: Sendable {
     /// Encoder threads per segment; nil: ``usableCores`` ÷ slots (at least 1), or every usable
     /// core for a segment that finds itself alone (``EncoderThreads``).
     public var codecThreads: Int?
+    /// The encoders it offers (its HELLO lists them): by default every one this FFmpeg has. A
+    /// segment of a job that names another is refused as this worker's (`encoder-missing`).
+    public var encoders: [String] = AvailableEncoders.names
     /// The cores this process may use, divided among the slots; read from the process's CPU
     /// affinity and cgroup when the configuration is made.
     public var usableCores: UsableCores

@@ -93,7 +93,7 @@ public actor WorkerDaemon: Service {
         _ configuration: WorkerConfiguration, threads: EncoderThreads, metricsEndpoint: String?
     ) -> WorkerStateMachine.Configuration {
         WorkerStateMachine.Configuration(
-            workerName: configuration.name, slots: configuration.slots, encoders: AvailableEncoders.names,
+            workerName: configuration.name, slots: configuration.slots, encoders: configuration.encoders,
             software: configuration.software, helloInterval: configuration.helloInterval,
             leaseSafetyMargin: configuration.leaseSafetyMargin, drainTimeout: configuration.drainTimeout,
             flushTimeout: configuration.flushTimeout, storage: configuration.spool == nil ? .transfer : nil,
@@ -431,7 +431,7 @@ public actor WorkerDaemon: Service {
         let transfer = self.transfer
         let logger = log(assign.attempt)
         let threads = self.threads
-        var encode = SegmentEncode(assign: assign, storage: storage) {
+        var encode = SegmentEncode(assign: assign, storage: storage, encoders: configuration.encoders) {
             let count = threads.forOpeningEncoder()
             logger.debug("segment encoder opening", ["codec_threads": count])
             return count

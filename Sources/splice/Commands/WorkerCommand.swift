@@ -22,6 +22,12 @@ struct WorkerCommand: Command {
         help: "Threads per encoder and decoder (default: usable cores / slots, at least 1; every usable core for a "
             + "segment that finds itself alone).",
         environment: "SPLICE_CODEC_THREADS")
+    static let encoders = Option<String>(
+        "encoders", valueName: "list",
+        help: "The encoders this worker offers, comma-separated (libx264,libx265,aac…; default: every one this FFmpeg "
+            + "has). A job that names its encoder (--video-encoder) only goes to workers that offer it: keep slow "
+            + "machines off libaom-av1, or a machine whose FFmpeg misbehaves off one codec.",
+        environment: "SPLICE_ENCODERS") { $0 }
     static let spool = Option<String>(
         "spool", valueName: "dir",
         help: "The shared spool directory (NFS for many machines), mounted at the same path as on the coordinator; "
@@ -78,7 +84,7 @@ struct WorkerCommand: Command {
             worker on the machine) the next free one is used and logged, while a port given explicitly \
             must be free.
             """,
-        arguments: [coordinator, slots, codecThreads, spool, dataEndpoint, scratch, scratchLimit, secretKey, serverKey,
+        arguments: [coordinator, slots, codecThreads, encoders, spool, dataEndpoint, scratch, scratchLimit, secretKey, serverKey,
                     joinToken, name, drainTimeout,
                     metricsEndpoint] + DaemonOptions.arguments,
         onShutdown: .notify, environment: [.ffmpegLog])
@@ -86,6 +92,7 @@ struct WorkerCommand: Command {
     let coordinator: String
     let slots: Int
     let codecThreads: Int?
+    let encoders: [String]?
     let spool: String?
     let dataEndpoint: String?
     let scratch: String?
@@ -104,6 +111,7 @@ struct WorkerCommand: Command {
         coordinator = try arguments.value(Self.coordinator)
         slots = try arguments.value(Self.slots)
         codecThreads = arguments[Self.codecThreads]
+        encoders = arguments[Self.encoders].map(ClientOptions.list)
         spool = arguments[Self.spool]
         dataEndpoint = arguments[Self.dataEndpoint]
         scratch = arguments[Self.scratch]
@@ -134,6 +142,13 @@ struct WorkerCommand: Command {
         } else if (secretKey == nil) != (serverKey == nil) {
             throw UsageError("--secret-key and --server-key go together: give both to use CURVE, or neither")
         }
+        if let encoders {
+            let unknown = encoders.filter { !AvailableEncoders.names.contains($0) }
+            guard unknown.isEmpty, !encoders.isEmpty else {
+                throw UsageError("--encoders: " + (encoders.isEmpty ? "names no encoder" : "this FFmpeg has no "
+                    + unknown.joined(separator: ", ")) + "; it has " + AvailableEncoders.names.joined(separator: ", "))
+            }
+        }
         guard !name.isEmpty else { throw UsageError("--name must not be empty") }
         let coordinators = ClientOptions.list(coordinator)
         guard !coordinators.isEmpty else { throw UsageError("--coordinator names no endpoint") }
@@ -163,6 +178,7 @@ struct WorkerCommand: Command {
         configuration.metricsEndpoint = metricsEndpoint.address
         configuration.metricsEndpointIsDefault = metricsEndpointIsDefault
         configuration.codecThreads = codecThreads
+        if let encoders { configuration.encoders = encoders }
         configuration.dataEndpoint = dataEndpoint
         configuration.scratch = scratch.map(Self.directory)
         configuration.scratchLimit = scratchLimit
