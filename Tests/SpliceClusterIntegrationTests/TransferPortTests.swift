@@ -60,11 +60,16 @@ private struct DataLink {
 
 /// `count` random bytes in a new file in `dir`, and their SHA-256 (by `sha256sum`, the oracle).
 private func randomFile(_ dir: URL, _ name: String, bytes count: Int) async throws -> (URL, SHA256Digest) {
-    var generator = SplitMix64(seed: UInt64(count))
-    var bytes = [UInt8](repeating: 0, count: count)
-    for i in stride(from: 0, to: count, by: 8) {
-        let word = generator.next()
-        for j in 0..<min(8, count - i) { bytes[i + j] = UInt8(truncatingIfNeeded: word >> (8 * j)) }
+    // On a thread of its own: tens of millions of byte stores take seconds in a debug build, which
+    // must not hold a thread of the cooperative pool the transfers' own deadlines run on.
+    let bytes = await ExternalTool.computeOffPool { () -> [UInt8] in
+        var generator = SplitMix64(seed: UInt64(count))
+        var bytes = [UInt8](repeating: 0, count: count)
+        for i in stride(from: 0, to: count, by: 8) {
+            let word = generator.next()
+            for j in 0..<min(8, count - i) { bytes[i + j] = UInt8(truncatingIfNeeded: word >> (8 * j)) }
+        }
+        return bytes
     }
     let url = dir.appendingPathComponent(name)
     try Data(bytes).write(to: url)
