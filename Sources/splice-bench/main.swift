@@ -8,6 +8,7 @@ let usage = "usage: splice-bench export [runs] | transcode [runs] | store [optio
     + " | s3 [--megabytes N] [--runs N] | s3 --cluster [--runs N] [--seconds N] [--preset NAME] | http [--jobs N] [--seconds N] [--connections N] [--streams N] | quality [--part target|verify|cluster]… [--target ssim:X] [--runs N] [--seconds N] [--preset NAME]"
     + " | failover [--kills N] [--leader-lease-seconds S] [--workers N]"
     + " | prune [--jobs N] [--segments N] [--events N] [--batch N] [--fast]"
+    + " | scaling [runs] [--codec x264|x265|svt|vp9|aom]… [--lanes N] [--seconds N] [--size WxH]"
 do {
     switch arguments.first {
     case "export": try ExportBenchmark.run(arguments: Array(arguments.dropFirst()))
@@ -23,6 +24,7 @@ do {
     case "quality": try QualityBenchmark.run(Array(arguments.dropFirst()))
     case "failover": try await FailoverBenchmark.run(Array(arguments.dropFirst()))
     case "prune": try await PruneBenchmark.run(Array(arguments.dropFirst()))
+    case "scaling": try ScalingBenchmark.run(Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data((usage + "\n").utf8))
         exit(64)
