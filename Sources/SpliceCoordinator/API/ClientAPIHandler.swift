@@ -216,7 +216,8 @@ final class ClientAPIHandler: Sendable {
                 lastSeenAtMilliseconds: worker.lastSeenAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) },
                 quarantineRemainingMilliseconds: session?.quarantineRemaining?.wholeMilliseconds,
                 quarantineReason: session?.quarantineReason, usableCores: session?.usableCores,
-                threadsPerSlot: session?.threadsPerSlot, metricsEndpoint: session?.metricsEndpoint)
+                threadsPerSlot: session?.threadsPerSlot, metricsEndpoint: session?.metricsEndpoint,
+                protocolVersion: session?.protocolVersion)
             if let session, let shell = term?.shell {
                 (info.storage, info.bytesIn, info.bytesOut) = await shell.storage(of: session.identity)
             }
