@@ -12,13 +12,22 @@
 # and checked (Deploy/test-image.sh: about 32 minutes the first time on 2 cores, 7 to 13 after a
 # change to the sources, under a minute with nothing changed) and the cluster of namespace hosts
 # under faults (Deploy/test-hosts.sh, 2 to 3 minutes). Both need root; they install buildah and
-# debootstrap (Deploy/setup.sh --image).
+# debootstrap (Deploy/setup.sh --image). Then the upgrade test: Deploy/build-compat.sh builds the
+# previous release's `splice` once (about 4 minutes on 2 cores, cached in ~/.cache/splice-compat
+# after that) and UpgradeScenarioTests runs one of its workers with today's coordinator (about a
+# minute); the general pass skips that suite when the old build is absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = --slow ]; then
     status=0
     Deploy/test-image.sh || status=$?
     Deploy/test-hosts.sh --no-build || status=$?
+    if Deploy/build-compat.sh; then
+        (source Deploy/setup.sh && swift build --build-tests && swift test --skip-build --filter UpgradeScenarioTests) \
+            || status=$?
+    else
+        status=1
+    fi
     exit $status
 fi
 source Deploy/setup.sh
@@ -42,7 +51,7 @@ media='SpliceMediaIntegrationTests\.'
 # do the in-process scenarios of a lost worker, a killed coordinator and a transfer sender that goes
 # away: beside the ~650 other tests on two cores their scripted peers missed their waits (two runs
 # in a row once the object-storage and quality suites joined the general pass; alone they pass).
-faults='SpliceFaultTests\.|TransferFaultTests|TransferModeTests|SpliceAPITests\.|CoordinatorLossTests|CoordinatorRestartTests|TransferPortTests'
+faults='SpliceFaultTests\.|UpgradeScenarioTests|TransferFaultTests|TransferModeTests|SpliceAPITests\.|CoordinatorLossTests|CoordinatorRestartTests|TransferPortTests'
 status=0
 swift test --skip-build --filter "$media" || status=$?
 swift test --skip-build --skip "$media" --skip "$faults" || status=$?
