@@ -253,7 +253,9 @@ final class ClientAPIHandler: Sendable {
         try await repository.revokeWorker(id: worker.id)
         enrolledKeys?.revoke(key)
         let farewell = CoordinatorMessage.disconnect(Disconnect(reason: .revoked, detail: "key revoked"))
-        let closed = await workerEndpoint.disconnect(key: key, farewell: farewell)
+        // In the version the worker's session speaks, so a worker of the previous release reads it too.
+        let closed = await workerEndpoint.disconnect(key: key, farewell: farewell,
+                                                     version: await term.shell.protocolVersion(of: .key(key)))
         await term.shell.workerRevoked(.key(key))
         await term.shell.workAvailable()
         logger.info("worker key revoked", ["worker": key.z85, "sessions_closed": closed])

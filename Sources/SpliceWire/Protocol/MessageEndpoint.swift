@@ -95,11 +95,11 @@ public final class MessageEndpoint<Inbound: WireMessage, Outbound: WireMessage>:
         try await wire.send(codec.encode(message, requestID: requestID), toKey: key)
     }
 
-    /// Ends the live sessions of `key`, sending them `farewell` (e.g. DISCONNECT `revoked`).
-    /// See `WireEndpoint.disconnect(key:farewell:)`.
+    /// Ends the live sessions of `key`, sending them `farewell` (e.g. DISCONNECT `revoked`) in
+    /// protocol `version` (nil: the newest). See `WireEndpoint.disconnect(key:farewell:)`.
     @discardableResult
-    public func disconnect(key: CurvePublicKey, farewell: Outbound? = nil) async -> Int {
-        let frames = farewell.flatMap { try? codec.encode($0) }
+    public func disconnect(key: CurvePublicKey, farewell: Outbound? = nil, version: Int? = nil) async -> Int {
+        let frames = farewell.flatMap { try? codec.encode($0, version: version) }
         return await wire.disconnect(key: key, farewell: frames)
     }
 

@@ -19,8 +19,8 @@ public struct WireCodec: Sendable {
     /// The frames for `message`, with an optional request id in the envelope, in protocol `version`
     /// (nil: the newest this build speaks). Throws `.encoding` for a version this build does not
     /// speak, or one older than the message type (`since`): a peer of that version could not read it.
-    /// A type frozen since some version (DISCONNECT) can go in any version from there, and in
-    /// any version at all when it existed then, so a peer of an older release hears why it is refused.
+    /// A frozen type (DISCONNECT) goes in any version, so a peer of another release hears why it is
+    /// refused, in its own version.
     public func encode<M: WireMessage>(_ message: M, requestID: String? = nil, version: Int? = nil) throws(WireError)
         -> [Data]
     {
