@@ -147,7 +147,7 @@ struct ProtocolVersionTests {
         // after a refusal, the next one 15 s later — so two or three rounds in 35 s — and still
         // trying, so the worker neither stopped nor gave up.
         let gaps = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }
-        #expect(arrivals.count >= 2 && arrivals.count <= 20, "\(arrivals.count) HELLOs in 35 s")
+        #expect(arrivals.count >= 2 && arrivals.count <= 60, "\(arrivals.count) HELLOs in 35 s (every 100 ms would be 350)")
         #expect(gaps.contains { $0 >= .seconds(14) }, "no wait between HELLOs: \(gaps)")
         let said = log.text.components(separatedBy: "waiting: the coordinator does not speak this worker's protocol version")
         #expect(said.count >= 3, "not said on each refusal:\n\(log.text)")

@@ -60,14 +60,17 @@ actor CoordinatorShell {
         guard !retired else { return }
         let now = ContinuousClock.now
         for received in batch {
-            // Answers go back in the version the message came in (docs/protocol.md, Versions).
+            // Answers to the sender go back in the version its message came in (docs/protocol.md,
+            // Versions); what the message causes for other workers goes in theirs.
             switch received {
             case .message(let envelope, let peer):
                 guard var message = screenTransfer(envelope.message, from: peer) else { continue }
                 if case .hello(let hello) = message { message = .hello(hello.speaking(envelopeVersion: envelope.version)) }
-                execute(machine.handle(.received(message, from: peer), at: now), replyVersion: envelope.version)
+                execute(machine.handle(.received(message, from: peer), at: now),
+                        reply: WorkerIdentity(peer: peer).map { ($0, envelope.version) })
             case .rejected(let rejection, let peer):
-                execute(machine.handle(.rejected(rejection, from: peer), at: now), replyVersion: rejection.version)
+                execute(machine.handle(.rejected(rejection, from: peer), at: now),
+                        reply: WorkerIdentity(peer: peer).flatMap { identity in rejection.version.map { (identity, $0) } })
             }
         }
         execute(machine.dispatch(at: now))
@@ -152,7 +155,7 @@ actor CoordinatorShell {
         let versions = Dictionary(peers.map { ($0.identity, $0.protocolVersion) }, uniquingKeysWith: { first, _ in first })
         for directive in directives {
             guard case .send(_, _, let worker) = directive else { continue }
-            execute(directive, replyVersion: versions[worker])
+            execute(directive, reply: versions[worker].map { (worker, $0) })
         }
         retired = true
         inFlight.cancelAll()
@@ -183,19 +186,20 @@ actor CoordinatorShell {
         execute(machine.dispatch(at: now))
     }
 
-    /// Carries out `directives`; a send goes in `replyVersion` when it answers a message of that
-    /// version, else in the version of the worker's session.
-    private func execute(_ directives: [CoordinatorDirective], replyVersion: Int? = nil) {
-        for directive in directives { execute(directive, replyVersion: replyVersion) }
+    /// Carries out `directives`; a send to `reply.worker` goes in `reply.version` (it answers a
+    /// message of that version), any other in the version of its worker's session.
+    private func execute(_ directives: [CoordinatorDirective], reply: (worker: WorkerIdentity, version: Int)? = nil) {
+        for directive in directives { execute(directive, reply: reply) }
     }
 
-    func execute(_ directive: CoordinatorDirective, replyVersion: Int? = nil) {
+    func execute(_ directive: CoordinatorDirective, reply: (worker: WorkerIdentity, version: Int)? = nil) {
         guard !retired else { return }
         switch directive {
         case .send(.assign(let assign), let peer, let worker) where transfers.needsExcerpt(assign.attempt.job, worker: worker):
             sendWithExcerpt(assign, to: peer, worker: worker)
         case .send(let message, let peer, let worker):
-            outbox.enqueue(message, to: peer, worker: worker, version: replyVersion ?? protocolVersion(of: worker))
+            let version = reply.flatMap { $0.worker == worker ? $0.version : nil } ?? protocolVersion(of: worker)
+            outbox.enqueue(message, to: peer, worker: worker, version: version)
         case .registerWorker(let identity, let name, let slots, let encoders):
             spawn { await self.register(identity, name: name, slots: slots, encoders: encoders) }
         case .commitResult(let result):
