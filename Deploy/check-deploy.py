@@ -210,9 +210,31 @@ def check_disruption_budget(documents, worker):
           "PodDisruptionBudget splice-worker: maxUnavailable 1 expected (minAvailable would block draining the last worker)")
 
 
+def check_worker_credentials(documents, worker):
+    """No worker pod holds an admin key: its containers read a join token from a Secret, and no
+    volume or env of the pod names a Secret that holds a secret key (only the coordinator does)."""
+    pod = worker.get("spec", {}).get("template", {}).get("spec", {})
+    env = {e.get("name"): e for e in container(worker, "worker").get("env", [])}
+    token = env.get("SPLICE_JOIN_TOKEN", {}).get("valueFrom", {}).get("secretKeyRef", {})
+    check(token.get("name") and token.get("key"), "splice-worker: SPLICE_JOIN_TOKEN must come from a Secret")
+    check("SPLICE_SECRET_KEY" not in env and "SPLICE_CLIENT_SECRET_KEY" not in env,
+          "splice-worker: a worker pod needs no secret key file (it makes its own key pair and joins with a token)")
+    secrets = {d["metadata"]["name"]: d for d in documents if d.get("kind") == "Secret"}
+    for volume in pod.get("volumes", []):
+        name = volume.get("secret", {}).get("secretName")
+        if not name:
+            continue
+        items = [item.get("key", "") for item in volume.get("secret", {}).get("items", [])]
+        keys = items or list(secrets.get(name, {}).get("stringData", {}))
+        check(not any(key.endswith(".key") for key in keys),
+              f"splice-worker: volume {volume.get('name')} mounts a secret key from Secret {name}; only the "
+              "coordinator holds one")
+    check(not pod.get("initContainers"), "splice-worker: no init container is needed (workers join with a token)")
+
+
 def check_network_policies(documents, coordinator, worker):
-    """Workers reach the coordinator's 7450 and 7452 (and 7451 only for enrollment, until join
-    tokens); the API only from pods labelled splice-api-client; nothing else but metrics and DNS."""
+    """Workers reach the coordinator's 7450 and 7452 only (they join with a token over 7450, and hold
+    no admin key); the API only from pods labelled splice-api-client; nothing else but metrics and DNS."""
     policies = [d for d in documents if d.get("kind") == "NetworkPolicy"]
     coordinator_labels, worker_labels = pod_labels(coordinator), pod_labels(worker)
     allowed_in = {}  # port -> [peer description]
@@ -236,7 +258,7 @@ def check_network_policies(documents, coordinator, worker):
               f"NetworkPolicy: port {port} must admit the worker pods of this namespace, and only them")
     for peer in allowed_in.get(7451, []):
         labels = peer.get("podSelector", {}).get("matchLabels", {})
-        check(labels.get("splice-api-client") == "true" or selects(labels, worker_labels),
+        check(labels.get("splice-api-client") == "true" and not selects(labels, worker_labels),
               f"NetworkPolicy: port 7451 admits {peer}, not only pods labelled splice-api-client")
     check(any(p.get("podSelector", {}).get("matchLabels", {}).get("splice-api-client") == "true"
               for p in allowed_in.get(7451, [])), "NetworkPolicy: no way for labelled clients to reach the API")
@@ -278,6 +300,7 @@ def check_manifests(documents, built=False, endpoints=COORDINATOR_ENDPOINTS):
           f"splice-worker: terminationGracePeriodSeconds {grace} does not cover the {drain} s drain and the hand-back after it")
     check_worker_resources(worker)
     check_disruption_budget(documents, worker)
+    check_worker_credentials(documents, worker)
     check_network_policies(documents, coordinator, worker)
 
     # KEDA: a ScaledObject on the worker Deployment, its PostgreSQL trigger authenticated by a

@@ -130,6 +130,41 @@ public actor SpliceClient {
         }
     }
 
+    /// Makes a worker join token (shown once, in the answer).
+    public func createJoinToken(_ request: CreateJoinToken) async throws(SpliceClientError) -> JoinTokenChanged {
+        try await send(.createJoinToken(request)) { (reply) -> JoinTokenChanged? in
+            if case .joinToken(let body) = reply { body } else { nil }
+        }
+    }
+
+    /// The live join tokens (never the tokens themselves).
+    public func joinTokens() async throws(SpliceClientError) -> [JoinTokenInfo] {
+        try await send(.joinTokens(ListJoinTokens())) { (reply) -> JoinTokenList? in
+            if case .joinTokens(let body) = reply { body } else { nil }
+        }.tokens
+    }
+
+    /// Refuses the live join token named `name` from now on.
+    public func revokeJoinToken(named name: String) async throws(SpliceClientError) -> JoinTokenChanged {
+        try await send(.revokeJoinToken(RevokeJoinToken(name: name))) { (reply) -> JoinTokenChanged? in
+            if case .joinToken(let body) = reply { body } else { nil }
+        }
+    }
+
+    /// Revokes (or, dry, lists) the workers not heard from for `notSeenSeconds`.
+    public func pruneWorkers(_ request: PruneWorkers) async throws(SpliceClientError) -> WorkersPruned {
+        try await send(.pruneWorkers(request)) { (reply) -> WorkersPruned? in
+            if case .workersPruned(let body) = reply { body } else { nil }
+        }
+    }
+
+    /// Deletes (or, dry, counts) the jobs that finished before the cutoff.
+    public func pruneJobs(_ request: PruneJobs) async throws(SpliceClientError) -> JobsPruned {
+        try await send(.pruneJobs(request)) { (reply) -> JobsPruned? in
+            if case .jobsPruned(let body) = reply { body } else { nil }
+        }
+    }
+
     private func changeKey(_ request: APIRequest) async throws(SpliceClientError) -> WorkerKeyChanged {
         try await send(request) { (reply) -> WorkerKeyChanged? in
             if case .workerKey(let body) = reply { body } else { nil }

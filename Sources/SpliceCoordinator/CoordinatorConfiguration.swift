@@ -56,6 +56,12 @@ public struct CoordinatorConfiguration: Sendable {
     public var reapInterval: Duration
     /// How often the spool is swept for files of finished jobs.
     public var janitorInterval: Duration
+    /// Retention (`--retention 30d`): jobs that finished longer ago than this are deleted with
+    /// their segments, events and spool files, every `retentionInterval`, by the active
+    /// coordinator. Nil: jobs are kept for good.
+    public var retention: Duration?
+    /// How often retention runs (hourly).
+    public var retentionInterval: Duration = .seconds(3600)
     /// Database connections in the pool.
     public var databaseConnections: Int
     /// How long a graceful shutdown waits for store writes in flight (the workers resend what

@@ -23,6 +23,8 @@ struct SegmentEncode: Sendable {
 
     let assign: Assign
     let storage: Storage
+    /// The encoders this worker offers (``WorkerConfiguration/encoders``).
+    let encoders: [String]
     /// The coordinator (its index in the worker's list) that sent the ASSIGN: in transfer mode its
     /// data endpoint has the excerpt.
     var coordinator = 0
@@ -37,6 +39,13 @@ struct SegmentEncode: Sendable {
         } catch {
             return .failed(code: .invalidSpec, reason: "the ASSIGN for \(assign.attempt) carries no valid segment "
                            + "work order: \(error)", retryable: false)
+        }
+        // A job that names its encoder goes only to workers that listed it; one that reaches
+        // this worker anyway (a coordinator that predates the routing) is this worker's to refuse.
+        if let encoder = order.plan.videoSettings?.encoder, !encoders.contains(encoder) {
+            return .failed(code: .encoderMissing, reason: "this worker does not offer the \(encoder) encoder, which the "
+                           + "job names (its FFmpeg lacks it, or --encoders leaves it out); the job is left to workers "
+                           + "that offer it", retryable: true)
         }
         let output: URL, excerpt: URL?
         switch storage {

@@ -1,6 +1,7 @@
 public import Foundation
 public import SpliceHTTP
 public import SpliceWire
+internal import SpliceMedia
 
 /// Everything a ``WorkerDaemon`` is started with (`splice worker`'s flags).
 public struct WorkerConfiguration: Sendable {
@@ -30,6 +31,11 @@ public struct WorkerConfiguration: Sendable {
     /// With several coordinators that do not share a key: each one's public key, in the order of
     /// ``coordinatorEndpoint``'s list (empty: ``curve``'s for all).
     public var coordinatorKeys: [CurvePublicKey] = []
+    /// A join token (`splice workers join-token create`): presented once, before HELLO, so that
+    /// the coordinator enrolls ``curve``'s key; nil when the key is enrolled by hand.
+    public var joinToken: String?
+    /// How often JOIN is sent again while no coordinator answers it.
+    public var joinRetryInterval: Duration = .seconds(2)
     /// How long the connection to the coordinator of the session may stay lost before the worker
     /// looks for the active coordinator again.
     public var reconnectGrace: Duration = .milliseconds(500)
@@ -54,6 +60,9 @@ public struct WorkerConfiguration: Sendable {
     /// Encoder threads per segment; nil: ``usableCores`` ÷ slots (at least 1), or every usable
     /// core for a segment that finds itself alone (``EncoderThreads``).
     public var codecThreads: Int?
+    /// The encoders it offers (its HELLO lists them): by default every one this FFmpeg has. A
+    /// segment of a job that names another is refused as this worker's (`encoder-missing`).
+    public var encoders: [String] = AvailableEncoders.names
     /// The cores this process may use, divided among the slots; read from the process's CPU
     /// affinity and cgroup when the configuration is made.
     public var usableCores: UsableCores

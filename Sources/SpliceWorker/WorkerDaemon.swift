@@ -3,6 +3,7 @@ internal import SpliceHTTP
 public import SpliceCore
 public import SpliceLog
 internal import SpliceMedia
+internal import SpliceConcurrency
 public import SpliceWire
 public import SpliceDaemon
 
@@ -35,6 +36,8 @@ public actor WorkerDaemon: Service {
     /// One DEALER per coordinator, in the order of the configuration's list.
     private var endpoints: [WorkerEndpoint] = []
     private var started = false
+    /// Set by `shutdown()`: a join still waiting for its answer gives up.
+    private var stopRequested = false
     /// The operators' figures (`--metrics-endpoint`).
     private nonisolated let figures: WorkerMetrics
     /// How many threads each encode gets.
@@ -90,7 +93,7 @@ public actor WorkerDaemon: Service {
         _ configuration: WorkerConfiguration, threads: EncoderThreads, metricsEndpoint: String?
     ) -> WorkerStateMachine.Configuration {
         WorkerStateMachine.Configuration(
-            workerName: configuration.name, slots: configuration.slots, encoders: AvailableEncoders.names,
+            workerName: configuration.name, slots: configuration.slots, encoders: configuration.encoders,
             software: configuration.software, helloInterval: configuration.helloInterval,
             leaseSafetyMargin: configuration.leaseSafetyMargin, drainTimeout: configuration.drainTimeout,
             flushTimeout: configuration.flushTimeout, storage: configuration.spool == nil ? .transfer : nil,
@@ -149,10 +152,26 @@ public actor WorkerDaemon: Service {
             "cgroup_cpu_limit": configuration.usableCores.cgroupLimit?.description ?? "none",
             "threads_per_slot": threads.perSlot,
         ])
-        var helpers = [tick()]
+        var helpers: [Task<Void, Never>] = []
         for (index, endpoint) in endpoints.enumerated() {
-            helpers += [receive(from: endpoint, index: index),
-                        watchConnection(endpoint.wire, index: index, address: configuration.coordinatorEndpoints[index])]
+            helpers.append(watchConnection(endpoint.wire, index: index,
+                                           address: configuration.coordinatorEndpoints[index]))
+        }
+        if let token = configuration.joinToken {
+            do {
+                try await join(token, over: endpoints)
+            } catch {
+                for helper in helpers { helper.cancel() }
+                for endpoint in endpoints { await endpoint.close() }
+                await transfer?.close()
+                await context.terminate()
+                await operations?.close()
+                throw error
+            }
+        }
+        helpers.append(tick())
+        for (index, endpoint) in endpoints.enumerated() {
+            helpers.append(receive(from: endpoint, index: index))
         }
 
         await process(.start)
@@ -180,7 +199,75 @@ public actor WorkerDaemon: Service {
     /// Drains (SIGTERM): no new segments; running ones finish, or are handed back with FAIL
     /// `drained` after the drain timeout; `run()` returns once every result is acknowledged.
     public func shutdown() async {
+        stopRequested = true
         eventSink.yield(.drain)
+    }
+
+    // MARK: - Joining
+
+    /// Presents the join token to every coordinator (the active one answers) until one answers
+    /// JOINED: enrolled (or already enrolled) goes on to HELLO; refused throws
+    /// ``WorkerErrorCode/joinRefused`` with the coordinator's reason. No answer is asked again
+    /// every ``WorkerConfiguration/joinRetryInterval``, logged now and then; `shutdown()` ends it.
+    private func join(_ token: String, over endpoints: [WorkerEndpoint]) async throws(WorkerError) {
+        let message = WorkerMessage.join(Join(token: token, workerName: configuration.name))
+        logger.info("joining the cluster with a join token", [
+            "coordinator": configuration.coordinatorEndpoint, "key": configuration.curve?.keys.publicKey.z85 ?? "-",
+        ])
+        var asked = 0
+        while !stopRequested && !Task.isCancelled {
+            for endpoint in endpoints { try? await endpoint.send(message) }
+            asked += 1
+            if let answer = await Self.joined(from: endpoints, within: configuration.joinRetryInterval) {
+                switch answer.outcome {
+                case .joined:
+                    logger.info("joined the cluster: the coordinator enrolled this worker's key",
+                                ["key": configuration.curve?.keys.publicKey.z85 ?? "-"])
+                    return
+                case .alreadyEnrolled:
+                    logger.info("this worker's key is enrolled already; no join token use spent",
+                                ["key": configuration.curve?.keys.publicKey.z85 ?? "-"])
+                    return
+                case .refused:
+                    let reason = answer.reason ?? "refused"
+                    throw WorkerError(.joinRefused, "the coordinator refused this worker's join token (\(reason)): "
+                                      + (answer.detail ?? "create a new one with `splice workers join-token create`"))
+                }
+            }
+            if asked == 1 || asked % 15 == 0 {
+                logger.warning("no answer to the join token yet; still asking", [
+                    "coordinator": configuration.coordinatorEndpoint, "attempts": asked,
+                    "hint": "is the coordinator reachable, --server-key its public key, and is one coordinator active?",
+                ])
+            }
+        }
+        throw WorkerError(.joinRefused, "stopped before the coordinator answered the join token")
+    }
+
+    /// The first JOINED any coordinator sends within `timeout`; anything else read meanwhile is
+    /// dropped (nothing but JOINED comes before HELLO).
+    private static func joined(from endpoints: [WorkerEndpoint], within timeout: Duration) async -> Joined? {
+        await withDeadline(timeout) {
+            await withTaskGroup(of: Joined?.self) { group in
+                for endpoint in endpoints {
+                    group.addTask {
+                        while let received = await endpoint.receive() {
+                            if case .message(let envelope, _) = received, case .joined(let joined) = envelope.message {
+                                return joined
+                            }
+                        }
+                        return nil
+                    }
+                }
+                for await answer in group {
+                    if let answer {
+                        group.cancelAll()
+                        return answer
+                    }
+                }
+                return nil
+            }
+        } ?? nil
     }
 
     /// A trivial call for `/healthz`: the actor is not stuck.
@@ -344,7 +431,7 @@ public actor WorkerDaemon: Service {
         let transfer = self.transfer
         let logger = log(assign.attempt)
         let threads = self.threads
-        var encode = SegmentEncode(assign: assign, storage: storage) {
+        var encode = SegmentEncode(assign: assign, storage: storage, encoders: configuration.encoders) {
             let count = threads.forOpeningEncoder()
             logger.debug("segment encoder opening", ["codec_threads": count])
             return count

@@ -12,6 +12,9 @@ public enum WorkerErrorCode: String, Sendable, Hashable {
     case invalidConfiguration = "invalid-configuration"
     /// The coordinator revoked this worker's key.
     case revoked
+    /// The coordinator refused this worker's join token (unknown, expired, used up, revoked), or
+    /// the key it presented was revoked.
+    case joinRefused = "join-refused"
     /// `run()` was called twice.
     case alreadyRunning = "already-running"
 }

@@ -346,8 +346,8 @@ package struct WorkerStateMachine: Sendable {
             abort(cancel.attempt.leaseToken, because: .cancelled, &out)
         case .ack(let ack):
             onAck(ack, &out)
-        case .heartbeat, .active:
-            break
+        case .heartbeat, .active, .joined:
+            break  // JOINED: answered before the machine starts (WorkerDaemon's join)
         case .disconnect(let disconnect):
             onDisconnect(disconnect, now: now, &out)
         }
@@ -409,8 +409,8 @@ package struct WorkerStateMachine: Sendable {
             // From a coordinator of a lower epoch (a deposed one that sent what it had claimed):
             // refused, and the refusal goes to the active one, which hands the segment back at once.
             refuseForeign(assign, now: now, &out)
-        case .cancel, .heartbeat, .disconnect:
-            break  // only from the coordinator of the session
+        case .cancel, .heartbeat, .disconnect, .joined:
+            break  // only from the coordinator of the session; JOINED before the machine starts
         }
     }
 

@@ -7,6 +7,7 @@ let usage = "usage: splice-bench export [runs] | transcode [runs] | store [optio
     + " | ratecontrol [--codec C]… | ladder [runs] [--seconds N] [--preset NAME] | transfer [options] | transfer --cluster [--runs N]"
     + " | s3 [--megabytes N] [--runs N] | s3 --cluster [--runs N] [--seconds N] [--preset NAME] | http [--jobs N] [--seconds N] [--connections N] [--streams N] | quality [--part target|verify|cluster]… [--target ssim:X] [--runs N] [--seconds N] [--preset NAME]"
     + " | failover [--kills N] [--leader-lease-seconds S] [--workers N]"
+    + " | prune [--jobs N] [--segments N] [--events N] [--batch N] [--fast]"
 do {
     switch arguments.first {
     case "export": try ExportBenchmark.run(arguments: Array(arguments.dropFirst()))
@@ -21,6 +22,7 @@ do {
     case "http": try await HTTPBenchmark.run(Array(arguments.dropFirst()))
     case "quality": try QualityBenchmark.run(Array(arguments.dropFirst()))
     case "failover": try await FailoverBenchmark.run(Array(arguments.dropFirst()))
+    case "prune": try await PruneBenchmark.run(Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data((usage + "\n").utf8))
         exit(64)

@@ -231,6 +231,25 @@ struct ClientCommandTests {
                     name: revoke.name, scopes: [.read], inputRoots: [], outputRoots: [], rateLimit: nil,
                     createdAtMilliseconds: 1_796_059_201_250, expiresAtMilliseconds: nil,
                     revokedAtMilliseconds: 1_796_059_301_250))))]
+            case .createJoinToken(let create):
+                [.reply(.joinToken(JoinTokenChanged(token: "splj_scripted", info: JoinTokenInfo(
+                    name: create.name, uses: create.uses, usesLeft: create.uses,
+                    createdAtMilliseconds: 1_796_059_201_250, expiresAtMilliseconds: 1_796_062_801_250))))]
+            case .joinTokens:
+                [.reply(.joinTokens(JoinTokenList(tokens: [JoinTokenInfo(
+                    name: "pods", uses: 5, usesLeft: 3, createdAtMilliseconds: 1_796_059_201_250,
+                    expiresAtMilliseconds: 1_796_062_801_250)])))]
+            case .revokeJoinToken(let revoke):
+                [.reply(.joinToken(JoinTokenChanged(info: JoinTokenInfo(
+                    name: revoke.name, uses: 5, usesLeft: 3, createdAtMilliseconds: 1_796_059_201_250,
+                    expiresAtMilliseconds: 1_796_062_801_250, revokedAtMilliseconds: 1_796_059_301_250))))]
+            case .pruneWorkers(let prune):
+                [.reply(.workersPruned(WorkersPruned(
+                    workers: [.init(publicKey: key.z85, name: "w1", lastSeenAtMilliseconds: 1_796_059_201_250)],
+                    dryRun: prune.dryRun)))]
+            case .pruneJobs(let prune):
+                [.reply(.jobsPruned(JobsPruned(jobs: 12, segments: 80, events: 400, webhookEvents: 3,
+                                               dryRun: prune.dryRun)))]
             case .submit: []
             }
         }
@@ -275,6 +294,23 @@ struct ClientCommandTests {
         #expect(sent.contains(.createToken(CreateToken(name: "ci", scopes: [.read, .submit], inputRoots: ["/srv/in"],
                                                        rateLimit: 20, expiresInSeconds: 90 * 86_400))))
         #expect(sent.contains(.revokeToken(RevokeToken(name: "ci"))))
+        // Join tokens: the token alone on standard output, its secret never in the list.
+        let joinToken = try await run("workers", "join-token", "create", "--uses", "5", "--ttl", "1h", "--name", "pods")
+        #expect(joinToken.stdout == "splj_scripted\n")
+        #expect(joinToken.stderr.contains("join token pods created for 5 workers"), "\(joinToken.stderr)")
+        let joinTokens = try await run("workers", "join-token", "list").stdout.split(separator: "\n")
+        #expect(joinTokens.count == 2 && joinTokens[1].hasPrefix("pods  3/5"), "\(joinTokens)")
+        #expect(try await run("workers", "join-token", "revoke", "pods").stdout
+            == "revoked join token pods (3 uses were left)\n")
+        let prunedWorkers = try await run("workers", "prune", "--not-seen", "24h", "--dry-run").stdout
+        #expect(prunedWorkers.contains("would revoke worker key \(key.z85) (w1)"))
+        #expect(prunedWorkers.hasSuffix("would revoke 1 worker key\n"))
+        #expect(try await run("jobs", "prune", "--finished-before", "30d").stdout
+            == "deleted 12 jobs, 80 segments, 400 events and 3 webhook events\n")
+        let joinSent = server.requests.map { $0.message }
+        #expect(joinSent.contains(.createJoinToken(CreateJoinToken(name: "pods", uses: 5, ttlSeconds: 3600))))
+        #expect(joinSent.contains(.pruneWorkers(PruneWorkers(notSeenSeconds: 86_400, dryRun: true))))
+        #expect(joinSent.contains(.pruneJobs(PruneJobs(finishedBeforeSeconds: 30 * 86_400, dryRun: false))))
         await server.stop()
     }
 

@@ -59,8 +59,12 @@ struct CoordinatorAPIErrorTests {
                                                   options: .dealer(immediate: false))
         let client = APIClientEndpoint(wire)
 
-        let big = String(repeating: "x", count: 5 << 20)
-        let huge = String(repeating: "y", count: 50_000_000)
+        // Made on a thread of their own: a debug build appends 50 million characters one by one
+        // for seconds, which must not hold a thread of the cooperative pool other tests' deadlines run on.
+        let (big, huge) = await ExternalTool.computeOffPool {
+            (String(decoding: [UInt8](repeating: UInt8(ascii: "x"), count: 5 << 20), as: UTF8.self),
+             String(decoding: [UInt8](repeating: UInt8(ascii: "y"), count: 50_000_000), as: UTF8.self))
+        }
         let cases: [(id: String, frame: Data, code: APIError.Code, names: String)] = [
             ("limit-0", Self.envelope(id: "limit-0", type: "LIST", body: #"{"limit": 0}"#), .invalidRequest, "`limit`"),
             ("limit-1001", Self.envelope(id: "limit-1001", type: "LIST", body: #"{"limit": 1001}"#), .invalidRequest,

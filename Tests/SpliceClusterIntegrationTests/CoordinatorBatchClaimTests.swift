@@ -45,6 +45,47 @@ struct CoordinatorBatchClaimTests {
                 .isEmpty)
     }
 
+    @Test("a job that names its encoder is claimed only for workers that have it; others still get the rest")
+    func requiredEncoder() async throws {
+        let repository = JobRepository(client: PostgresClient(configuration: try await TestPostgres.makeDatabase()))
+        func job(_ name: String, encoder: String?) async throws -> JobID {
+            let job = try await repository.createJob(JobSubmission(
+                idempotencyKey: UUID().uuidString, input: "/\(name).mp4", output: "/\(name)-out.mp4")).job
+            try await repository.startPlanning(jobID: job.id)
+            try await repository.recordPlan(jobID: job.id, plan: .emptyObject, segments: (0..<3).map {
+                PlannedSegment(index: $0, rangeStart: Int64($0) * 90_000, rangeEnd: Int64($0 + 1) * 90_000, timescale: 90_000)
+            }, requiredEncoder: encoder)
+            return job.id
+        }
+        // The older job names libaom-av1, so it comes first in claim order.
+        let aom = try await job("aom", encoder: "libaom-av1")
+        let any = try await job("any", encoder: nil)
+        let x264Only = try await enroll(repository, "x264-only")
+        // While no online worker offers libaom, the job says so.
+        let waiting = try await repository.waitingReason(ofJob: aom)
+        #expect(waiting?.contains("no online worker offers the libaom-av1 encoder") == true, "\(waiting ?? "nil")")
+        #expect(try await repository.waitingReason(ofJob: any) == nil)
+        let full = try await repository.enrollWorker(
+            publicKey: "key-full-\(UUID().uuidString)", name: "full", slots: 2,
+            capabilities: try PostgresJSON(encoding: ["encoders": ["libx264", "libaom-av1"]])).id
+        _ = try await repository.workerSeen(id: full, state: .online)
+        #expect(try await repository.waitingReason(ofJob: aom) == nil)
+        let leases = try await repository.claimSegments(forWorkers: [
+            .init(workerID: x264Only, limit: 3, encoders: ["libx264", "aac"]),
+            .init(workerID: full, limit: 2, encoders: ["libx264", "libsvtav1", "libaom-av1", "aac"]),
+        ], leaseDuration: .seconds(30))
+        #expect(leases[x264Only]?.allSatisfy { $0.segment.jobID == any } == true, "\(leases)")
+        #expect(leases[x264Only]?.count == 3)
+        #expect(leases[full]?.map(\.segment.jobID) == [aom, aom])
+        // The last libaom segment waits for a worker that has it, whoever else is free.
+        #expect(try await repository.claimSegments(forWorkers: [.init(workerID: x264Only, limit: 4, encoders: ["libx264"])],
+                                                   leaseDuration: .seconds(30)).isEmpty)
+        let last = try await repository.claimSegments(forWorkers: [.init(workerID: full, limit: 4, encoders: ["libaom-av1"])],
+                                                      leaseDuration: .seconds(30))
+        #expect(last[full]?.map(\.segment.plan.index) == [2])
+        #expect(last[full]?.first?.segment.jobID == aom)
+    }
+
     @Test("concurrent batched claims never lease one segment twice")
     func concurrent() async throws {
         let (repository, job) = try await store(segments: 300)

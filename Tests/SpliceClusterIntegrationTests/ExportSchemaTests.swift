@@ -20,7 +20,7 @@ struct ExportSchemaTests {
         video: VideoSettings(codec: .h264, width: 1280, height: 720, quality: 20, bitrate: 3_000_000,
                              maxBitrate: 4_000_000, bufferSize: 8_000_000, profile: "high", level: "4.1", preset: "slow",
                              keyframeInterval: 120, frameRate: Rational(30000, 1001), pixelFormat: "yuv420p", toneMap: true,
-                             squarePixels: true),
+                             squarePixels: true, encoder: "libx264"),
         audio: AudioSettings(codec: .aac, sampleRate: 48_000, channels: 2, channelLayout: "stereo", bitrate: 128_000),
         fileType: .mp4, range: MediaTimeRange(start: MediaTime(value: 3, timescale: 2), duration: MediaTime(seconds: 60)),
         optimizesForNetworkUse: true, metadata: ["title": "Holiday", "comment": "ünïcode"],

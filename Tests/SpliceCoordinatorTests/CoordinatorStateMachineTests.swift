@@ -543,8 +543,9 @@ struct CoordinatorStateMachineTests {
         harness.welcome(slots: 4)
         harness.welcome(other, id: otherID, slots: 2)
         let first = try #require(harness.machine.dispatch(at: harness.now).compactMap(\.claim).first)
-        #expect(Set(first.demands) == [ClaimDemand(worker: .key(workerKey), workerID: workerID, limit: 4),
-                                       ClaimDemand(worker: .key(otherKey), workerID: otherID, limit: 2)])
+        // Each demand carries the encoders its worker's HELLO listed (the store routes by them).
+        #expect(Set(first.demands) == [ClaimDemand(worker: .key(workerKey), workerID: workerID, limit: 4, encoders: ["libx264"]),
+                                       ClaimDemand(worker: .key(otherKey), workerID: otherID, limit: 2, encoders: ["libx264"])])
         #expect(harness.machine.dispatch(at: harness.now).isEmpty, "one claim in flight at a time")
         let assigned = harness.on(.claimed([.key(workerKey): (0..<4).map { assignment(attempt($0)) },
             .key(otherKey): [assignment(attempt(4))]], demands: first.demands, generation: first.generation))
@@ -881,7 +882,7 @@ struct CoordinatorBackupTests {
         let ticks = harness.ticking(for: .milliseconds(1250))
         let claims = ticks.compactMap(\.backupClaim)
         #expect(claims.count == 1 && claims.first?.primary == attempt(0))
-        #expect(claims.first?.demand == ClaimDemand(worker: .key(otherKey), workerID: otherID, limit: 1))
+        #expect(claims.first?.demand == ClaimDemand(worker: .key(otherKey), workerID: otherID, limit: 1, encoders: ["libx264"]))
         let demand = claims[0].demand
         let started = harness.on(.backupClaimed(costed(backupOfZero, 100), of: attempt(0), demand: demand))
         #expect(started.contains(.notice(.backupStarted(.key(otherKey), backupOfZero, of: attempt(0)))))

@@ -44,6 +44,43 @@ struct ExportTests {
         #expect(session.progress == 1)
     }
 
+    /// `--video-encoder`: AV1 by libaom instead of SVT-AV1. FFmpeg's `trace_headers` reads the
+    /// sequence header each wrote: libaom turns on the tools SVT-AV1 leaves off at its preset 8
+    /// (warped motion, filter intra), which tells the two apart.
+    @Test func av1ByTheEncoderAskedFor() async throws {
+        let source = try await Fixtures.clip(Self.clip)
+        func sequenceHeader(_ path: String) async throws -> [String: Int] {
+            let trace = try await ExternalTool.run("ffmpeg", ["-hide_banner", "-v", "trace", "-i", path, "-map", "0:v",
+                                                              "-c", "copy", "-bsf:v", "trace_headers", "-f", "null", "-"])
+            var fields: [String: Int] = [:]
+            for line in trace.stderr.split(separator: "\n") where line.contains("trace_headers") {
+                let words = line.split(separator: " ")
+                if words.count >= 4, let name = words.dropFirst().first(where: { $0.hasPrefix("enable_") }),
+                   let value = words.last.flatMap({ Int($0) }), fields[String(name)] == nil {
+                    fields[String(name)] = value
+                }
+            }
+            return fields
+        }
+        var fields: [String: [String: Int]] = [:]
+        for encoder in ["libaom-av1", "libsvtav1"] {
+            let (out, session) = try await export(source, to: "\(encoder).mkv",
+                                                  video: VideoSettings(codec: .av1, width: 160, preset: "8", encoder: encoder),
+                                                  audio: nil)
+            #expect(session.status == .completed)
+            let video = try #require(try await Probe(out, countFrames: true).first("video"))
+            #expect(video.codec_name == "av1" && video.readFrames == 60)
+            fields[encoder] = try await sequenceHeader(out)
+        }
+        #expect(fields["libaom-av1"]?["enable_warped_motion"] == 1, "\(fields)")
+        #expect(fields["libsvtav1"]?["enable_warped_motion"] == 0, "\(fields)")
+        // Asked for an encoder of another codec: refused before anything is written.
+        let error = await #expect(throws: SettingsError.self) {
+            _ = try await export(source, to: "x.mkv", video: VideoSettings(codec: .av1, encoder: "libx265"), audio: nil)
+        }
+        #expect(error?.field == "video-encoder")
+    }
+
     @Test(arguments: [(AudioSettings.Codec.aac, "mp4", "aac", 44100), (.opus, "mkv", "opus", 48000), (.pcm, "mov", "pcm_s16le", 32000)])
     func encodesEveryAudioCodec(codec: AudioSettings.Codec, container: String, probeName: String, rate: Int) async throws {
         let source = try await Fixtures.clip(Self.clip)

@@ -50,6 +50,21 @@ struct SettingsTests {
         #expect(VideoSettings.levelNumber("5.1") == 51 && VideoSettings.levelNumber("4") == 40)
     }
 
+    @Test func theEncoderIsOneOfTheCodecsAndSetsThePresetRange() {
+        #expect(failure(VideoSettings(codec: .av1, encoder: "libaom-av1")) == nil)
+        #expect(failure(VideoSettings(codec: .av1, encoder: "libsvtav1")) == nil)
+        let foreign = failure(VideoSettings(codec: .av1, encoder: "libx264"))
+        #expect(foreign?.field == "video-encoder")
+        #expect(foreign?.allowed.contains("libsvtav1") == true && foreign?.allowed.contains("libaom-av1") == true)
+        #expect(failure(VideoSettings(codec: .h264, encoder: "libaom-av1"))?.allowed.contains("libx264") == true)
+        #expect(failure(VideoSettings(codec: .h264, encoder: "x264"))?.requestKey == "video.encoder")
+        // libaom's cpu-used goes to 8; SVT-AV1's preset to 13.
+        let aom = failure(VideoSettings(codec: .av1, preset: "12", encoder: "libaom-av1"))
+        #expect(aom?.field == "preset" && aom?.allowed.contains("0 to 8 for libaom-av1") == true)
+        #expect(failure(VideoSettings(codec: .av1, preset: "8", encoder: "libaom-av1")) == nil)
+        #expect(failure(VideoSettings(codec: .av1, preset: "12", encoder: "libsvtav1")) == nil)
+    }
+
     @Test func audioChecks() {
         #expect(failure(AudioSettings(codec: .aac, sampleRate: 44100)) == nil)
         #expect(failure(AudioSettings(codec: .opus, sampleRate: 44100))?.allowed.contains("48000") == true)

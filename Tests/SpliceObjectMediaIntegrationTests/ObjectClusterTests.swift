@@ -83,7 +83,8 @@ struct ObjectClusterTests {
         #expect(result.status == 2, "submit: \(result.stderr)")
         let cleared = await eventually(within: .seconds(60)) { (try? await s3.unfinishedUploads())?.isEmpty == true }
         let left = try await s3.unfinishedUploads()
-        #expect(cleared && left.isEmpty, "multipart uploads left behind: \(left)")
+        let timeline = try Self.uploadTimeline(tap)
+        #expect(cleared && left.isEmpty, "multipart uploads left behind: \(left)\n\(timeline)\n\(cluster.coordinatorLogs)")
         #expect(try await s3.store.info(s3.object("out/cancelled.mov")) == nil)
         let sent = try tap.records().map { "\($0.method) \($0.path)" }
         #expect(sent.contains { $0.hasPrefix("DELETE ") && $0.contains("uploadId=") }, "no AbortMultipartUpload sent: \(sent)")
@@ -92,6 +93,25 @@ struct ObjectClusterTests {
         #expect(await eventually(within: .seconds(30)) { cluster.coordinatorLogs.contains("its stitch stopped") },
                 "\(cluster.coordinatorLogs)")
         try await cluster.stop()
+    }
+
+    /// What the tap saw of multipart uploads, in time order: creations, parts, aborts and
+    /// completions with the answers they got — what a leftover upload is explained by.
+    static func uploadTimeline(_ tap: S3Tap) throws -> String {
+        var lines: [String] = []
+        var asked: [Int: String] = [:]
+        for event in try tap.timeline() {
+            switch event {
+            case .request(let seq, let record) where record.path.contains("upload"):
+                asked[seq] = "\(record.method) \(record.path)"
+                lines.append("#\(seq) \(record.method) \(record.path)")
+            case .answered(let seq, let status):
+                if let request = asked[seq] { lines.append("#\(seq) answered \(status) (\(request.prefix(40)))") }
+            default:
+                break
+            }
+        }
+        return "the tap's multipart requests:\n" + lines.joined(separator: "\n")
     }
 
     @Test("object roots confine s3:// inputs and outputs to their prefixes (and paths to none)")

@@ -14,7 +14,7 @@ struct MultipartWriteTests {
         let tap = try await S3Tap(upstream: server.endpoint)
         let s3 = try await S3Fixture.make(endpoint: tap.endpoint)
         let location = try s3.location("out/big.bin")
-        let bytes = S3Fixture.bytes(100 << 20, seed: 42)
+        let bytes = await S3Fixture.bytesOffPool(100 << 20, seed: 42)
         let writer = try await s3.store.openWriter(for: location, overwrite: false, contentType: "video/mp4")
 
         // Half of it, in odd-sized pieces (as a muxer's writes come).
@@ -43,7 +43,7 @@ struct MultipartWriteTests {
         let head = try #require(try await s3.store.info(location))
         #expect(head.size == 100 << 20)
         #expect(head.contentType == "video/mp4")
-        #expect(try await s3.store.get(location) == bytes, "the object is the bytes written, in order")
+        #expect(S3Fixture.same(try await s3.store.get(location), bytes), "the object is the bytes written, in order")
         #expect(try await s3.store.listMultipartUploads(bucket: s3.bucket).isEmpty)
 
         // 13 parts: twelve of 8 MiB and the 4 MiB rest, numbered 1…13 in the completion.
@@ -59,7 +59,7 @@ struct MultipartWriteTests {
         let tap = try await S3Tap(upstream: server.endpoint)
         let s3 = try await S3Fixture.make(endpoint: tap.endpoint)
         let location = try s3.location("out/patched.bin")
-        var bytes = S3Fixture.bytes(30 << 20, seed: 7)
+        var bytes = await S3Fixture.bytesOffPool(30 << 20, seed: 7)
         let writer = try await s3.store.openWriter(for: location, overwrite: false, holdingFirstPart: true)
         var offset = 0
         while offset < bytes.count {
@@ -89,7 +89,7 @@ struct MultipartWriteTests {
         let before = try partNumbers()
         #expect(early, "parts received before finish(): \(before)")
         try await writer.finish()
-        #expect(try await s3.store.get(location) == bytes)
+        #expect(S3Fixture.same(try await s3.store.get(location), bytes))
         let numbers = try partNumbers()
         #expect(numbers.count == 4 && Set(numbers.prefix(2)) == ["2", "3"] && Set(numbers.suffix(2)) == ["1", "4"],
                 "parts sent in the order \(numbers)")
@@ -116,6 +116,30 @@ struct MultipartWriteTests {
         #expect(try await s3.store.info(location) == nil)
         let error = await #expect(throws: ObjectStoreError.self) { try await writer.write([1, 2, 3]) }
         #expect(error?.code == .writerClosed)
+    }
+
+    /// A muxer aborts its sink twice: from the thread that sees the cancellation, and again as
+    /// it lets the sink go. The second call must not return before the first's abort is done: a
+    /// `splice media-task` child exits right after it, which would cut the abort off.
+    @Test("a second abort while the first is under way returns only once the upload is gone")
+    func concurrentAborts() async throws {
+        let server = try await TestS3.server()
+        let tap = try await S3Tap(upstream: server.endpoint)
+        let s3 = try await S3Fixture.make(endpoint: tap.endpoint)
+        let location = try s3.location("aborted-twice.bin")
+        let writer = try await s3.store.openWriter(for: location, overwrite: false)
+        try await writer.write(S3Fixture.bytes(20 << 20))
+        #expect(try await s3.store.listMultipartUploads(bucket: s3.bucket).count == 1)
+        // The AbortMultipartUpload is held by the tap, so the first abort is still under way
+        // when the second is called.
+        try await tap.delay("DELETE", milliseconds: 1500, count: 1)
+        let first = Task { await writer.abort() }
+        #expect(try await waitFor { try tap.records().contains { $0.method == "DELETE" } })
+        await writer.abort()
+        #expect(try await s3.store.listMultipartUploads(bucket: s3.bucket).isEmpty,
+                "the second abort returned while the upload was still there")
+        await first.value
+        #expect(try tap.records().filter { $0.method == "DELETE" }.count == 1)
     }
 
     @Test("a cancelled writing task aborts the upload: nothing is left")
@@ -167,13 +191,13 @@ struct MultipartWriteTests {
     @Test("a file uploads in parts and reads back; a missing file is a clear error that leaves nothing")
     func fileUpload() async throws {
         let s3 = try await S3Fixture.make()
-        let bytes = S3Fixture.bytes(21 << 20 + 17, seed: 9)
+        let bytes = await S3Fixture.bytesOffPool(21 << 20 + 17, seed: 9)
         let file = Fixtures.temporaryDirectory("upload").appendingPathComponent("out.mp4")
         try Data(bytes).write(to: file)
         let location = try s3.location("uploads/out.mp4")
         let info = try await s3.store.upload(file: file.path, to: location, overwrite: false)
         #expect(info.size == Int64(bytes.count))
-        #expect(try await s3.store.get(location) == bytes)
+        #expect(S3Fixture.same(try await s3.store.get(location), bytes))
 
         let error = await #expect(throws: ObjectStoreError.self) {
             try await s3.store.upload(file: file.path + ".missing", to: s3.location("uploads/none.mp4"), overwrite: false)

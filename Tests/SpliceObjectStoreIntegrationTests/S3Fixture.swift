@@ -48,4 +48,20 @@ struct S3Fixture {
         }
         return bytes
     }
+
+    /// ``bytes(_:seed:)`` on a thread of its own: tens of MiB take seconds in a debug build, which
+    /// must not hold one of the cooperative pool's two threads (the other suites' deadlines run
+    /// on them).
+    static func bytesOffPool(_ count: Int, seed: UInt64 = 1) async -> [UInt8] {
+        await ExternalTool.computeOffPool { bytes(count, seed: seed) }
+    }
+
+    /// Whether `a` and `b` hold the same bytes: `memcmp`, not `Array`'s `==`, which a debug build
+    /// runs element by element through generic witnesses — a 100 MiB comparison held a pool thread
+    /// for seconds — and whose failure would print both arrays.
+    static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        a.count == b.count && a.withUnsafeBytes { x in b.withUnsafeBytes { y in
+            x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0
+        } }
+    }
 }

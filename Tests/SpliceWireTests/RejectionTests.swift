@@ -240,7 +240,9 @@ struct RejectionTests {
         // The field is named in the detail, as the API's ERROR says it.
         #expect(api(refused[3].0)?.detail.contains("`body.job`") == true, "\(api(refused[3].0)?.detail ?? "")")
         #expect(api(refused[4].0)?.detail == "LIST: `limit` is 0, outside 1…1000")
-        #expect(api(refused[2].0)?.detail.contains("CANCEL, ENROLL, LIST, REVOKE, STATUS, SUBMIT, TOKENS, TOKEN_CREATE, TOKEN_REVOKE, WORKERS") == true)
+        #expect(api(refused[2].0)?.detail.contains(
+            "CANCEL, ENROLL, JOBS_PRUNE, JOIN_TOKENS, JOIN_TOKEN_CREATE, JOIN_TOKEN_REVOKE, LIST, REVOKE, STATUS, "
+                + "SUBMIT, TOKENS, TOKEN_CREATE, TOKEN_REVOKE, WORKERS, WORKERS_PRUNE") == true)
         // No id to read: not JSON, not an object, an id that is not a string.
         #expect(api("not json")?.requestID == nil)
         #expect(api(#"["id", "q"]"#)?.requestID == nil)

@@ -42,6 +42,7 @@ enum Samples {
         .fail(fail),
         .heartbeat(Heartbeat()),
         .disconnect(Disconnect(reason: .shutdown, detail: "SIGTERM")),
+        .join(Join(token: "splj_example", workerName: "pod-7")),
     ]
 
     static let coordinator: [CoordinatorMessage] = [
@@ -61,6 +62,8 @@ enum Samples {
         .standby(Standby(epoch: 7, active: "tcp://b:7450")),
         .standby(Standby()),
         .active(Active(epoch: 8)),
+        .joined(Joined(outcome: .joined)),
+        .joined(Joined(outcome: .refused, reason: "used-up", detail: "create a new one")),
     ]
 
     static let status = JobStatus(
@@ -91,11 +94,19 @@ enum Samples {
                                  outputRoots: ["/media/out"], rateLimit: 50, expiresInSeconds: 86_400)),
         .tokens(ListTokens()),
         .revokeToken(RevokeToken(name: "ingest")),
+        .createJoinToken(CreateJoinToken(name: "pods", uses: 10, ttlSeconds: 3600)),
+        .joinTokens(ListJoinTokens()),
+        .revokeJoinToken(RevokeJoinToken(name: "pods")),
+        .pruneWorkers(PruneWorkers(notSeenSeconds: 86_400, dryRun: true)),
+        .pruneJobs(PruneJobs(finishedBeforeSeconds: 2_592_000)),
     ]
 
     static let token = TokenInfo(name: "ingest", scopes: [.read, .submit], inputRoots: ["/media/in"],
                                  outputRoots: ["/media/out"], rateLimit: 50, createdAtMilliseconds: 1_790_000_000_000,
                                  expiresAtMilliseconds: 1_790_086_400_000, revokedAtMilliseconds: nil)
+
+    static let joinToken = JoinTokenInfo(name: "pods", uses: 10, usesLeft: 7, createdAtMilliseconds: 1_790_000_000_000,
+                                         expiresAtMilliseconds: 1_790_003_600_000)
 
     static let replies: [APIReply] = [
         .submitted(JobSubmitted(job: job)),
@@ -110,6 +121,11 @@ enum Samples {
         .workerKey(WorkerKeyChanged(publicKey: key, enrolled: false, sessionsClosed: 1)),
         .token(TokenChanged(token: "spl_example", info: token)),
         .tokens(TokenList(tokens: [token])),
+        .joinToken(JoinTokenChanged(token: "splj_example", info: joinToken)),
+        .joinTokens(JoinTokenList(tokens: [joinToken])),
+        .workersPruned(WorkersPruned(workers: [.init(publicKey: key.z85, name: "pod-7",
+                                                     lastSeenAtMilliseconds: 1_790_000_000_000)], dryRun: false)),
+        .jobsPruned(JobsPruned(jobs: 1000, segments: 12_000, events: 80_000, webhookEvents: 10, dryRun: false)),
         .error(APIError(.notFound, "no job job-0", isRetryable: false)),
         .error(APIError(.notActive, "this coordinator (b) is a standby; the active coordinator is a at tcp://a:7451",
                         active: "tcp://a:7451")),

@@ -34,14 +34,15 @@ struct WireCodecTests {
     @Test("the catalogues hold the documented types")
     func catalogues() {
         #expect(WorkerMessage.catalogue.messageTypes
-            == ["ACCEPT", "COMPLETE", "DISCONNECT", "FAIL", "HEARTBEAT", "HELLO", "PROGRESS"])
+            == ["ACCEPT", "COMPLETE", "DISCONNECT", "FAIL", "HEARTBEAT", "HELLO", "JOIN", "PROGRESS"])
         #expect(CoordinatorMessage.catalogue.messageTypes
-            == ["ACK", "ACTIVE", "ASSIGN", "CANCEL", "DISCONNECT", "HEARTBEAT", "STANDBY", "WELCOME"])
+            == ["ACK", "ACTIVE", "ASSIGN", "CANCEL", "DISCONNECT", "HEARTBEAT", "JOINED", "STANDBY", "WELCOME"])
         #expect(APIRequest.catalogue.messageTypes
-            == ["CANCEL", "ENROLL", "LIST", "REVOKE", "STATUS", "SUBMIT", "TOKENS", "TOKEN_CREATE", "TOKEN_REVOKE", "WORKERS"])
+            == ["CANCEL", "ENROLL", "JOBS_PRUNE", "JOIN_TOKENS", "JOIN_TOKEN_CREATE", "JOIN_TOKEN_REVOKE", "LIST",
+                "REVOKE", "STATUS", "SUBMIT", "TOKENS", "TOKEN_CREATE", "TOKEN_REVOKE", "WORKERS", "WORKERS_PRUNE"])
         #expect(APIReply.catalogue.messageTypes
-            == ["CANCELLED", "ERROR", "JOB_LIST", "JOB_STATUS", "SUBMITTED", "TOKEN", "TOKEN_LIST", "WORKER_KEY",
-                "WORKER_LIST"])
+            == ["CANCELLED", "ERROR", "JOBS_PRUNED", "JOB_LIST", "JOB_STATUS", "JOIN_TOKEN", "JOIN_TOKEN_LIST",
+                "SUBMITTED", "TOKEN", "TOKEN_LIST", "WORKERS_PRUNED", "WORKER_KEY", "WORKER_LIST"])
     }
 
     @Test("a message without a request id decodes with none; the wire form is stable")

@@ -87,7 +87,12 @@ final class ClientAPIHandler: Sendable {
             let answer = await withDeadline(Self.readStoreWait) { await self.answer(request) }
             return answer ?? .error(APIError(
                 .unavailable, "the job store is not answering (is PostgreSQL up?); try again", isRetryable: true))
-        case .submit, .cancel, .enroll, .revoke, .createToken, .revokeToken:
+        case .joinTokens:
+            let answer = await withDeadline(Self.readStoreWait) { await self.answer(request) }
+            return answer ?? .error(APIError(
+                .unavailable, "the job store is not answering (is PostgreSQL up?); try again", isRetryable: true))
+        case .submit, .cancel, .enroll, .revoke, .createToken, .revokeToken, .createJoinToken, .revokeJoinToken,
+             .pruneWorkers, .pruneJobs:
             return await answer(request)
         }
     }
@@ -105,6 +110,12 @@ final class ClientAPIHandler: Sendable {
             case .createToken(let create): return .token(try await createToken(create))
             case .tokens: return .tokens(TokenList(tokens: try await readRepository.tokens().map(Self.info)))
             case .revokeToken(let revoke): return .token(try await revokeToken(named: revoke.name))
+            case .createJoinToken(let create): return .joinToken(try await createJoinToken(create))
+            case .joinTokens:
+                return .joinTokens(JoinTokenList(tokens: try await readRepository.joinTokens().map(Self.info)))
+            case .revokeJoinToken(let revoke): return .joinToken(try await revokeJoinToken(named: revoke.name))
+            case .pruneWorkers(let prune): return .workersPruned(try await pruneWorkers(prune))
+            case .pruneJobs(let prune): return .jobsPruned(try await pruneJobs(prune))
             }
         } catch let error as APIError {
             return .error(error)
@@ -331,6 +342,100 @@ final class ClientAPIHandler: Sendable {
                 return real
             }
         }
+    }
+
+    // MARK: - Join tokens and pruning
+
+    /// Makes a join token: the name checked, the token drawn, its hash stored.
+    private func createJoinToken(_ create: CreateJoinToken) async throws -> JoinTokenChanged {
+        let repository = try activeTerm().repository
+        try Self.checkName(create.name)
+        guard (1...1_000_000).contains(create.uses) else {
+            throw APIError(.invalidRequest, "`uses` must be from 1 to 1000000 workers")
+        }
+        guard (1...(3650 * 86_400)).contains(create.ttlSeconds) else {
+            throw APIError(.invalidRequest, "`ttlSeconds` must be from 1 s to 10 years")
+        }
+        let token = JoinTokenSecret.generate()
+        let record: JoinTokenRecord
+        do {
+            record = try await repository.createJoinToken(
+                name: create.name, tokenHash: JoinTokenSecret.hash(of: token), uses: create.uses,
+                lifetime: .seconds(create.ttlSeconds))
+        } catch let error as StoreError where error.code == .conflict {
+            throw APIError(.conflict, "a join token named \(create.name) exists; revoke it first (`splice workers "
+                + "join-token revoke \(create.name)`) or choose another name")
+        }
+        logger.info("join token created", ["token": record.name, "uses": record.uses,
+                                           "ttl_s": create.ttlSeconds])
+        return JoinTokenChanged(token: token, info: Self.info(record))
+    }
+
+    private func revokeJoinToken(named name: String) async throws -> JoinTokenChanged {
+        let repository = try activeTerm().repository
+        guard let record = try await repository.revokeJoinToken(named: name) else {
+            throw APIError(.notFound, "no live join token named \(name.prefix(64)); `splice workers join-token list` "
+                + "lists them")
+        }
+        logger.info("join token revoked", ["token": record.name, "uses_left": record.usesLeft])
+        return JoinTokenChanged(info: Self.info(record))
+    }
+
+    /// Revokes the workers gone for the given time, as `revoke` does one: the store first (their
+    /// leases back), then their keys refused and any live session ended.
+    private func pruneWorkers(_ prune: PruneWorkers) async throws -> WorkersPruned {
+        let term = try activeTerm()
+        guard (60...(3650 * 86_400)).contains(prune.notSeenSeconds) else {
+            throw APIError(.invalidRequest, "`notSeenSeconds` must be from 60 s to 10 years")
+        }
+        let workers = try await term.repository.pruneWorkers(notSeenFor: .seconds(prune.notSeenSeconds),
+                                                             dryRun: prune.dryRun)
+        if !prune.dryRun {
+            for worker in workers {
+                guard let key = try? CurvePublicKey(z85: worker.publicKey) else { continue }
+                enrolledKeys?.revoke(key)
+                let farewell = CoordinatorMessage.disconnect(Disconnect(reason: .revoked, detail: "key pruned"))
+                await workerEndpoint.disconnect(key: key, farewell: farewell)
+                await term.shell.workerRevoked(.key(key))
+            }
+            if !workers.isEmpty { await term.shell.workAvailable() }
+            logger.info("workers pruned", ["count": workers.count, "not_seen_s": prune.notSeenSeconds])
+        }
+        return WorkersPruned(workers: workers.map { worker in
+            WorkersPruned.Pruned(publicKey: worker.publicKey, name: worker.name,
+                                 lastSeenAtMilliseconds: JobStatusMapping.milliseconds(
+                                     worker.lastSeenAt ?? worker.enrolledAt))
+        }, dryRun: prune.dryRun)
+    }
+
+    private func pruneJobs(_ prune: PruneJobs) async throws -> JobsPruned {
+        let term = try activeTerm()
+        guard (1...(3650 * 86_400)).contains(prune.finishedBeforeSeconds) else {
+            throw APIError(.invalidRequest, "`finishedBeforeSeconds` must be from 1 s to 10 years")
+        }
+        let report = try await term.pruner.prune(finishedBefore: .seconds(prune.finishedBeforeSeconds),
+                                                 dryRun: prune.dryRun)
+        return JobsPruned(jobs: report.jobs.count, segments: report.segments, events: report.events,
+                          webhookEvents: report.webhookEvents, dryRun: prune.dryRun)
+    }
+
+    /// A token's name: 1 to 64 of `A–Z a–z 0–9 . _ -`, starting with a letter or digit.
+    private static func checkName(_ name: String) throws {
+        guard name.utf8.count <= 64, let first = name.unicodeScalars.first,
+              name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
+                  || "._-".unicodeScalars.contains($0)) }),
+              first.properties.isAlphabetic || ("0"..."9").contains(first)
+        else {
+            throw APIError(.invalidRequest, "`name` must be 1 to 64 letters, digits, `.`, `_` or `-`, starting with a "
+                + "letter or digit")
+        }
+    }
+
+    static func info(_ record: JoinTokenRecord) -> JoinTokenInfo {
+        JoinTokenInfo(name: record.name, uses: record.uses, usesLeft: record.usesLeft,
+                      createdAtMilliseconds: JobStatusMapping.milliseconds(record.createdAt),
+                      expiresAtMilliseconds: JobStatusMapping.milliseconds(record.expiresAt),
+                      revokedAtMilliseconds: record.revokedAt.map(JobStatusMapping.milliseconds))
     }
 
     static func info(_ record: APITokenRecord) -> TokenInfo {

@@ -125,6 +125,11 @@ extension OpenAPIDocument {
       "type": "string",
       "pattern": "^[1-6](\\.[0-3])?$"
      },
+     "encoder": {
+      "description": "The FFmpeg encoder that makes the codec: av1 libsvtav1 or libaom-av1, h264 libx264, hevc libx265, vp9 libvpx-vp9, prores prores_ks. Default: the first the workers' FFmpeg has (av1: SVT-AV1). Only workers that have it get the job's segments. CLI: --video-encoder.",
+      "type": "string",
+      "enum": ["libx264", "libx265", "libvpx-vp9", "libsvtav1", "libaom-av1", "prores_ks"]
+     },
      "preset": {
       "description": "Speed/quality trade-off: an x264/x265 preset (ultrafast … placebo), a vp9 speed 0…8 or an av1 (SVT-AV1) speed 0…13 as text; not for prores. CLI: --preset.",
       "type": "string"
@@ -145,6 +150,10 @@ extension OpenAPIDocument {
      },
      "toneMap": {
       "description": "Map an HDR (PQ/HLG) source to 8-bit SDR BT.709; without it HDR stays HDR, 10-bit. Default false. CLI: --tone-map.",
+      "type": "boolean"
+     },
+     "squarePixels": {
+      "description": "Scale an anamorphic source (pixels not square: 720x480 DVD, 1440x1080 HDV) to square pixels at its display width. Default false: without a size the output keeps the stored size and writes the pixel aspect ratio; a width or height always gives square pixels. CLI: --square-pixels.",
       "type": "boolean"
      }
     }

@@ -56,6 +56,11 @@ final class CoordinatorMetrics: Sendable {
         help: "Webhook delivery attempts by outcome: delivered (2xx), failed (tried again later), expired (given up).",
         labelNames: ["outcome"], initial: WebhookOutcome.allCases.map { [$0.rawValue] })
 
+    let jobsPruned = Counter(
+        "splice_jobs_pruned_total",
+        help: "Finished jobs deleted with their segments, events and files by retention (--retention, "
+            + "`splice jobs prune`).")
+
     /// When the claim that leased each attempt was issued, until its ASSIGN is sent.
     private let claimTimes = Mutex<[LeaseToken: ContinuousClock.Instant]>([:])
     private let throughput = Mutex(Throughput())
@@ -63,7 +68,7 @@ final class CoordinatorMetrics: Sendable {
     /// The in-memory families, in exposition order.
     var sources: [any MetricSource] {
         [segmentsCompleted, attemptsFailed, backupsStarted, leaseExpiries, encodeSeconds, dispatchLatency, stitchSeconds,
-         segmentPSNR, segmentSSIM, jobDuration, httpRequests, httpRateLimited, webhookDeliveries]
+         segmentPSNR, segmentSSIM, jobDuration, httpRequests, httpRateLimited, webhookDeliveries, jobsPruned]
     }
 
     // MARK: - Results and attempts

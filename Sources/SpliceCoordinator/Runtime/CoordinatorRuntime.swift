@@ -100,9 +100,11 @@ final class CoordinatorRuntime: Sendable {
         let context = try WireContext()
         resources.add { _ in await context.terminate() }
         let security = try await startSecurity(configuration, context: context, repository: reads, resources: resources)
+        // A worker whose key is not enrolled yet may present a join token, and nothing else.
+        var workerOptions = WireOptions.router(curve: security.curve(domain: workerDomain))
+        workerOptions.probationTypes = WorkerMessage.probationTypes
         let workerEndpoint = CoordinatorWorkerEndpoint(try await WireEndpoint.bind(
-            [configuration.workersEndpoint], type: .router, context: context,
-            options: .router(curve: security.curve(domain: workerDomain))))
+            [configuration.workersEndpoint], type: .router, context: context, options: workerOptions))
         resources.add { ending in await workerEndpoint.close(linger: ending.lingers ? nil : .zero) }
         let apiEndpoint = APIServerEndpoint(try await WireEndpoint.bind(
             [configuration.apiEndpoint], type: .router, context: context,
@@ -199,7 +201,9 @@ final class CoordinatorRuntime: Sendable {
         // ends the active term (its commits drained, the workers told) and gives the lease up.
         let group = ServiceGroup(services: [
             leadership,
-            WorkerReader(endpoint: workerEndpoint, role: role, metrics: metrics),
+            WorkerReader(endpoint: workerEndpoint, role: role, metrics: metrics,
+                         joins: JoinDesk(endpoint: workerEndpoint, role: role, enrolledKeys: security.workerKeys,
+                                         logger: logger)),
             APIService(endpoint: apiEndpoint, handler: handler, scopes: apiScopes, logger: logger),
         ] + (http.map { [$0.service] } ?? []))
         return CoordinatorRuntime(
@@ -285,6 +289,10 @@ final class CoordinatorRuntime: Sendable {
                 apiDomain: EnrolledKeys(configuration.adminKeys + [keys.publicKey]),
             ],
             observer: { request, decision in
+                if decision == .probation {
+                    logger.info("handshake admitted on probation: the key may present a join token, nothing else",
+                                ["key": request.publicKey.z85, "address": request.address])
+                }
                 guard case .deny(let reason) = decision else { return }
                 logger.warning("handshake refused", ["endpoint": request.domain == apiDomain ? "api" : "workers",
                                                      "key": request.publicKey.z85, "address": request.address,

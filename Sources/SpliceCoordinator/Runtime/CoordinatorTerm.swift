@@ -47,6 +47,8 @@ final class CoordinatorTerm: Sendable {
     let plannerWake: WakeSignal
     /// Checks, keys and records the jobs both API doors submit, under this term's epoch.
     let submissions: JobSubmissions
+    /// Retention: `--retention`'s hourly rounds and `splice jobs prune`, under this term's epoch.
+    let pruner: JobPruner
     let startedAt = ContinuousClock.now
     private let client: PostgresClient
     private let outbox: Outbox
@@ -93,6 +95,9 @@ final class CoordinatorTerm: Sendable {
         let reaper = LeaseReaper(store: store, shell: shell, orphanGrace: configuration.sessions.orphanGrace,
                                  startedAt: .now, logger: logger)
         let janitor = SpoolJanitor(store: store, cleaner: context.cleaner, logger: logger)
+        let pruner = JobPruner(repository: repository, cleaner: context.cleaner, metrics: context.metrics,
+                               logger: logger)
+        self.pruner = pruner
         submissions = JobSubmissions(
             repository: repository, maxAttempts: configuration.maxAttempts, plannerWake: plannerWake,
             sourceProtocols: context.sourceProtocols, inputRoots: context.inputRoots, outputRoots: context.outputRoots,
@@ -125,7 +130,11 @@ final class CoordinatorTerm: Sendable {
             LoopService("stitcher", every: configuration.pollInterval, wake: stitcherWake) { await stitcher.round() },
             LoopService("planner", every: configuration.pollInterval, wake: plannerWake) { await planner.round() },
             LoopService("webhooks", every: .seconds(1)) { await webhooks.round() },
-        ])
+        ] + (configuration.retention.map { retention in
+            [LoopService("retention", every: configuration.retentionInterval) {
+                await pruner.round(finishedBefore: retention)
+            }]
+        } ?? []))
     }
 
     /// Records the change of leader in the audit log of every unfinished job, then starts the

@@ -62,7 +62,8 @@ final class JobPlanner: Sendable {
         do {
             try await repository.recordPlan(
                 jobID: job.id, plan: try PostgresJSON(encoding: plan),
-                segments: try plan.segments.map { try SegmentRange(spec: $0, in: plan).planned })
+                segments: try plan.segments.map { try SegmentRange(spec: $0, in: plan).planned },
+                requiredEncoder: plan.videoSettings?.encoder)
         } catch let error as StoreError where error.code == .invalidTransition || error.code == .notFound {
             logger.info("plan dropped: the job ended while it was planned", fields)
             return

@@ -12,22 +12,27 @@ final class WorkerReader: Service {
     private let endpoint: CoordinatorWorkerEndpoint
     private let role: CoordinatorRole
     private let metrics: CoordinatorMetrics
+    /// Answers JOIN, which never reaches the term's state machine.
+    private let joins: JoinDesk
     private let reading = StoppableTask()
 
-    init(endpoint: CoordinatorWorkerEndpoint, role: CoordinatorRole, metrics: CoordinatorMetrics) {
+    init(endpoint: CoordinatorWorkerEndpoint, role: CoordinatorRole, metrics: CoordinatorMetrics, joins: JoinDesk) {
         self.endpoint = endpoint
         self.role = role
         self.metrics = metrics
+        self.joins = joins
     }
 
     func run() async throws {
         let endpoint = self.endpoint
         let role = self.role
         let metrics = self.metrics
+        let joins = self.joins
         await reading.run {
             while case let batch = await endpoint.receive(upTo: 64), !batch.isEmpty {
                 metrics.received(batch)
-                await role.received(batch)
+                let rest = joins.screen(batch)
+                if !rest.isEmpty { await role.received(rest) }
             }
         }
     }

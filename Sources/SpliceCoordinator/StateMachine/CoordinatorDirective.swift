@@ -114,11 +114,14 @@ package struct ClaimDemand: Hashable, Sendable {
     /// Its `workers` row.
     package var workerID: UUID
     package var limit: Int
+    /// The encoders it has (its HELLO's): it gets no segment of a job that names another.
+    package var encoders: [String]
 
-    package init(worker: WorkerIdentity, workerID: UUID, limit: Int) {
+    package init(worker: WorkerIdentity, workerID: UUID, limit: Int, encoders: [String] = []) {
         self.worker = worker
         self.workerID = workerID
         self.limit = limit
+        self.encoders = encoders
     }
 }
 

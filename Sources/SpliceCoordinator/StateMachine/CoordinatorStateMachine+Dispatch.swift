@@ -90,7 +90,8 @@ extension CoordinatorStateMachine {
         else { return [] }
         sessions.update(identity) { $0.reserved += 1 }
         dispatcher.claimIssued(at: now)
-        return [.claimBackup(of: straggler, for: ClaimDemand(worker: identity, workerID: workerID, limit: 1))]
+        return [.claimBackup(of: straggler, for: ClaimDemand(worker: identity, workerID: workerID, limit: 1,
+                                                             encoders: sessions[identity]?.encoders ?? []))]
     }
 
     /// The store answered a backup claim: ASSIGN it, or remember that this segment gets none.

@@ -139,8 +139,8 @@ package struct CoordinatorStateMachine: Sendable {
         case .fail(let fail):
             if fail.blame == .worker { directives += quarantine(identity, because: fail, now: now) }
             directives += submit(.fail(fail), from: identity, fromHello: false, now: now).directives
-        case .heartbeat, .hello, .disconnect:
-            break
+        case .heartbeat, .hello, .disconnect, .join:
+            break  // JOIN is answered before the machine (JoinDesk)
         }
         return directives
     }

@@ -154,7 +154,7 @@ final class CoordinatorStore: Sendable {
     /// ASSIGN payloads: a fresh token and an attempt-unique output path each.
     func claim(_ demands: [ClaimDemand]) async throws -> [WorkerIdentity: [Assignment]] {
         let leases = try await repository.claimSegments(
-            forWorkers: demands.map { JobRepository.ClaimDemand(workerID: $0.workerID, limit: $0.limit) },
+            forWorkers: demands.map { JobRepository.ClaimDemand(workerID: $0.workerID, limit: $0.limit, encoders: $0.encoders) },
             leaseDuration: leaseDuration)
         var assignments: [WorkerIdentity: [Assignment]] = [:]
         for demand in demands {

@@ -26,7 +26,7 @@ extension VideoEncoderDescriptor {
 
     /// HDR metadata goes in the container only.
     static let libaomAV1 = VideoEncoderDescriptor(name: "libaom-av1", defaultQuality: 32,
-                                                  constantQualityNeedsZeroBitrate: true) { request in
+                                                  constantQualityNeedsZeroBitrate: true, presets: .speeds(0...8)) { request in
         var setup = EncoderSetup()
         setup.options["cpu-used"] = request.preset ?? "6"
         setup.options["row-mt"] = "1"

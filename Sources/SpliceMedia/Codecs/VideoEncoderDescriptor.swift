@@ -9,6 +9,9 @@ struct VideoEncoderDescriptor: Sendable {
     /// Whether constant quality needs a zero target bit rate (libvpx and libaom are in
     /// constant-quality mode only then).
     let constantQualityNeedsZeroBitrate: Bool
+    /// How its `--preset` is spelled when that differs from its codec's other encoders
+    /// (libaom's cpu-used is 0–8, SVT-AV1's preset 0–13); nil: the codec's.
+    var presets: VideoCodecDescriptor.PresetVocabulary? = nil
     /// Turns what is asked into the encoder's private options.
     let configure: @Sendable (EncoderRequest) -> EncoderSetup
 

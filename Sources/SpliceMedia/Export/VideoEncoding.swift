@@ -69,7 +69,7 @@ struct VideoEncoding: Sendable, Hashable, Codable {
         try settings.validate()
         if let fileType { try settings.validate(for: fileType) }
         let codec = settings.codec.descriptor
-        let (encoderDescriptor, encoder) = try Self.encoder(for: settings.codec)
+        let (encoderDescriptor, encoder) = try Self.encoder(for: settings.codec, named: settings.encoder)
         let encoderName = encoderDescriptor.name
 
         // Pixel format: the source's depth where the codec has it (H.264 High 10, HEVC Main 10,
@@ -203,10 +203,23 @@ struct VideoEncoding: Sendable, Hashable, Codable {
             colorSpace: space, toneMap: toneMapping)
     }
 
-    /// The encoder used for a codec: the first of its descriptor's encoders this FFmpeg has (AV1:
-    /// SVT-AV1 when present, else libaom).
-    static func encoder(for codec: VideoSettings.Codec) throws(SettingsError)
+    /// The encoder used for a codec: the one asked for (`--video-encoder`), else the first of its
+    /// descriptor's encoders this FFmpeg has (AV1: SVT-AV1 when present, else libaom).
+    static func encoder(for codec: VideoSettings.Codec, named name: String? = nil) throws(SettingsError)
         -> (VideoEncoderDescriptor, UnsafePointer<AVCodec>) {
+        if let name {
+            guard let descriptor = codec.descriptor.encoders.first(where: { $0.name == name }) else {
+                throw SettingsError(field: "video-encoder", value: name,
+                                    allowed: SettingsError.oneOf(codec.descriptor.encoders.map(\.name)) + " for \(codec)")
+            }
+            guard let encoder = avcodec_find_encoder_by_name(name) else {
+                let here = codec.descriptor.encoders.map(\.name).filter { avcodec_find_encoder_by_name($0) != nil }
+                throw SettingsError(field: "video-encoder", value: name,
+                                    allowed: "an encoder this FFmpeg has (for \(codec): "
+                                        + (here.isEmpty ? "none" : here.joined(separator: ", ")) + ")")
+            }
+            return (descriptor, encoder)
+        }
         for candidate in codec.descriptor.encoders {
             if let encoder = avcodec_find_encoder_by_name(candidate.name) { return (candidate, encoder) }
         }

@@ -43,6 +43,7 @@ public struct SettingsError: SpliceError, Hashable {
         "profile": "video.profile", "level": "video.level", "preset": "video.preset",
         "keyframe-interval": "video.keyframeInterval", "frame-rate": "video.frameRate",
         "pixel-format": "video.pixelFormat", "tone-map": "video.toneMap", "square-pixels": "video.squarePixels",
+        "video-encoder": "video.encoder",
         "audio-codec": "audio.codec", "audio-bitrate": "audio.bitrate", "sample-rate": "audio.sampleRate",
         "channels": "audio.channels", "channel-layout": "audio.channelLayout",
         "format": "fileType", "start": "range.start", "duration": "range.duration",

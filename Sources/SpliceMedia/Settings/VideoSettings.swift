@@ -56,11 +56,17 @@ public struct VideoSettings: Sendable, Codable, Hashable {
     /// pixel aspect ratio (as FFmpeg does, and HandBrake's automatic anamorphic); a width or height
     /// always gives square pixels.
     public var squarePixels: Bool?
+    /// The FFmpeg encoder to make the codec with, one of the codec's (av1: `libsvtav1` or
+    /// `libaom-av1`; h264 `libx264`, hevc `libx265`, vp9 `libvpx-vp9`, prores `prores_ks`). Nil:
+    /// the first of them this FFmpeg has (av1: SVT-AV1, else libaom). In a cluster a job that
+    /// names one is only given to workers that have it.
+    public var encoder: String?
 
     public init(codec: Codec, width: Int? = nil, height: Int? = nil, quality: Int? = nil, bitrate: Int? = nil,
                 maxBitrate: Int? = nil, bufferSize: Int? = nil, profile: String? = nil, level: String? = nil,
                 preset: String? = nil, keyframeInterval: Int? = nil, frameRate: Rational? = nil,
-                pixelFormat: String? = nil, toneMap: Bool? = nil, squarePixels: Bool? = nil) {
+                pixelFormat: String? = nil, toneMap: Bool? = nil, squarePixels: Bool? = nil,
+                encoder: String? = nil) {
         self.codec = codec
         self.width = width
         self.height = height
@@ -76,6 +82,7 @@ public struct VideoSettings: Sendable, Codable, Hashable {
         self.pixelFormat = pixelFormat
         self.toneMap = toneMap
         self.squarePixels = squarePixels
+        self.encoder = encoder
     }
 
     /// What a `fileType` output gets when no video settings are given: h264, or vp9 for WebM,
@@ -139,12 +146,21 @@ public struct VideoSettings: Sendable, Codable, Hashable {
                 throw SettingsError(field: "level", value: level, allowed: "a level like 3.1, 4, 4.1 or 5.1")
             }
         }
+        var presets = descriptor.presets
+        if let encoder {
+            guard let named = descriptor.encoders.first(where: { $0.name == encoder }) else {
+                throw SettingsError(field: "video-encoder", value: encoder,
+                                    allowed: SettingsError.oneOf(descriptor.encoders.map(\.name)) + " for \(codec)")
+            }
+            presets = named.presets ?? presets
+        }
         if let preset {
-            switch descriptor.presets {
+            switch presets {
             case .speeds(let range):
                 guard let n = Int(preset), range.contains(n) else {
                     throw SettingsError(field: "preset", value: preset,
-                                        allowed: "a speed from \(range.lowerBound) to \(range.upperBound) for \(codec)")
+                                        allowed: "a speed from \(range.lowerBound) to \(range.upperBound) for "
+                                            + (encoder ?? codec.rawValue))
                 }
             case .names(let names):
                 if !names.contains(preset) {

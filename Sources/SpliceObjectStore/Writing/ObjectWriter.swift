@@ -52,6 +52,8 @@ public final class ObjectWriter: Sendable {
         var cancellations: [Int: CancellationFlag] = [:]
         /// Tasks waiting for the number in flight to drop.
         var waiters: [CheckedContinuation<Void, Never>] = []
+        /// The abort under way or done, which every caller of `abort()` waits for.
+        var aborting: Task<Void, Never>?
     }
 
     init(location: ObjectLocation, client: S3Client, guarding: WriteGuard, contentType: String?,
@@ -144,20 +146,28 @@ public final class ObjectWriter: Sendable {
     }
 
     /// Stops: in-flight parts are cancelled, the multipart upload is aborted, nothing appears.
-    /// Idempotent; does nothing after ``finish()`` succeeded.
+    /// Idempotent; does nothing after ``finish()`` succeeded. Every caller returns only once the
+    /// abort is done — also one that finds another's abort under way (a muxer's cancellation
+    /// thread and its deinit both abort; a process that exits after the second returned must not
+    /// cut off the first's AbortMultipartUpload and leave the upload behind).
     public func abort() async {
-        let (uploadID, flags): (String?, [CancellationFlag]) = state.withLock { state in
-            guard state.phase != .finished && state.phase != .aborted else { return (nil, []) }
+        let aborting: Task<Void, Never>? = state.withLock { state in
+            if let under = state.aborting { return under }
+            guard state.phase != .finished && state.phase != .aborted else { return nil }
             state.phase = .aborted
-            return (state.uploadID, Array(state.cancellations.values))
+            let uploadID = state.uploadID
+            let flags = Array(state.cancellations.values)
+            // Unstructured: the abort must happen even when the calling task is being cancelled.
+            let task = Task { [self] in
+                flags.forEach { $0.cancel() }
+                await waitUntilNoneInFlight()
+                guard let uploadID else { return }
+                _ = try? await client.send(client.abortRequest(location, uploadID: uploadID))
+            }
+            state.aborting = task
+            return task
         }
-        flags.forEach { $0.cancel() }
-        await waitUntilNoneInFlight()
-        guard let uploadID else { return }
-        // Unstructured: the abort must happen even when the calling task is being cancelled.
-        let request = client.abortRequest(location, uploadID: uploadID)
-        let client = self.client
-        _ = await Task { try? await client.send(request) }.value
+        await aborting?.value
     }
 
     /// Rewrites bytes already written, from `offset` on: they must lie in the held first part

@@ -22,7 +22,8 @@ extension JobRepository {
                 SELECT s.id FROM segments s
                 WHERE s.job_id = \(primary.job) AND s.index = \(primary.index) AND s.lease_token = \(primary.token)
                     AND s.state = 'leased' AND s.backups = 0 AND s.leased_by <> \(workerID)
-                    AND EXISTS (SELECT 1 FROM workers w WHERE w.id = \(workerID) AND w.state <> 'revoked')
+                    AND EXISTS (SELECT 1 FROM workers w WHERE w.id = \(workerID) AND w.state <> 'revoked'
+                                AND (s.required_encoder IS NULL OR w.capabilities->'encoders' ? s.required_encoder))
                     AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = s.job_id AND j.state = 'running')
                     AND NOT EXISTS (SELECT 1 FROM segments p WHERE p.job_id = s.job_id AND p.state = 'pending')
                 FOR UPDATE

@@ -6,10 +6,14 @@ extension JobRepository {
     public struct ClaimDemand: Sendable, Hashable {
         public var workerID: UUID
         public var limit: Int
+        /// The encoders the worker has (its HELLO's): it is given no segment of a job that names
+        /// another (`segments.required_encoder`). Nil: it is given none that names one.
+        public var encoders: [String]?
 
-        public init(workerID: UUID, limit: Int) {
+        public init(workerID: UUID, limit: Int, encoders: [String]? = nil) {
             self.workerID = workerID
             self.limit = limit
+            self.encoders = encoders
         }
     }
 
@@ -20,11 +24,34 @@ extension JobRepository {
     /// and dealt out slot by slot (every worker's first slot, then every worker's second…), so
     /// when there are fewer segments than slots each worker still gets its share. Revoked or
     /// unknown workers get nothing. Every lease gets a fresh token; the same fencing rules apply.
+    ///
+    /// A job that names its video encoder is only claimed for workers that have it: workers with
+    /// the same encoders claim together, so a farm of one kind of worker still claims in one
+    /// statement, and one with k kinds in k.
     public func claimSegments(forWorkers demands: [ClaimDemand], leaseDuration: Duration) async throws
         -> [UUID: [SegmentLease]]
     {
         let demands = demands.filter { $0.limit > 0 }
         guard !demands.isEmpty else { return [:] }
+        var groups: [[String]: [ClaimDemand]] = [:]
+        var order: [[String]] = []
+        for demand in demands {
+            let encoders = Array(Set(demand.encoders ?? [])).sorted()
+            if groups[encoders] == nil { order.append(encoders) }
+            groups[encoders, default: []].append(demand)
+        }
+        var leases: [UUID: [SegmentLease]] = [:]
+        for encoders in order {
+            let claimed = try await claimSegments(forGroup: groups[encoders]!, encoders: encoders, leaseDuration: leaseDuration)
+            leases.merge(claimed) { $0 + $1 }
+        }
+        return leases
+    }
+
+    /// One claim statement for workers that all have `encoders`.
+    private func claimSegments(forGroup demands: [ClaimDemand], encoders: [String], leaseDuration: Duration) async throws
+        -> [UUID: [SegmentLease]]
+    {
         let rows = try await client.query("""
             WITH demand AS (
                 SELECT d.worker_id, d.position, slot.number
@@ -37,6 +64,7 @@ extension JobRepository {
             ), locked AS (
                 SELECT s.id, s.priority, s.job_created_at, s.job_id, s.cost, s.index FROM segments s
                 WHERE s.state = 'pending' AND s.next_attempt_at <= now()
+                    AND (s.required_encoder IS NULL OR s.required_encoder = ANY(\(encoders)))
                 ORDER BY s.priority DESC, s.job_created_at, s.job_id, s.cost DESC, s.index
                 LIMIT (SELECT count(*) FROM wanted)
                 FOR UPDATE SKIP LOCKED

@@ -257,10 +257,24 @@ extension JobRepository {
         }
     }
 
-    /// Why a job makes no progress, when the newest thing that happened to its segments is a
-    /// hand-back (`returnSegment`): the reason of that refusal. Nil once a segment was leased or
-    /// finished since, and for jobs whose segments were never refused.
+    /// Why a job makes no progress: no online worker offers the encoder it names; or the newest
+    /// thing that happened to its segments is a hand-back (`returnSegment`): the reason of that
+    /// refusal. Nil once a segment was leased or finished since, and for jobs whose segments were
+    /// never refused.
     public func waitingReason(ofJob jobID: JobID) async throws -> String? {
+        // A job that names an encoder no online worker offers waits for one that does.
+        let missing = try await client.query("""
+            SELECT s.required_encoder FROM segments s
+            WHERE s.job_id = \(jobID) AND s.state = 'pending' AND s.required_encoder IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM workers w
+                                WHERE w.state = 'online' AND w.capabilities->'encoders' ? s.required_encoder)
+            LIMIT 1
+            """)
+        if let row = missing.first {
+            let encoder = try row.decode(String.self, at: 0)
+            return "no online worker offers the \(encoder) encoder the job names; start one whose FFmpeg has it "
+                + "(and whose --encoders, if given, lists it), or cancel the job"
+        }
         let rows = try await client.query("""
             SELECT kind, detail FROM job_events
             WHERE job_id = \(jobID) AND kind IN ('segment_returned', 'segment_leased', 'segment_done')

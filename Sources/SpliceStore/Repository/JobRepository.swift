@@ -89,9 +89,11 @@ public final class JobRepository: Sendable {
     }
 
     /// `planning → running`: stores the plan and its segments (with their costs, which order claims
-    /// within the job). Recording the same plan again is a no-op.
+    /// within the job). Recording the same plan again is a no-op. `requiredEncoder`: the video
+    /// encoder the job names, which only workers that have it may claim its segments for.
     @discardableResult
-    public func recordPlan(jobID: JobID, plan: PostgresJSON, segments: [PlannedSegment]) async throws -> Job {
+    public func recordPlan(jobID: JobID, plan: PostgresJSON, segments: [PlannedSegment],
+                           requiredEncoder: String? = nil) async throws -> Job {
         guard !segments.isEmpty else {
             throw StoreError(.invalidTransition, "job \(jobID): a plan needs at least one segment", isRetryable: false)
         }
@@ -104,9 +106,9 @@ public final class JobRepository: Sendable {
             guard job.state == .planning else { throw invalidTransition(job, to: .running) }
             try await connection.query("""
                 INSERT INTO segments (job_id, index, range_start, range_end, range_timescale, spec, cost,
-                                      priority, job_created_at, max_attempts)
+                                      priority, job_created_at, max_attempts, required_encoder)
                 SELECT j.id, u.index, u.range_start, u.range_end, u.range_timescale, u.spec, u.cost,
-                       j.priority, j.created_at, j.max_attempts
+                       j.priority, j.created_at, j.max_attempts, \(requiredEncoder)
                 FROM jobs j,
                      unnest(\(segments.map(\.index)), \(segments.map(\.rangeStart)), \(segments.map(\.rangeEnd)),
                             \(segments.map(\.timescale)), \(segments.map(\.spec)), \(segments.map(\.cost)))

@@ -1,6 +1,7 @@
 internal import CZeroMQ
 internal import CZeroMQShims
 internal import Foundation
+internal import SpliceJSON
 
 /// What an endpoint's socket thread needs to open its socket.
 struct EndpointPlan: Sendable {
@@ -33,6 +34,9 @@ final class EndpointLoop {
     /// Routing ids of each key, most recently heard last; a few per key at most.
     private var routesOfKey: [CurvePublicKey: [RoutingID]] = [:]
     private static let routesKeptPerKey = 8
+    /// Routes of sessions admitted on probation that sent what probation allows: replies may go
+    /// to them while their key is not admitted.
+    private var probationRoutes: Set<RoutingID> = []
     private static let receiveBatch = 64
 
     // MARK: - Opening
@@ -239,15 +243,44 @@ final class EndpointLoop {
         }
         // A CURVE server admits only messages whose session a ZAP handler authenticated. With
         // ZAP_ENFORCE_DOMAIN libzmq already refuses such sessions; this is the second lock.
-        guard let userID = received.userID, let key = try? CurvePublicKey(z85: userID) else {
+        guard let userID = received.userID else {
+            return .failure(WireRejection(.unauthenticated, "no authenticated key on the session"))
+        }
+        let onProbation = userID.hasPrefix(ZAPHandler.probationPrefix)
+        let z85 = onProbation ? String(userID.dropFirst(ZAPHandler.probationPrefix.count)) : userID
+        guard let key = try? CurvePublicKey(z85: z85) else {
             return .failure(WireRejection(.unauthenticated, "no authenticated key on the session"))
         }
         if let authorizer = plan.authorizer, !authorizer.isStillAuthorized(key, domain: domain) {
-            return .failure(WireRejection(.revoked, "key \(key) is no longer authorized"))
+            // A session on probation may send what probation allows until its key is admitted.
+            guard onProbation else { return .failure(WireRejection(.revoked, "key \(key) is no longer authorized")) }
+            guard oversized == nil, Self.probationAdmits(frames, types: plan.options.probationTypes) else {
+                let allowed = plan.options.probationTypes.isEmpty
+                    ? "nothing" : plan.options.probationTypes.sorted().joined(separator: ", ")
+                // Handed on as a notice (no frames), so the receiver can log who knocks without a token.
+                let rejection = WireRejection(.probation,
+                                              "key \(key) is not enrolled: it may send \(allowed) until it is")
+                return .success(WireDelivery(peer: WirePeer(routingID: routingID, publicKey: key), frames: [],
+                                             rejection: rejection))
+            }
+            if let routingID {
+                noteRoute(routingID, key: key)
+                probationRoutes.insert(routingID)
+            }
+            return .success(WireDelivery(peer: WirePeer(routingID: routingID, publicKey: key), frames: frames))
         }
         if let routingID { noteRoute(routingID, key: key) }
         return .success(WireDelivery(peer: WirePeer(routingID: routingID, publicKey: key), frames: frames,
                                      rejection: oversized))
+    }
+
+    /// Whether a message from a session on probation is one of `types`: one small frame whose
+    /// envelope `type` is listed.
+    private static func probationAdmits(_ frames: [Data], types: Set<String>) -> Bool {
+        struct EnvelopeType: Decodable { let type: String }
+        guard !types.isEmpty, frames.count == 1, let frame = frames.first, frame.count <= WireOptions.probationMaxBytes,
+              let envelope = try? JSON.decode(EnvelopeType.self, from: frame) else { return false }
+        return types.contains(envelope.type)
     }
 
     private func noteRoute(_ routingID: RoutingID, key: CurvePublicKey) {
@@ -263,6 +296,7 @@ final class EndpointLoop {
     }
 
     private func forgetRoute(_ routingID: RoutingID) {
+        probationRoutes.remove(routingID)
         guard let key = keyOfRoute.removeValue(forKey: routingID) else { return }
         routesOfKey[key]?.removeAll { $0 == routingID }
         if routesOfKey[key]?.isEmpty == true { routesOfKey[key] = nil }
@@ -315,7 +349,9 @@ final class EndpointLoop {
             key = target
         }
         guard let key, let domain = serverDomain else { return .success(routingID) }
-        if let authorizer = plan.authorizer, !authorizer.isStillAuthorized(key, domain: domain) {
+        // The answer to a session on probation (JOINED) goes out while its key is not admitted.
+        if let authorizer = plan.authorizer, !authorizer.isStillAuthorized(key, domain: domain),
+           !probationRoutes.contains(routingID) {
             return .failure(WireError(.peerRevoked, "key \(key) is no longer authorized"))
         }
         guard let owner = keyOfRoute[routingID] else {

@@ -21,6 +21,11 @@ public enum APIRequest: WireMessage, Hashable {
     case createToken(CreateToken)
     case tokens(ListTokens)
     case revokeToken(RevokeToken)
+    case createJoinToken(CreateJoinToken)
+    case joinTokens(ListJoinTokens)
+    case revokeJoinToken(RevokeJoinToken)
+    case pruneWorkers(PruneWorkers)
+    case pruneJobs(PruneJobs)
 
     public static let protocolName = ClientAPI.name
     public static let protocolVersion = ClientAPI.version
@@ -35,6 +40,11 @@ public enum APIRequest: WireMessage, Hashable {
         .body(CreateToken.self, APIRequest.createToken),
         .body(ListTokens.self, APIRequest.tokens),
         .body(RevokeToken.self, APIRequest.revokeToken),
+        .body(CreateJoinToken.self, APIRequest.createJoinToken),
+        .body(ListJoinTokens.self, APIRequest.joinTokens),
+        .body(RevokeJoinToken.self, APIRequest.revokeJoinToken),
+        .body(PruneWorkers.self, APIRequest.pruneWorkers),
+        .body(PruneJobs.self, APIRequest.pruneJobs),
     ])
 
     public var body: any MessageBody {
@@ -49,6 +59,11 @@ public enum APIRequest: WireMessage, Hashable {
         case .createToken(let body): body
         case .tokens(let body): body
         case .revokeToken(let body): body
+        case .createJoinToken(let body): body
+        case .joinTokens(let body): body
+        case .revokeJoinToken(let body): body
+        case .pruneWorkers(let body): body
+        case .pruneJobs(let body): body
         }
     }
 
@@ -58,7 +73,8 @@ public enum APIRequest: WireMessage, Hashable {
         case .status, .list, .workers: .read
         case .submit: .submit
         case .cancel: .cancel
-        case .enroll, .revoke, .createToken, .tokens, .revokeToken: .admin
+        case .enroll, .revoke, .createToken, .tokens, .revokeToken, .createJoinToken, .joinTokens, .revokeJoinToken,
+             .pruneWorkers, .pruneJobs: .admin
         }
     }
 }
@@ -73,6 +89,10 @@ public enum APIReply: WireMessage, Hashable {
     case workerKey(WorkerKeyChanged)
     case token(TokenChanged)
     case tokens(TokenList)
+    case joinToken(JoinTokenChanged)
+    case joinTokens(JoinTokenList)
+    case workersPruned(WorkersPruned)
+    case jobsPruned(JobsPruned)
     case error(APIError)
 
     public static let protocolName = ClientAPI.name
@@ -86,6 +106,10 @@ public enum APIReply: WireMessage, Hashable {
         .body(WorkerKeyChanged.self, APIReply.workerKey),
         .body(TokenChanged.self, APIReply.token),
         .body(TokenList.self, APIReply.tokens),
+        .body(JoinTokenChanged.self, APIReply.joinToken),
+        .body(JoinTokenList.self, APIReply.joinTokens),
+        .body(WorkersPruned.self, APIReply.workersPruned),
+        .body(JobsPruned.self, APIReply.jobsPruned),
         .body(APIError.self, APIReply.error),
     ])
 
@@ -99,6 +123,10 @@ public enum APIReply: WireMessage, Hashable {
         case .workerKey(let body): body
         case .token(let body): body
         case .tokens(let body): body
+        case .joinToken(let body): body
+        case .joinTokens(let body): body
+        case .workersPruned(let body): body
+        case .jobsPruned(let body): body
         case .error(let body): body
         }
     }

@@ -27,6 +27,9 @@ public struct WireRejection: Error, Sendable, Hashable, CustomStringConvertible 
         case unauthenticated = "unauthenticated"
         /// The sender's key has been revoked since its handshake.
         case revoked = "revoked"
+        /// A session admitted on probation (its key not enrolled) sent something other than what
+        /// probation allows (a worker's JOIN).
+        case probation = "probation"
     }
 
     public let reason: Reason

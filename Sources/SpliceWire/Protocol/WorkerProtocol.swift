@@ -68,6 +68,8 @@ public enum WorkerMessage: WireMessage, Hashable {
     case fail(Fail)
     case heartbeat(Heartbeat)
     case disconnect(Disconnect)
+    /// Only from a worker started with a join token, before its HELLO (version 3).
+    case join(Join)
 
     public static let protocolName = WorkerProtocol.name
     public static let protocolVersion = WorkerProtocol.version
@@ -80,10 +82,15 @@ public enum WorkerMessage: WireMessage, Hashable {
         .body(Fail.self, WorkerMessage.fail),
         .body(Heartbeat.self, WorkerMessage.heartbeat),
         .body(Disconnect.self, frozenSince: 3, WorkerMessage.disconnect),
+        .body(Join.self, since: 3, WorkerMessage.join),
     ])
+
+    /// What a session admitted on probation (its key not enrolled yet) may send: JOIN alone.
+    public static let probationTypes: Set<String> = [Join.messageType]
 
     public var body: any MessageBody {
         switch self {
+        case .join(let body): body
         case .hello(let body): body
         case .accept(let body): body
         case .progress(let body): body
@@ -106,6 +113,8 @@ public enum CoordinatorMessage: WireMessage, Hashable {
     /// Only to workers whose HELLO said `standbyAware`.
     case standby(Standby)
     case active(Active)
+    /// The answer to JOIN (version 3).
+    case joined(Joined)
 
     public static let protocolName = WorkerProtocol.name
     public static let protocolVersion = WorkerProtocol.version
@@ -119,10 +128,12 @@ public enum CoordinatorMessage: WireMessage, Hashable {
         .body(Disconnect.self, frozenSince: 3, CoordinatorMessage.disconnect),
         .body(Standby.self, CoordinatorMessage.standby),
         .body(Active.self, CoordinatorMessage.active),
+        .body(Joined.self, since: 3, CoordinatorMessage.joined),
     ])
 
     public var body: any MessageBody {
         switch self {
+        case .joined(let body): body
         case .standby(let body): body
         case .active(let body): body
         case .welcome(let body): body

@@ -19,6 +19,10 @@ public struct AuthorizationRequest: Sendable, Hashable {
 /// The answer to an `AuthorizationRequest`.
 public enum AuthorizationDecision: Sendable, Hashable {
     case allow
+    /// Admit the handshake of a key that is not authorized yet, on probation: until the
+    /// authorizer admits the key (`isStillAuthorized`), the endpoint passes on only the message
+    /// types of its `WireOptions.probationTypes` (a worker presenting its join token).
+    case probation
     /// Refuse the client; `reason` goes into the ZAP reply (the client sees status 400).
     case deny(reason: String)
 }

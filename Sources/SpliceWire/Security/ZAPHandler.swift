@@ -16,6 +16,8 @@ internal import SpliceConcurrency
 public final class ZAPHandler: Sendable {
     /// The in-process endpoint libzmq sends ZAP requests to.
     public static let zapEndpoint = "inproc://zeromq.zap.01"
+    /// What the User-Id of a session admitted on probation starts with (then its Z85 key).
+    static let probationPrefix = "probation:"
 
     /// How many handshakes were admitted, refused, or refused because the authorizer failed.
     public struct Statistics: Sendable, Hashable {
@@ -142,6 +144,8 @@ public final class ZAPHandler: Sendable {
         switch decision {
         case .allow:
             return (reply("200", "OK", userID: key.z85), .allowed)
+        case .probation:
+            return (reply("200", "OK", userID: probationPrefix + key.z85), .allowed)
         case .deny(let reason):
             return (reply("400", reason), .denied)
         }

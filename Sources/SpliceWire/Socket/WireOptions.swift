@@ -85,6 +85,12 @@ public struct WireOptions: Sendable, Hashable {
     public var inboundBuffer = 1024
     /// Publish connection and handshake events on `WireEndpoint.events`.
     public var monitorEvents = true
+    /// CURVE servers: the envelope types (`JOIN`) a session its ZAP handler admitted on probation
+    /// (`AuthorizationDecision.probation`) may send while its key is not authorized; anything else
+    /// from it is dropped as `probation`. Empty: such sessions send nothing at all.
+    public var probationTypes: Set<String> = []
+    /// The largest message a session on probation may send.
+    public static let probationMaxBytes = 4096
 
     public init() {}
 

@@ -122,6 +122,13 @@ struct CoordinatorCommand: Command {
             + "coordinator overwrite its own files.",
         isRepeatable: true)
 
+    static let retention = Option<Int64>(
+        "retention", valueName: "duration",
+        help: "Delete jobs that finished longer ago than this (30d, 12h…) with their segments, events and spool "
+            + "files, every hour, as `splice jobs prune` does (default: keep them).",
+        environment: "SPLICE_RETENTION", expected: "a duration like 30d, 12h, 30m or 3600s"
+    ) { TokensCreateCommand.seconds($0) }
+
     static let verify = Option<VerifyMode>("verify", valueName: "fail|warn",
         help: "Verify every job that does not ask otherwise, as submit --verify does: each segment measured where it "
             + "is encoded, the joins checked after the stitch; fail (the default) fails a job under the thresholds and "
@@ -143,7 +150,7 @@ struct CoordinatorCommand: Command {
         arguments: [database, stateDirectory, workersEndpoint, apiEndpoint, dataEndpoint, spool, secretKey, adminKeys, insecure,
                     leaseSeconds, maxAttempts, backupAfter, inputRoot, outputRoot, sourceProtocols, metricsEndpoint,
                     httpEndpoint, httpRateLimit, httpMaxConnections, webhookURL, webhookSecret, webhookRetrySeconds, verify,
-                    leaderLease, leaderRenew, name, advertise]
+                    leaderLease, leaderRenew, name, advertise, retention]
                     + DaemonOptions.arguments,
         onShutdown: .notify, environment: [.objectStorage])
 
@@ -174,6 +181,7 @@ struct CoordinatorCommand: Command {
     let webhookSecret: String?
     let webhookRetrySeconds: Int
     let defaultVerify: VerifyMode?
+    let retention: Int64?
     let daemon: DaemonOptions
 
     /// The data endpoint on the workers endpoint's host, port 7452: a coordinator bound to
@@ -196,6 +204,7 @@ struct CoordinatorCommand: Command {
         secretKey = arguments[Self.secretKey].flatMap { $0.isEmpty ? nil : $0 }
         adminKeys = arguments[Self.adminKeys].flatMap { $0.isEmpty ? nil : $0 }
         insecure = arguments[Self.insecure]
+        retention = arguments[Self.retention]
         leaseSeconds = try arguments.value(Self.leaseSeconds)
         maxAttempts = try arguments.value(Self.maxAttempts)
         backupAfter = try arguments.value(Self.backupAfter)
@@ -236,6 +245,10 @@ struct CoordinatorCommand: Command {
         }
         guard (1...100).contains(maxAttempts) else {
             throw UsageError("--max-attempts must be from 1 to 100; got \(maxAttempts)")
+        }
+        if let retention, retention < 3600 {
+            throw UsageError("--retention must be at least 1h (jobs are kept that long after they finish); "
+                             + "got \(retention)s")
         }
         guard (1...3600).contains(webhookRetrySeconds) else {
             throw UsageError("--webhook-retry-seconds must be from 1 to 3600; got \(webhookRetrySeconds)")
@@ -301,6 +314,7 @@ struct CoordinatorCommand: Command {
         configuration.webhookSecret = try webhookSecret.map(Self.loadSecret)
         configuration.webhookRetryBase = .seconds(webhookRetrySeconds)
         configuration.defaultVerify = defaultVerify
+        configuration.retention = retention.map { .seconds($0) }
         return configuration
     }
 

@@ -10,7 +10,8 @@ struct JobsCommand: ClientCommand {
 
     static let configuration = CommandConfiguration(
         name: "jobs", abstract: "List recent jobs, newest first.",
-        arguments: [state, limit, json] + ClientOptions.arguments)
+        arguments: [state, limit, json] + ClientOptions.arguments,
+        subcommands: [JobsPruneCommand.self])
 
     let state: JobState?
     let limit: Int
@@ -52,5 +53,42 @@ struct JobsCommand: ClientCommand {
             ])
         }
         return table
+    }
+}
+
+/// `splice jobs prune --finished-before 30d [--dry-run]`.
+struct JobsPruneCommand: ClientCommand {
+    static let finishedBefore = Option<Int64>(
+        "finished-before", valueName: "duration",
+        help: "Delete jobs that finished (succeeded, failed or cancelled) longer ago than this: 30d, 12h, 3600s…",
+        isRequired: true, expected: "a duration like 30d, 12h or 3600s") { TokensCreateCommand.seconds($0) }
+    static let dryRun = Flag("dry-run", help: "Only count what would be deleted.")
+
+    static let configuration = CommandConfiguration(
+        name: "prune", abstract: "Delete old finished jobs with their segments, events and spool files.",
+        discussion: """
+            The active coordinator deletes them in batches of 1,000 jobs a transaction, so no table is locked \
+            for long; a job still running, or finished since the cutoff, is never touched. The coordinator's \
+            --retention does the same every hour.
+            """,
+        arguments: [finishedBefore, dryRun] + ClientOptions.arguments)
+
+    let finishedBefore: Int64
+    let dryRun: Bool
+    let client: ClientOptions
+
+    init(_ arguments: ParsedArguments) throws {
+        finishedBefore = try arguments.value(Self.finishedBefore)
+        dryRun = arguments[Self.dryRun]
+        client = try ClientOptions(arguments)
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitCode {
+        let pruned = try await client.withClient {
+            try await $0.pruneJobs(PruneJobs(finishedBeforeSeconds: finishedBefore, dryRun: dryRun))
+        }
+        context.output.writeLine((dryRun ? "would delete " : "deleted ") + "\(pruned.jobs) jobs, \(pruned.segments) "
+            + "segments, \(pruned.events) events and \(pruned.webhookEvents) webhook events")
+        return .success
     }
 }

@@ -22,6 +22,12 @@ struct WorkerCommand: Command {
         help: "Threads per encoder and decoder (default: usable cores / slots, at least 1; every usable core for a "
             + "segment that finds itself alone).",
         environment: "SPLICE_CODEC_THREADS")
+    static let encoders = Option<String>(
+        "encoders", valueName: "list",
+        help: "The encoders this worker offers, comma-separated (libx264,libx265,aac…; default: every one this FFmpeg "
+            + "has). A job that names its encoder (--video-encoder) only goes to workers that offer it: keep slow "
+            + "machines off libaom-av1, or a machine whose FFmpeg misbehaves off one codec.",
+        environment: "SPLICE_ENCODERS") { $0 }
     static let spool = Option<String>(
         "spool", valueName: "dir",
         help: "The shared spool directory (NFS for many machines), mounted at the same path as on the coordinator; "
@@ -48,6 +54,11 @@ struct WorkerCommand: Command {
         help: "The coordinator's public key file (NAME.pub); with --secret-key enables CURVE. Several coordinators "
             + "share one, or give each one's, comma-separated, in --coordinator's order.",
         environment: "SPLICE_SERVER_KEY") { $0 }
+    static let joinToken = Option<String>(
+        "join-token", valueName: "token",
+        help: "A join token (`splice workers join-token create`): presented once so the coordinator enrolls this "
+            + "worker's key. Needs --server-key; without --secret-key the worker makes a key pair of its own.",
+        environment: "SPLICE_JOIN_TOKEN") { $0 }
     static let name = Option<String>(
         "name", valueName: "name", help: "The name this worker reports (not its identity: its key is).",
         default: ProcessInfo.processInfo.hostName, environment: "SPLICE_WORKER_NAME")
@@ -73,19 +84,22 @@ struct WorkerCommand: Command {
             worker on the machine) the next free one is used and logged, while a port given explicitly \
             must be free.
             """,
-        arguments: [coordinator, slots, codecThreads, spool, dataEndpoint, scratch, scratchLimit, secretKey, serverKey, name, drainTimeout,
+        arguments: [coordinator, slots, codecThreads, encoders, spool, dataEndpoint, scratch, scratchLimit, secretKey, serverKey,
+                    joinToken, name, drainTimeout,
                     metricsEndpoint] + DaemonOptions.arguments,
         onShutdown: .notify, environment: [.ffmpegLog])
 
     let coordinator: String
     let slots: Int
     let codecThreads: Int?
+    let encoders: [String]?
     let spool: String?
     let dataEndpoint: String?
     let scratch: String?
     let scratchLimit: Int64?
     let secretKey: String?
     let serverKey: String?
+    let joinToken: String?
     let name: String
     let drainTimeout: MediaTime
     let metricsEndpoint: MetricsEndpointSetting
@@ -97,12 +111,14 @@ struct WorkerCommand: Command {
         coordinator = try arguments.value(Self.coordinator)
         slots = try arguments.value(Self.slots)
         codecThreads = arguments[Self.codecThreads]
+        encoders = arguments[Self.encoders].map(ClientOptions.list)
         spool = arguments[Self.spool]
         dataEndpoint = arguments[Self.dataEndpoint]
         scratch = arguments[Self.scratch]
         scratchLimit = arguments[Self.scratchLimit]
         secretKey = arguments[Self.secretKey]
         serverKey = arguments[Self.serverKey]
+        joinToken = arguments[Self.joinToken]
         name = try arguments.value(Self.name)
         drainTimeout = try arguments.value(Self.drainTimeout)
         metricsEndpoint = try arguments.value(Self.metricsEndpoint)
@@ -115,8 +131,23 @@ struct WorkerCommand: Command {
         if let codecThreads, !(1...256).contains(codecThreads) {
             throw UsageError("--codec-threads must be from 1 to 256; got \(codecThreads)")
         }
-        guard (secretKey == nil) == (serverKey == nil) else {
+        if let joinToken {
+            guard serverKey != nil else {
+                throw UsageError("--join-token needs --server-key: the coordinator's public key, to join it over CURVE")
+            }
+            guard joinToken.hasPrefix("splj_"), joinToken.utf8.count <= 128 else {
+                throw UsageError("--join-token is not a join token (they start with splj_; "
+                                 + "`splice workers join-token create` makes one)")
+            }
+        } else if (secretKey == nil) != (serverKey == nil) {
             throw UsageError("--secret-key and --server-key go together: give both to use CURVE, or neither")
+        }
+        if let encoders {
+            let unknown = encoders.filter { !AvailableEncoders.names.contains($0) }
+            guard unknown.isEmpty, !encoders.isEmpty else {
+                throw UsageError("--encoders: " + (encoders.isEmpty ? "names no encoder" : "this FFmpeg has no "
+                    + unknown.joined(separator: ", ")) + "; it has " + AvailableEncoders.names.joined(separator: ", "))
+            }
         }
         guard !name.isEmpty else { throw UsageError("--name must not be empty") }
         let coordinators = ClientOptions.list(coordinator)
@@ -147,15 +178,20 @@ struct WorkerCommand: Command {
         configuration.metricsEndpoint = metricsEndpoint.address
         configuration.metricsEndpointIsDefault = metricsEndpointIsDefault
         configuration.codecThreads = codecThreads
+        if let encoders { configuration.encoders = encoders }
         configuration.dataEndpoint = dataEndpoint
         configuration.scratch = scratch.map(Self.directory)
         configuration.scratchLimit = scratchLimit
-        if let secretKey, let serverKey {
+        if let serverKey, secretKey != nil || joinToken != nil {
             let keys = try ClientOptions.list(serverKey).map { try CurvePublicKey.load(path: $0) }
             guard let first = keys.first else { throw UsageError("--server-key names no key file") }
-            configuration.curve = (keys: try CurveKeyPair.load(secretKeyPath: secretKey), serverKey: first)
+            // A joining worker without a key of its own makes one: pods come and go, and
+            // `splice workers prune` revokes the keys of those gone.
+            let own = try secretKey.map { try CurveKeyPair.load(secretKeyPath: $0) } ?? CurveKeyPair.generate()
+            configuration.curve = (keys: own, serverKey: first)
             if keys.count > 1 { configuration.coordinatorKeys = keys }
         }
+        configuration.joinToken = joinToken
         let logger = self.daemon.logger(from: context.logger)
         let worker = try WorkerDaemon(configuration: configuration, logger: logger)
         return await ServiceRunner.run(worker, until: context.shutdown, logger: logger)

@@ -100,6 +100,10 @@ struct ExportOptions: OptionGroup {
         // Video
         .video(Option<VideoSettings.Codec>("video-codec", valueName: "codec",
             help: "Video codec (default: h264, or vp9 for .webm).")) { $0.codec = $1 },
+        .video(Option<String>("video-encoder", valueName: "name",
+            help: "The FFmpeg encoder for the codec: av1 libsvtav1 (default) or libaom-av1 (slower, threads poorly "
+                + "alone, gains most from segments; --preset is its cpu-used 0-8). In a cluster, only workers that "
+                + "have it get the job's segments.") { $0 }) { $0.encoder = $1 },
         .video(Option<Int>("width", valueName: "pixels", help: "Output width; alone, the height keeps the aspect."))
             { $0.width = $1 },
         .video(Option<Int>("height", valueName: "pixels",

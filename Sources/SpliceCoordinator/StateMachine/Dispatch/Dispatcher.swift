@@ -81,7 +81,7 @@ struct Dispatcher: Sendable {
             let free = session.freeSlots
             guard free > 0 else { continue }
             sessions.update(identity) { $0.reserved += free }
-            demands.append(ClaimDemand(worker: identity, workerID: workerID, limit: free))
+            demands.append(ClaimDemand(worker: identity, workerID: workerID, limit: free, encoders: session.encoders))
         }
         idle.removeAll(keepingCapacity: true)
         return demands
