@@ -478,6 +478,23 @@ public actor WorkerDaemon: Service {
             logger.warning("coordinator silent; saying HELLO again", ["silent": silence])
         case .disconnected(let reason, let detail):
             logger.warning("coordinator ended the session", ["reason": reason.rawValue, "detail": detail])
+        case .versionRefused(let versions, let detail, let retryIn):
+            let mine = WorkerProtocol.version
+            logger.warning("waiting: the coordinator does not speak this worker's protocol version", [
+                "worker_version": mine, "coordinator_versions": versions.description, "retry_in": retryIn,
+                "hint": versions.newest < mine
+                    ? "upgrade the coordinator first (docs/deploy.md, Upgrading); this worker waits for it"
+                    : "upgrade this worker to the coordinator's release (docs/deploy.md, Upgrading)",
+                "detail": detail,
+            ])
+        case .helloUnanswered(let after):
+            logger.warning("no coordinator answers HELLO; still trying", [
+                "after": after, "worker_version": WorkerProtocol.version,
+                "coordinators": configuration.coordinatorEndpoints.joined(separator: ","),
+                "hint": "check that the coordinator runs and --coordinator reaches it; a coordinator of an older "
+                    + "release (splice-worker \(WorkerProtocol.oldestVersion)) does not answer this worker's version "
+                    + "\(WorkerProtocol.version): upgrade the coordinator first (docs/deploy.md, Upgrading)",
+            ])
         case .refused(let attempt, let code):
             log(attempt).warning("segment refused", ["code": code.rawValue])
         case .resultAcknowledged(let attempt, let acknowledges, let outcome):

@@ -63,6 +63,12 @@ package enum WorkerNotice: Sendable, Hashable {
     case coordinatorSilent(after: Duration)
     /// The coordinator ended the session (DISCONNECT); saying HELLO again unless it was `revoked`.
     case disconnected(Disconnect.Reason, detail: String)
+    /// A coordinator does not speak this worker's protocol version (it speaks `coordinator`):
+    /// the worker waits, and says HELLO again after `retryIn`.
+    case versionRefused(coordinator: ProtocolVersions, detail: String, retryIn: Duration)
+    /// No coordinator has answered HELLO for this long (down, unreachable, or of a release that
+    /// does not answer this worker's version).
+    case helloUnanswered(after: Duration)
     /// An ASSIGN was refused with a FAIL of this code.
     case refused(SegmentAttempt, code: Fail.Code)
     /// The coordinator acknowledged a result; it is forgotten.

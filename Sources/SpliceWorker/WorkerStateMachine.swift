@@ -50,6 +50,11 @@ package struct WorkerStateMachine: Sendable {
         package var metricsEndpoint: String?
         /// How many coordinators the worker knows (`--coordinator A,B,…`).
         package var coordinators: Int
+        /// After a coordinator refused this worker's protocol version (DISCONNECT
+        /// `unsupported-version`), how long before the next HELLO: one side is being upgraded.
+        package var versionRetryInterval: Duration
+        /// How long HELLO may go unanswered before the worker says so (and again as often).
+        package var unansweredNotice: Duration
         /// How long the connection to the coordinator of the session may stay lost before the
         /// worker looks for the active coordinator again (a restart or a take-over; libzmq
         /// reconnects on its own after a blip).
@@ -59,7 +64,10 @@ package struct WorkerStateMachine: Sendable {
                      helloInterval: Duration = .seconds(1), leaseSafetyMargin: Duration = .seconds(5),
                      drainTimeout: Duration = .seconds(300), flushTimeout: Duration = .seconds(10),
                      storage: WorkerStorage? = nil, usableCores: Int? = nil, threadsPerSlot: Int? = nil,
-                     metricsEndpoint: String? = nil, coordinators: Int = 1, reconnectGrace: Duration = .milliseconds(500)) {
+                     metricsEndpoint: String? = nil, coordinators: Int = 1, reconnectGrace: Duration = .milliseconds(500),
+                     versionRetryInterval: Duration = .seconds(15), unansweredNotice: Duration = .seconds(30)) {
+            self.versionRetryInterval = versionRetryInterval
+            self.unansweredNotice = unansweredNotice
             self.coordinators = max(1, coordinators)
             self.reconnectGrace = reconnectGrace
             self.workerName = workerName
@@ -135,6 +143,11 @@ package struct WorkerStateMachine: Sendable {
     private var lastHeard: Instant?
     private var lastSent: Instant?
     private var lastHello: Instant?
+    /// No HELLO before this: a coordinator refused this worker's protocol version.
+    private var helloHeldUntil: Instant?
+    /// Since when no coordinator has answered anything while connecting, and when that was last said.
+    private var unansweredSince: Instant?
+    private var unansweredNoticed: Instant?
     private var attempts: [LeaseToken: Attempt] = [:]
     private var results: [LeaseToken: HeldResult] = [:]
     private var drain: Drain?
@@ -182,7 +195,7 @@ package struct WorkerStateMachine: Sendable {
             failed: held.compactMap { if case .fail(let body) = $0.message { body } else { nil } },
             software: configuration.software, storage: configuration.storage, usableCores: configuration.usableCores,
             threadsPerSlot: configuration.threadsPerSlot, metricsEndpoint: configuration.metricsEndpoint,
-            standbyAware: true
+            standbyAware: true, protocolVersions: WorkerProtocol.workerVersions
         )
     }
 
@@ -241,6 +254,7 @@ package struct WorkerStateMachine: Sendable {
         session = .connecting
         coordinator = nil
         connectionLostAt = nil
+        unansweredSince = unansweredSince ?? now
         sendHello(now: now, &out)
     }
 
@@ -272,6 +286,9 @@ package struct WorkerStateMachine: Sendable {
         handBackIfDrainTimedOut(now: now, &out)
         switch session {
         case .connecting:
+            noticeUnanswered(now: now, &out)
+            if let held = helloHeldUntil, now < held { break }
+            helloHeldUntil = nil
             let interval = min(configuration.helloInterval, heartbeatInterval)
             if lastHello.map({ now - $0 >= interval }) ?? true { sendHello(now: now, &out) }
         case .registered:
@@ -296,9 +313,19 @@ package struct WorkerStateMachine: Sendable {
         }
     }
 
+    /// HELLO unanswered by every coordinator for `unansweredNotice`: said, and again as often.
+    private mutating func noticeUnanswered(now: Instant, _ out: inout [WorkerDirective]) {
+        guard let since = unansweredSince, now - since >= configuration.unansweredNotice,
+              unansweredNoticed.map({ now - $0 >= configuration.unansweredNotice }) ?? true else { return }
+        unansweredNoticed = now
+        out.append(.notice(.helloUnanswered(after: now - since)))
+    }
+
     private mutating func receive(_ message: CoordinatorMessage, from index: Int, now: Instant,
                                   _ out: inout [WorkerDirective]) {
         guard session != .idle else { return }
+        unansweredSince = nil
+        unansweredNoticed = nil
         guard index == coordinator else {
             receive(message, fromOther: index, now: now, &out)
             return
@@ -326,8 +353,21 @@ package struct WorkerStateMachine: Sendable {
         }
     }
 
-    /// DISCONNECT: `revoked` stops the worker; anything else sends it looking again.
+    /// DISCONNECT: `revoked` stops the worker; a refusal of its protocol version has it wait
+    /// `versionRetryInterval` before the next HELLO (nothing fails meanwhile: it is not registered,
+    /// so nothing is assigned to it); anything else sends it looking again.
     private mutating func onDisconnect(_ disconnect: Disconnect, now: Instant, _ out: inout [WorkerDirective]) {
+        if let versions = disconnect.versions, disconnect.reason == .unsupportedVersion
+            || (disconnect.reason == .protocolError && !versions.contains(WorkerProtocol.version)) {
+            out.append(.notice(.versionRefused(coordinator: versions, detail: disconnect.detail,
+                                               retryIn: configuration.versionRetryInterval)))
+            session = .connecting
+            coordinator = nil
+            connectionLostAt = nil
+            lastHello = now
+            helloHeldUntil = now + configuration.versionRetryInterval
+            return
+        }
         out.append(.notice(.disconnected(disconnect.reason, detail: disconnect.detail)))
         if disconnect.reason == .revoked {
             for token in attempts.keys { abort(token, because: .revoked, &out) }

@@ -117,6 +117,7 @@ struct RunningWorker {
     let spool: URL
 
     static func start(coordinator: String, slots: Int = 1, drainTimeout: Duration = .seconds(30),
+                      logger: Logger = testLogger,
                       configure: (inout WorkerConfiguration) -> Void = { _ in }) throws -> RunningWorker {
         let spool = Fixtures.temporaryDirectory("spool")
         var configuration = WorkerConfiguration(coordinatorEndpoint: coordinator, slots: slots, spool: spool,
@@ -128,7 +129,7 @@ struct RunningWorker {
         configuration.flushTimeout = .seconds(10)
         configuration.codecThreads = 1  // two cores shared by every test running at once
         configure(&configuration)
-        let daemon = try WorkerDaemon(configuration: configuration, logger: testLogger)
+        let daemon = try WorkerDaemon(configuration: configuration, logger: logger)
         return RunningWorker(daemon: daemon, task: Task { try await daemon.run() }, spool: spool)
     }
 

@@ -1008,3 +1008,63 @@ extension Harness {
         return directives
     }
 }
+
+// MARK: - Protocol versions
+
+@Suite("Coordinator state machine: worker-protocol versions")
+struct CoordinatorVersionTests {
+    private static func refused(version: Int) -> WireRejection {
+        WireRejection(.unsupportedVersion, "`version` is \(version)", version: version, messageType: "HELLO")
+    }
+
+    @Test("each session speaks the newest version its HELLO names that this build speaks; a version-2 HELLO's is 2")
+    func sessionVersion() {
+        var harness = Harness()
+        // As the shell registers a version-2 HELLO (no `protocolVersions`): its envelope's version.
+        let old = Hello(workerName: "old", slots: 1, encoders: []).speaking(envelopeVersion: 2)
+        _ = harness.receive(.hello(old))
+        #expect(harness.machine.protocolVersion(of: .key(workerKey)) == 2)
+        let newer = Hello(workerName: "new", slots: 1, encoders: [], protocolVersions: ProtocolVersions(oldest: 3, newest: 4))
+        _ = harness.receive(.hello(newer), from: other)
+        #expect(harness.machine.protocolVersion(of: .key(otherKey)) == 3)
+        #expect(Set(harness.machine.sessionSnapshots(now: harness.now).map(\.protocolVersion)) == [2, 3])
+    }
+
+    @Test("a HELLO of a newer version is answered with DISCONNECT unsupported-version naming both; at most every 10 s")
+    func newerRefused() throws {
+        var harness = Harness()
+        let directives = harness.on(.rejected(Self.refused(version: 4), from: worker))
+        #expect(directives.first == .notice(.versionRefused(.key(workerKey), version: 4)))
+        let refusal = try #require(messages(directives).first)
+        guard case .disconnect(let disconnect) = refusal else {
+            Issue.record("not a DISCONNECT: \(refusal)")
+            return
+        }
+        #expect(disconnect.reason == .unsupportedVersion && disconnect.versions == ProtocolVersions(oldest: 2, newest: 3))
+        #expect(disconnect.detail.contains("splice-worker 4") && disconnect.detail.contains("upgrade the coordinator first"))
+        // The worker says HELLO again: not answered until 10 s have passed (no hot loop), only counted.
+        harness.advance(.seconds(9))
+        #expect(messages(harness.on(.rejected(Self.refused(version: 4), from: worker))).isEmpty)
+        _ = harness.run(for: .seconds(1))
+        #expect(messages(harness.on(.rejected(Self.refused(version: 4), from: worker))).count == 1)
+        #expect(harness.machine.sessionSnapshots(now: harness.now).isEmpty, "no session for a refused worker")
+    }
+
+    @Test("an older worker hears protocol-error, which it knows, saying to upgrade it")
+    func olderRefused() throws {
+        var harness = Harness()
+        let refusal = try #require(messages(harness.on(.rejected(Self.refused(version: 1), from: worker))).first)
+        guard case .disconnect(let disconnect) = refusal else {
+            Issue.record("not a DISCONNECT: \(refusal)")
+            return
+        }
+        #expect(disconnect.reason == .protocolError && disconnect.detail.contains("upgrade the worker"))
+    }
+
+    @Test("other rejections of a version are not answered: only a HELLO opens a conversation")
+    func onlyHello() {
+        var harness = Harness()
+        let heartbeat = WireRejection(.unsupportedVersion, "`version` is 4", version: 4, messageType: "HEARTBEAT")
+        #expect(harness.on(.rejected(heartbeat, from: worker)) == [.notice(.dropped(heartbeat, from: .key(workerKey)))])
+    }
+}

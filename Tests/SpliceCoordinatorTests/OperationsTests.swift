@@ -210,6 +210,19 @@ struct StatusPageTests {
         #expect(StatusPage.escape("a\u{1}b") == "a\u{FFFD}b")
     }
 
+    @Test("each worker's protocol version is on the page and in its JSON, and in GET /v1/workers")
+    func protocolVersion() throws {
+        var report = Self.report()
+        var older = try #require(report.workers.first)
+        older.protocolVersion = 2
+        report.workers = [older]
+        #expect(StatusPage.render(report, nonce: "n").contains("protocol 2</div>"))
+        #expect(report.json().contains(#""protocolVersion" : 2"#))
+        let info = WorkerInfo(publicKey: try CurveKeyPair.generate().publicKey, name: "w", enrolled: true,
+                              connected: true, slots: 1, running: 0, lastSeenAtMilliseconds: nil, protocolVersion: 2)
+        #expect(WorkerResource(info).protocolVersion == 2)
+    }
+
     @Test("durations read like a clock")
     func durations() {
         #expect(StatusPage.duration(0) == "0s")

@@ -35,18 +35,20 @@ public final class ChildProcess: Sendable {
 
     /// Starts `splice arguments…` with only PATH, a scratch HOME and `environment`.
     /// With `wrapper` (``MountIsolation/wrapper``, say), it runs that command with the `splice`
-    /// binary and `arguments` after it instead.
+    /// binary and `arguments` after it instead. `binary` replaces this build's `splice` (another
+    /// release's, ``CompatBinary``).
     public static func start(_ arguments: [String], logName: String, environment: [String: String] = [:],
-                             wrapper: [String] = []) throws -> ChildProcess
+                             wrapper: [String] = [], binary: URL? = nil) throws -> ChildProcess
     {
         let log = Fixtures.temporaryDirectory("child").appendingPathComponent(logName + ".log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let process = Process()
+        let splice = try binary ?? SpliceBinary.executable()
         if let command = wrapper.first {
             process.executableURL = URL(fileURLWithPath: command)
-            process.arguments = Array(wrapper.dropFirst()) + [try SpliceBinary.executable().path] + arguments
+            process.arguments = Array(wrapper.dropFirst()) + [splice.path] + arguments
         } else {
-            process.executableURL = try SpliceBinary.executable()
+            process.executableURL = splice
             process.arguments = arguments
         }
         process.environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
@@ -186,13 +188,14 @@ public final class ChildWorker: Sendable {
 
     /// Starts `splice worker` against the worker endpoint `coordinator`, sharing `spool`, with
     /// `flags` (``usualFlags`` unless a test is about them), under `wrapper`
-    /// (`["/usr/bin/taskset", "-c", "0"]`: the command, then the `splice` binary and its arguments).
+    /// (`["/usr/bin/taskset", "-c", "0"]`: the command, then the `splice` binary and its arguments);
+    /// `binary` another release's `splice` instead of this build's (``CompatBinary``).
     public init(coordinator: String, spool: URL, name: String, flags: [String] = usualFlags, wrapper: [String] = [],
-                environment: [String: String] = [:]) throws {
+                environment: [String: String] = [:], binary: URL? = nil) throws {
         self.name = name
         process = try ChildProcess.start(
             ["worker", "--coordinator", coordinator, "--spool", spool.path, "--name", name, "--drain-timeout", "30"]
-                + flags, logName: name, environment: environment, wrapper: wrapper)
+                + flags, logName: name, environment: environment, wrapper: wrapper, binary: binary)
     }
 
     /// Starts `splice worker` in transfer mode (no `--spool`) against `coordinator` and its data

@@ -152,14 +152,14 @@ public struct LocalCluster: Sendable {
         return worker
     }
 
-    /// Starts a shared-spool worker named `name` (with `flags` and `wrapper` as
-    /// ``ChildWorker/init(coordinator:spool:name:flags:wrapper:environment:)`` takes them) and waits
-    /// until it has registered.
+    /// Starts a shared-spool worker named `name` (with `flags`, `wrapper` and `binary` as
+    /// ``ChildWorker/init(coordinator:spool:name:flags:wrapper:environment:binary:)`` takes them) and
+    /// waits until it has registered.
     @discardableResult
     public mutating func addSpoolWorker(named name: String, flags: [String] = ChildWorker.usualFlags,
-                                        wrapper: [String] = []) async throws -> ChildWorker {
+                                        wrapper: [String] = [], binary: URL? = nil) async throws -> ChildWorker {
         let worker = try ChildWorker(coordinator: workerEndpoints, spool: spool, name: name, flags: flags,
-                                     wrapper: wrapper)
+                                     wrapper: wrapper, binary: binary)
         workers.append(worker)
         guard await eventually(within: .seconds(60), { worker.isRegistered }) else {
             throw TestFailure("worker \(name) did not register\n\(worker.process.output)")

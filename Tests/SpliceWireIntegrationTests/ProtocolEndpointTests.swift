@@ -68,7 +68,7 @@ struct ProtocolEndpointTests {
             CoordinatorMessage.cancel(Cancel(attempt: SegmentAttempt(job: .numbered(1), segment: index, attempt: 1,
                                                                      leaseToken: .numbered(index)), reason: .jobCancelled))
         }
-        let results = await coordinator.send(all: cancels.enumerated().map { ($1, $0 == 2 ? stranger : peer) })
+        let results = await coordinator.send(all: cancels.enumerated().map { ($1, $0 == 2 ? stranger : peer, nil) })
         #expect(results.count == 5)
         for (index, result) in results.enumerated() {
             switch result {

@@ -55,7 +55,7 @@ struct RejectionTests {
     @Test("wrong protocol and wrong version")
     func protocolAndVersion() throws {
         #expect(reason(json: #"{"protocol": "MDPW01", "version": 1, "type": "HEARTBEAT", "body": {}}"#) == .wrongProtocol)
-        #expect(reason(json: #"{"protocol": "splice-worker", "version": 3, "type": "HEARTBEAT", "body": {}}"#)
+        #expect(reason(json: #"{"protocol": "splice-worker", "version": 4, "type": "HEARTBEAT", "body": {}}"#)
             == .unsupportedVersion)
         // Version 1 (before work orders carried their plan apart from their segment).
         #expect(reason(json: #"{"protocol": "splice-worker", "version": 1, "type": "HEARTBEAT", "body": {}}"#)

@@ -50,7 +50,7 @@ struct WireCodecTests {
         let frames = try codec.encode(WorkerMessage.heartbeat(Heartbeat()))
         #expect(try codec.decode(frames, as: WorkerMessage.self).get().requestID == nil)
         #expect(String(decoding: frames[0], as: UTF8.self)
-            == #"{"body":{},"protocol":"splice-worker","type":"HEARTBEAT","version":2}"#)
+            == #"{"body":{},"protocol":"splice-worker","type":"HEARTBEAT","version":3}"#)
     }
 
     @Test("the segment spec travels untouched, integers exact")

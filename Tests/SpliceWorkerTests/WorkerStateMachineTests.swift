@@ -8,7 +8,7 @@ struct WorkerSessionTests {
         var w = WorkerHarness(helloInterval: .milliseconds(500))
         let hello = w.on(.start).hello
         #expect(hello == Hello(workerName: "w1", slots: 2, encoders: ["libx264"], software: "splice test",
-                               standbyAware: true))
+                               standbyAware: true, protocolVersions: ProtocolVersions(oldest: 3, newest: 3)))
         #expect(w.machine.session == .connecting)
         #expect(w.at(.milliseconds(499), .tick).sent.isEmpty)
         #expect(w.at(.milliseconds(500), .tick).sentTypes == ["HELLO"])

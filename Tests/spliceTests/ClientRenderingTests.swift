@@ -77,28 +77,28 @@ struct ClientRenderingTests {
         ])
     }
 
-    @Test("workers: key, name, connection, slots, cores and threads per slot, work, mode, bytes, metrics, quarantine")
+    @Test("workers: key, name, connection, protocol version, slots, cores and threads per slot, work, mode, bytes, metrics, quarantine")
     func workers() throws {
         let key = try CurveKeyPair.generate().publicKey
         let lines = WorkersCommand.table([
             WorkerInfo(publicKey: key, name: "gpu-1", enrolled: true, connected: true, slots: 4, running: 3,
                        lastSeenAtMilliseconds: Self.submitted, storage: .transfer, bytesIn: 12_350_000, bytesOut: 49_999,
-                       usableCores: 16, threadsPerSlot: 4, metricsEndpoint: "127.0.0.1:9452"),
+                       usableCores: 16, threadsPerSlot: 4, metricsEndpoint: "127.0.0.1:9452", protocolVersion: 3),
             WorkerInfo(publicKey: key, name: nil, enrolled: false, connected: false, slots: nil, running: 0,
                        lastSeenAtMilliseconds: nil),
             WorkerInfo(publicKey: key, name: "w2", enrolled: true, connected: true, slots: 1, running: 0,
                        lastSeenAtMilliseconds: Self.submitted, quarantineRemainingMilliseconds: 9_200,
-                       quarantineReason: "spool-unwritable: read-only", storage: .spool),
+                       quarantineReason: "spool-unwritable: read-only", storage: .spool, protocolVersion: 2),
         ]).lines
         let padding = String(repeating: " ", count: 40 - 3)
-        #expect(lines[0] == "KEY" + padding + "  NAME   ENROLLED  CONNECTED  SLOTS  CORES  THREADS/SLOT  RUNNING  MODE      "
-            + "IN/OUT          METRICS         LAST SEEN (UTC)      QUARANTINE")
-        #expect(lines[1] == key.z85 + "  gpu-1  yes       yes        4      16     4             3        transfer  "
-            + "12.4 MB/0.0 MB  127.0.0.1:9452  2026-11-30 17:20:01  -")
-        #expect(lines[2] == key.z85 + "  -      revoked   no         -      -      -             0        -         "
-            + "-               -               -                    -")
-        #expect(lines[3] == key.z85 + "  w2     yes       yes        1      -      -             0        spool     "
-            + "-               -               2026-11-30 17:20:01  10s: spool-unwritable: read-only")
+        #expect(lines[0] == "KEY" + padding + "  NAME   ENROLLED  CONNECTED  PROTOCOL  SLOTS  CORES  THREADS/SLOT  RUNNING  "
+            + "MODE      IN/OUT          METRICS         LAST SEEN (UTC)      QUARANTINE")
+        #expect(lines[1] == key.z85 + "  gpu-1  yes       yes        3         4      16     4             3        "
+            + "transfer  12.4 MB/0.0 MB  127.0.0.1:9452  2026-11-30 17:20:01  -")
+        #expect(lines[2] == key.z85 + "  -      revoked   no         -         -      -      -             0        "
+            + "-         -               -               -                    -")
+        #expect(lines[3] == key.z85 + "  w2     yes       yes        2         1      -      -             0        "
+            + "spool     -               -               2026-11-30 17:20:01  10s: spool-unwritable: read-only")
     }
 
     @Test("cancel says whether it cancelled or the job had already finished")

@@ -227,7 +227,8 @@ final class ClientAPIHandler: Sendable {
                 lastSeenAtMilliseconds: worker.lastSeenAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) },
                 quarantineRemainingMilliseconds: session?.quarantineRemaining?.wholeMilliseconds,
                 quarantineReason: session?.quarantineReason, usableCores: session?.usableCores,
-                threadsPerSlot: session?.threadsPerSlot, metricsEndpoint: session?.metricsEndpoint)
+                threadsPerSlot: session?.threadsPerSlot, metricsEndpoint: session?.metricsEndpoint,
+                protocolVersion: session?.protocolVersion)
             if let session, let shell = term?.shell {
                 (info.storage, info.bytesIn, info.bytesOut) = await shell.storage(of: session.identity)
             }
@@ -263,7 +264,9 @@ final class ClientAPIHandler: Sendable {
         try await repository.revokeWorker(id: worker.id)
         enrolledKeys?.revoke(key)
         let farewell = CoordinatorMessage.disconnect(Disconnect(reason: .revoked, detail: "key revoked"))
-        let closed = await workerEndpoint.disconnect(key: key, farewell: farewell)
+        // In the version the worker's session speaks, so a worker of the previous release reads it too.
+        let closed = await workerEndpoint.disconnect(key: key, farewell: farewell,
+                                                     version: await term.shell.protocolVersion(of: .key(key)))
         await term.shell.workerRevoked(.key(key))
         await term.shell.workAvailable()
         logger.info("worker key revoked", ["worker": key.z85, "sessions_closed": closed])

@@ -123,6 +123,8 @@ struct WorkerResource: Encodable, Sendable {
     var storage: String?
     var usableCores: Int?
     var threadsPerSlot: Int?
+    /// The worker-protocol version its session speaks (docs/protocol.md, Versions).
+    var protocolVersion: Int?
 
     init(_ info: WorkerInfo) {
         key = info.publicKey.z85
@@ -136,6 +138,7 @@ struct WorkerResource: Encodable, Sendable {
         storage = info.storage?.rawValue
         usableCores = info.usableCores
         threadsPerSlot = info.threadsPerSlot
+        protocolVersion = info.protocolVersion
     }
 }
 

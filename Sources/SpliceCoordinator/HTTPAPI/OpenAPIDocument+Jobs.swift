@@ -385,6 +385,10 @@ extension OpenAPIDocument {
         },
         "threadsPerSlot": {
          "type": "integer"
+        },
+        "protocolVersion": {
+         "type": "integer",
+         "description": "The worker-protocol version its session speaks (splice-worker 2 or 3)"
         }
        }
       }

@@ -20,6 +20,7 @@ actor StandbyDesk {
     private let dropLog = LogThrottle()
     private var known: [WorkerIdentity: (peer: StandbyPeer, heard: ContinuousClock.Instant)] = [:]
     private var lastAnswered: [WorkerIdentity: ContinuousClock.Instant] = [:]
+    private var versionRefusals = VersionRefusals()
     private var answer = Standby()
 
     init(endpoint: CoordinatorWorkerEndpoint, logger: Logger) {
@@ -39,7 +40,9 @@ actor StandbyDesk {
     /// Messages from the worker endpoint while standing by.
     func received(_ batch: [Received<WorkerMessage>]) async {
         let now = ContinuousClock.now
-        var replies: [(message: CoordinatorMessage, peer: WirePeer)] = []
+        // Every answer goes in the version the worker spoke (docs/protocol.md, Versions).
+        var replies: [(message: CoordinatorMessage, peer: WirePeer, version: Int?)] = []
+        versionRefusals.prune(now: now)
         for received in batch {
             switch received {
             case .message(let envelope, let peer):
@@ -47,7 +50,9 @@ actor StandbyDesk {
                 let aware: Bool
                 if case .hello(let hello) = envelope.message {
                     aware = hello.standbyAware == true
-                    remember(StandbyPeer(identity: identity, peer: peer, standbyAware: aware), now: now)
+                    remember(StandbyPeer(identity: identity, peer: peer, standbyAware: aware,
+                                         protocolVersion: hello.speaking(envelopeVersion: envelope.version).sessionVersion),
+                             now: now)
                     if !aware, let suppressed = dropLog.admit("older-worker") {
                         logger.info("HELLO from a worker that does not follow standbys: it waits for this one", [
                             "worker": identity.description, "name": hello.workerName, "suppressed": suppressed,
@@ -55,7 +60,8 @@ actor StandbyDesk {
                     }
                 } else if let entry = known[identity] {
                     aware = entry.peer.standbyAware
-                    known[identity] = (StandbyPeer(identity: identity, peer: peer, standbyAware: aware), now)
+                    known[identity] = (StandbyPeer(identity: identity, peer: peer, standbyAware: aware,
+                                                   protocolVersion: entry.peer.protocolVersion), now)
                     // Something other than HELLO: answered at most once a second.
                     if let last = lastAnswered[identity], now - last < .seconds(1) { continue }
                 } else {
@@ -69,13 +75,20 @@ actor StandbyDesk {
                     if let last = lastAnswered[identity], now - last < .seconds(1) { continue }
                     lastAnswered[identity] = now
                     replies.append((.disconnect(Disconnect(reason: .reregister,
-                                                           detail: "this coordinator stands by: send HELLO")), peer))
+                                                           detail: "this coordinator stands by: send HELLO")),
+                                    peer, envelope.version))
                     continue
                 }
                 guard aware else { continue }
                 lastAnswered[identity] = now
-                replies.append((.standby(answer), peer))
+                replies.append((.standby(answer), peer, envelope.version))
             case .rejected(let rejection, let peer):
+                if let identity = WorkerIdentity(peer: peer),
+                   let refusal = versionRefusals.answer(rejection, from: identity, now: now) {
+                    // As the active coordinator answers it: the worker learns which side to upgrade.
+                    replies.append((.disconnect(refusal), peer, rejection.version))
+                    continue
+                }
                 if let suppressed = dropLog.admit(rejection.reason.rawValue) {
                     logger.warning("message dropped", ["reason": rejection.reason.rawValue, "detail": rejection.detail,
                                                        "worker": WorkerIdentity(peer: peer)?.description ?? "unknown",
@@ -96,8 +109,10 @@ actor StandbyDesk {
     /// `epoch`; returns how many were told.
     @discardableResult
     func announce(epoch: Int64) async -> Int {
-        let told = known.values.filter(\.peer.standbyAware).map { (message: CoordinatorMessage.active(Active(epoch: epoch)),
-                                                                   peer: $0.peer.peer) }
+        let told = known.values.filter(\.peer.standbyAware).map {
+            (message: CoordinatorMessage.active(Active(epoch: epoch)), peer: $0.peer.peer,
+             version: Optional($0.peer.protocolVersion))
+        }
         guard !told.isEmpty else { return 0 }
         _ = await endpoint.send(all: told)
         return told.count

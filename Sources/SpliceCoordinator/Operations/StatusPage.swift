@@ -158,7 +158,8 @@ enum StatusPage {
             }
             rows += """
                 <tr class="worker"><td><b>\(escape(worker.name))</b>\
-                <div class="path" title="\(escape(worker.identity))">\(escape(String(worker.identity.prefix(16))))</div></td>\
+                <div class="path" title="\(escape(worker.identity))">\(escape(String(worker.identity.prefix(16))))</div>\
+                <div class="path" title="the worker-protocol version it speaks">protocol \(worker.protocolVersion)</div></td>\
                 <td class="num">\(worker.busy)/\(worker.slots)</td><td>\(segments)</td><td class="num">\(fps)</td>\
                 <td class="\(worker.status == "ok" ? "ok" : "warn")">\(status)</td></tr>
 

@@ -47,6 +47,8 @@ struct StatusReport: Codable, Sendable {
         var identity: String
         var slots: Int
         var busy: Int
+        /// The worker-protocol version its session speaks.
+        var protocolVersion: Int
         var segments: [Segment]
         /// Frames per second of the segments completed over the last minute.
         var framesPerSecond: Double?
@@ -131,7 +133,7 @@ struct StatusReport: Codable, Sendable {
         let running = live.attempts.filter { !$0.reported }
         return Worker(
             name: session.name, identity: session.identity.description, slots: session.slots,
-            busy: min(session.slots, running.count),
+            busy: min(session.slots, running.count), protocolVersion: session.protocolVersion,
             segments: running.map {
                 Worker.Segment(job: $0.attempt.job.description, segment: $0.attempt.segment, attempt: $0.attempt.attempt,
                         fraction: $0.fraction)

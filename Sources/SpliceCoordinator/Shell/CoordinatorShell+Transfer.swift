@@ -55,7 +55,7 @@ extension CoordinatorShell {
         if let ready {
             var assign = assign
             if viaPort { assign.excerpt = ready.offer } else { assign.excerptPath = ready.path }
-            outbox.enqueue(.assign(assign), to: peer, worker: worker)
+            outbox.enqueue(.assign(assign), to: peer, worker: worker, version: protocolVersion(of: worker))
             return
         }
         guard startCut else { return }

@@ -60,12 +60,17 @@ actor CoordinatorShell {
         guard !retired else { return }
         let now = ContinuousClock.now
         for received in batch {
+            // Answers to the sender go back in the version its message came in (docs/protocol.md,
+            // Versions); what the message causes for other workers goes in theirs.
             switch received {
             case .message(let envelope, let peer):
-                guard let message = screenTransfer(envelope.message, from: peer) else { continue }
-                execute(machine.handle(.received(message, from: peer), at: now))
+                guard var message = screenTransfer(envelope.message, from: peer) else { continue }
+                if case .hello(let hello) = message { message = .hello(hello.speaking(envelopeVersion: envelope.version)) }
+                execute(machine.handle(.received(message, from: peer), at: now),
+                        reply: WorkerIdentity(peer: peer).map { ($0, envelope.version) })
             case .rejected(let rejection, let peer):
-                execute(machine.handle(.rejected(rejection, from: peer), at: now))
+                execute(machine.handle(.rejected(rejection, from: peer), at: now),
+                        reply: WorkerIdentity(peer: peer).flatMap { identity in rejection.version.map { (identity, $0) } })
             }
         }
         execute(machine.dispatch(at: now))
@@ -146,7 +151,12 @@ actor CoordinatorShell {
     func standDown(epoch: Int64?, active: String?) -> [StandbyPeer] {
         guard !retired else { return [] }
         let (directives, peers) = machine.standDown(epoch: epoch, active: active)
-        execute(directives)
+        // The sessions are closed by now: each farewell goes in the version its worker spoke.
+        let versions = Dictionary(peers.map { ($0.identity, $0.protocolVersion) }, uniquingKeysWith: { first, _ in first })
+        for directive in directives {
+            guard case .send(_, _, let worker) = directive else { continue }
+            execute(directive, reply: versions[worker].map { (worker, $0) })
+        }
         retired = true
         inFlight.cancelAll()
         return peers
@@ -176,17 +186,20 @@ actor CoordinatorShell {
         execute(machine.dispatch(at: now))
     }
 
-    private func execute(_ directives: [CoordinatorDirective]) {
-        for directive in directives { execute(directive) }
+    /// Carries out `directives`; a send to `reply.worker` goes in `reply.version` (it answers a
+    /// message of that version), any other in the version of its worker's session.
+    private func execute(_ directives: [CoordinatorDirective], reply: (worker: WorkerIdentity, version: Int)? = nil) {
+        for directive in directives { execute(directive, reply: reply) }
     }
 
-    func execute(_ directive: CoordinatorDirective) {
+    func execute(_ directive: CoordinatorDirective, reply: (worker: WorkerIdentity, version: Int)? = nil) {
         guard !retired else { return }
         switch directive {
         case .send(.assign(let assign), let peer, let worker) where transfers.needsExcerpt(assign.attempt.job, worker: worker):
             sendWithExcerpt(assign, to: peer, worker: worker)
         case .send(let message, let peer, let worker):
-            outbox.enqueue(message, to: peer, worker: worker)
+            let version = reply.flatMap { $0.worker == worker ? $0.version : nil } ?? protocolVersion(of: worker)
+            outbox.enqueue(message, to: peer, worker: worker, version: version)
         case .registerWorker(let identity, let name, let slots, let encoders):
             spawn { await self.register(identity, name: name, slots: slots, encoders: encoders) }
         case .commitResult(let result):
@@ -216,6 +229,12 @@ actor CoordinatorShell {
         case .notice(let notice):
             log(notice)
         }
+    }
+
+    /// The version to talk to `worker` in when no message is being answered: its session's (the
+    /// newest when it has none).
+    func protocolVersion(of worker: WorkerIdentity) -> Int {
+        machine.protocolVersion(of: worker) ?? WorkerProtocol.version
     }
 
     /// Runs store work off the actor; counted so a graceful shutdown can wait for it.
@@ -428,6 +447,14 @@ actor CoordinatorShell {
             }
         case .invalidHello(let worker, let detail):
             logger.warning("invalid HELLO", ["worker": worker.description, "detail": detail])
+        case .versionRefused(let worker, let version):
+            let newer = version > WorkerProtocol.version
+            logger.warning("worker refused: it speaks a protocol version this coordinator does not", [
+                "worker": worker.description, "worker_version": version,
+                "coordinator_versions": WorkerProtocol.versions.description,
+                "hint": newer ? "upgrade this coordinator first (docs/deploy.md, Upgrading)"
+                    : "upgrade the worker to this coordinator's release",
+            ])
         case .leaseLost(let worker, let attempt):
             logger.info("lease lost: attempt cancelled", [
                 "job": attempt.job.description, "segment": attempt.segment, "attempt": attempt.attempt,

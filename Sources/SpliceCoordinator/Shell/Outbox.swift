@@ -10,6 +10,8 @@ final class Outbox: Sendable {
         var message: CoordinatorMessage
         var peer: WirePeer
         var worker: WorkerIdentity
+        /// The worker-protocol version to encode it in (the worker's).
+        var version: Int
     }
 
     private struct State {
@@ -22,10 +24,11 @@ final class Outbox: Sendable {
     static let batchLimit = 256
     private let state = Mutex(State())
 
-    func enqueue(_ message: CoordinatorMessage, to peer: WirePeer, worker: WorkerIdentity) {
+    func enqueue(_ message: CoordinatorMessage, to peer: WirePeer, worker: WorkerIdentity,
+                 version: Int = WorkerProtocol.version) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard !state.finished else { return nil }
-            state.queue.append(Outgoing(message: message, peer: peer, worker: worker))
+            state.queue.append(Outgoing(message: message, peer: peer, worker: worker, version: version))
             defer { state.waiter = nil }
             return state.waiter
         }
@@ -49,7 +52,7 @@ final class Outbox: Sendable {
         failed: @Sendable (Outgoing, WireError) async -> Void
     ) async {
         while let batch = await nextBatch() {
-            let results = await endpoint.send(all: batch.map { ($0.message, $0.peer) })
+            let results = await endpoint.send(all: batch.map { ($0.message, $0.peer, $0.version) })
             sent(zip(batch, results).compactMap { outgoing, result in
                 if case .success = result { outgoing.message } else { nil }
             })

@@ -173,6 +173,9 @@ package enum CoordinatorNotice: Hashable, Sendable {
     case dropped(WireRejection, from: WorkerIdentity?)
     /// A HELLO that breaks the protocol (no slots).
     case invalidHello(WorkerIdentity, detail: String)
+    /// A HELLO of a worker-protocol version this build does not speak, answered with DISCONNECT
+    /// (in that version) naming the versions it does.
+    case versionRefused(WorkerIdentity, version: Int)
     /// An ACCEPT or PROGRESS whose lease is gone: the worker is told to stop.
     case leaseLost(WorkerIdentity, SegmentAttempt)
     /// A worker re-registered without an attempt it held.

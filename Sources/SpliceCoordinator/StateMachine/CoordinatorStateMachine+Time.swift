@@ -15,6 +15,7 @@ extension CoordinatorStateMachine {
         // it to every session before judging liveness, or one pause would release every lease.
         let paused = lastTick.map { now - $0 }.flatMap { $0 > policy.heartbeatInterval ? $0 : nil }
         lastTick = now
+        versionRefusals.prune(now: now)
         var seen: [UUID] = []
         var gone: [UUID] = []
         for identity in Array(sessions.identities) {

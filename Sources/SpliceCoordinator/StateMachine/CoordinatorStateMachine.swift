@@ -40,6 +40,8 @@ package struct CoordinatorStateMachine: Sendable {
     var backups: BackupAttempts
     var quarantines: Quarantines
     var results: ResultCommits
+    /// Workers answered lately that they speak a version this build does not.
+    var versionRefusals = VersionRefusals()
     var incarnations: UInt64 = 0
     package internal(set) var shuttingDown = false
     var farewellSent = false
@@ -67,7 +69,7 @@ package struct CoordinatorStateMachine: Sendable {
     package mutating func handle(_ event: CoordinatorEvent, at now: ContinuousClock.Instant) -> [CoordinatorDirective] {
         switch event {
         case .received(let message, let peer): onMessage(message, from: peer, now: now)
-        case .rejected(let rejection, let peer): [.notice(.dropped(rejection, from: WorkerIdentity(peer: peer)))]
+        case .rejected(let rejection, let peer): onRejected(rejection, from: peer, now: now)
         case .workerRegistered(let identity, let workerID): onWorkerRegistered(identity, workerID: workerID, now: now)
         case .workerRefused(let identity, let reason): onWorkerRefused(identity, reason: reason)
         case .registrationFailed(let identity): onRegistrationFailed(identity)
@@ -143,6 +145,22 @@ package struct CoordinatorStateMachine: Sendable {
         return directives
     }
 
+    /// A message the wire layer refused: logged, and a HELLO of a version this build does not speak
+    /// answered with the versions it does (at most once per `VersionRefusals.interval`).
+    private mutating func onRejected(_ rejection: WireRejection, from peer: WirePeer, now: Instant)
+        -> [CoordinatorDirective]
+    {
+        let identity = WorkerIdentity(peer: peer)
+        guard let identity, let refusal = versionRefusals.answer(rejection, from: identity, now: now),
+              let version = rejection.version else {
+            return [.notice(.dropped(rejection, from: identity))]
+        }
+        return [
+            .notice(.versionRefused(identity, version: version)),
+            .send(.disconnect(refusal), to: peer, worker: identity),
+        ]
+    }
+
     // MARK: - Quarantine
 
     /// A worker's refusal of an assignment for a reason of its own (not the segment's): no ASSIGN
@@ -189,7 +207,12 @@ package struct CoordinatorStateMachine: Sendable {
             running: session.held.count, active: session.phase == .active, silent: session.silent,
             quarantineRemaining: quarantine.map { $0.until - now }, quarantineReason: quarantine?.reason,
             usableCores: session.registration.usableCores, threadsPerSlot: session.registration.threadsPerSlot,
-            metricsEndpoint: session.registration.metricsEndpoint)
+            metricsEndpoint: session.registration.metricsEndpoint, protocolVersion: session.protocolVersion)
+    }
+
+    /// The worker-protocol version `identity`'s session speaks; nil when it has none.
+    package func protocolVersion(of identity: WorkerIdentity) -> Int? {
+        sessions[identity]?.protocolVersion
     }
 
     /// This coordinator is no longer the active one (its lease ran out, or another took over):
@@ -202,7 +225,8 @@ package struct CoordinatorStateMachine: Sendable {
         var peers: [StandbyPeer] = []
         for session in sessions.all {
             let aware = session.registration.standbyAware == true
-            peers.append(StandbyPeer(identity: session.identity, peer: session.peer, standbyAware: aware))
+            peers.append(StandbyPeer(identity: session.identity, peer: session.peer, standbyAware: aware,
+                                     protocolVersion: session.protocolVersion))
             let message: CoordinatorMessage = aware
                 ? .standby(Standby(epoch: epoch, active: active))
                 : .disconnect(Disconnect(reason: .shutdown, detail: "this coordinator is no longer the active one"))

@@ -330,13 +330,17 @@ public struct WorkerInfo: Codable, Sendable, Hashable {
     public var usableCores: Int?
     public var threadsPerSlot: Int?
     public var metricsEndpoint: String?
+    /// The worker-protocol version its current session speaks (2: a worker one release older than
+    /// a coordinator of version 3); nil when not connected, or from an older coordinator.
+    public var protocolVersion: Int?
 
     public init(
         publicKey: CurvePublicKey, name: String?, enrolled: Bool, connected: Bool, slots: Int?, running: Int,
         lastSeenAtMilliseconds: Int64?, quarantineRemainingMilliseconds: Int? = nil, quarantineReason: String? = nil,
         storage: WorkerStorage? = nil, bytesIn: Int64? = nil, bytesOut: Int64? = nil, usableCores: Int? = nil,
-        threadsPerSlot: Int? = nil, metricsEndpoint: String? = nil
+        threadsPerSlot: Int? = nil, metricsEndpoint: String? = nil, protocolVersion: Int? = nil
     ) {
+        self.protocolVersion = protocolVersion
         self.publicKey = publicKey
         self.name = name
         self.enrolled = enrolled

@@ -65,19 +65,22 @@ public final class MessageEndpoint<Inbound: WireMessage, Outbound: WireMessage>:
         return nil
     }
 
-    /// Sends `message` to `peer` (see `WireEndpoint.send(_:to:)` for the checks and errors).
-    public func send(_ message: Outbound, to peer: WirePeer = .upstream, requestID: String? = nil) async throws(WireError) {
-        try await wire.send(codec.encode(message, requestID: requestID), to: peer)
+    /// Sends `message` to `peer` (see `WireEndpoint.send(_:to:)` for the checks and errors), in
+    /// protocol `version` (nil: the newest this build speaks).
+    public func send(
+        _ message: Outbound, to peer: WirePeer = .upstream, requestID: String? = nil, version: Int? = nil
+    ) async throws(WireError) {
+        try await wire.send(codec.encode(message, requestID: requestID, version: version), to: peer)
     }
 
     /// Sends several messages in order with one hand-off to the socket thread; one answer each,
-    /// in order (a message that cannot be encoded fails alone).
-    public func send(all messages: [(message: Outbound, peer: WirePeer)]) async -> [Result<Void, WireError>] {
+    /// in order (a message that cannot be encoded — in its `version`, nil for the newest — fails alone).
+    public func send(all messages: [(message: Outbound, peer: WirePeer, version: Int?)]) async -> [Result<Void, WireError>] {
         var results: [Result<Void, WireError>?] = []
         var encoded: [(frames: [Data], peer: WirePeer)] = []
-        for (message, peer) in messages {
+        for (message, peer, version) in messages {
             do throws(WireError) {
-                encoded.append((try codec.encode(message), peer))
+                encoded.append((try codec.encode(message, version: version), peer))
                 results.append(nil)
             } catch {
                 results.append(.failure(error))
@@ -92,11 +95,11 @@ public final class MessageEndpoint<Inbound: WireMessage, Outbound: WireMessage>:
         try await wire.send(codec.encode(message, requestID: requestID), toKey: key)
     }
 
-    /// Ends the live sessions of `key`, sending them `farewell` (e.g. DISCONNECT `revoked`).
-    /// See `WireEndpoint.disconnect(key:farewell:)`.
+    /// Ends the live sessions of `key`, sending them `farewell` (e.g. DISCONNECT `revoked`) in
+    /// protocol `version` (nil: the newest). See `WireEndpoint.disconnect(key:farewell:)`.
     @discardableResult
-    public func disconnect(key: CurvePublicKey, farewell: Outbound? = nil) async -> Int {
-        let frames = farewell.flatMap { try? codec.encode($0) }
+    public func disconnect(key: CurvePublicKey, farewell: Outbound? = nil, version: Int? = nil) async -> Int {
+        let frames = farewell.flatMap { try? codec.encode($0, version: version) }
         return await wire.disconnect(key: key, farewell: frames)
     }
 

@@ -16,17 +16,37 @@ public struct WireCodec: Sendable {
 
     // MARK: - Encoding
 
-    /// The frames for `message`, with an optional request id in the envelope.
-    public func encode<M: WireMessage>(_ message: M, requestID: String? = nil) throws(WireError) -> [Data] {
+    /// The frames for `message`, with an optional request id in the envelope, in protocol `version`
+    /// (nil: the newest this build speaks). Throws `.encoding` for a version this build does not
+    /// speak, or one older than the message type (`since`): a peer of that version could not read it.
+    /// A frozen type (DISCONNECT) goes in any version, so a peer of another release hears why it is
+    /// refused, in its own version.
+    public func encode<M: WireMessage>(_ message: M, requestID: String? = nil, version: Int? = nil) throws(WireError)
+        -> [Data]
+    {
+        let type = Swift.type(of: message.body).messageType
+        let version = version ?? M.protocolVersion
+        if version != M.protocolVersion {
+            let entry = M.catalogue.entries[type]
+            let speaks = M.protocolVersions.contains(version) || entry?.frozenSince != nil
+            guard speaks, version >= 1 else {
+                throw WireError(.encoding, "cannot encode \(type) in \(M.protocolName) \(version): this build speaks "
+                                + "\(M.protocolVersions.lowerBound)…\(M.protocolVersions.upperBound)")
+            }
+            guard version >= (entry?.since ?? 1) else {
+                throw WireError(.encoding, "cannot encode \(type) in \(M.protocolName) \(version): the type is new "
+                                + "in version \(entry?.since ?? 1), which the peer does not speak")
+            }
+        }
         let data: Data
         do {
-            data = Data(try JSON.encode(EncodingBox(message: message, requestID: requestID)))
+            data = Data(try JSON.encode(EncodingBox(message: message, requestID: requestID, version: version)))
         } catch {
-            throw WireError(.encoding, "cannot encode \(type(of: message.body).messageType): \(error)")
+            throw WireError(.encoding, "cannot encode \(type): \(error)")
         }
         guard data.count <= maxMessageBytes else {
             throw WireError(
-                .messageTooLarge, "\(type(of: message.body).messageType) is \(data.count) bytes, over the \(maxMessageBytes)-byte limit")
+                .messageTooLarge, "\(type) is \(data.count) bytes, over the \(maxMessageBytes)-byte limit")
         }
         return [data]
     }
@@ -45,7 +65,7 @@ public struct WireCodec: Sendable {
         }
         do {
             let box = try JSON.decode(DecodingBox<M>.self, from: frame)
-            return .success(Envelope(box.message, requestID: box.requestID))
+            return .success(Envelope(box.message, requestID: box.requestID, version: box.version))
         } catch let rejection as WireRejection {
             return .failure(rejection)
         } catch {
@@ -57,6 +77,7 @@ public struct WireCodec: Sendable {
 private struct EncodingBox<M: WireMessage>: Encodable {
     let message: M
     let requestID: String?
+    let version: Int
 
     func encode(to encoder: any Encoder) throws {
         // In key order, which is the order on the wire (it spares the writer a reordering).
@@ -65,7 +86,7 @@ private struct EncodingBox<M: WireMessage>: Encodable {
         try container.encodeIfPresent(requestID, forKey: .id)
         try container.encode(M.protocolName, forKey: .protocol)
         try container.encode(type(of: message.body).messageType, forKey: .type)
-        try container.encode(M.protocolVersion, forKey: .version)
+        try container.encode(version, forKey: .version)
     }
 }
 
@@ -74,6 +95,7 @@ private struct EncodingBox<M: WireMessage>: Encodable {
 private struct DecodingBox<M: WireMessage>: Decodable {
     let message: M
     let requestID: String?
+    let version: Int
 
     init(from decoder: any Decoder) throws {
         let container: KeyedDecodingContainer<EnvelopeKey>
@@ -102,16 +124,28 @@ private struct DecodingBox<M: WireMessage>: Decodable {
         guard let version = try? container.decode(Int.self, forKey: .version) else {
             throw reject(.garbled, "no `version` number")
         }
-        guard version == M.protocolVersion else {
-            throw reject(.unsupportedVersion,
-                         "`version` is \(version); this build speaks \(M.protocolName) \(M.protocolVersion)")
+        self.version = version
+        // The type is read before the version is judged, so a refusal of the version can say
+        // what it refused (a coordinator answers a HELLO of a release it does not speak).
+        let type = try? container.decode(String.self, forKey: .type)
+        let entry = type.flatMap { M.catalogue.entries[$0] }
+        let frozen = entry?.frozenSince.map { version >= $0 } ?? false
+        guard M.protocolVersions.contains(version) || frozen else {
+            let speaks = M.protocolVersions.count == 1 ? "\(M.protocolVersion)"
+                : "\(M.protocolVersions.lowerBound)…\(M.protocolVersions.upperBound)"
+            throw WireRejection(.unsupportedVersion, "`version` is \(version); this build speaks \(M.protocolName) \(speaks)",
+                                requestID: requestID, version: version, messageType: type.map { String($0.prefix(64)) })
         }
-        guard let type = try? container.decode(String.self, forKey: .type) else {
+        guard let type else {
             throw reject(.garbled, "no `type`")
         }
-        guard let entry = M.catalogue.entries[type] else {
+        guard let entry else {
             throw reject(.unknownType, "`type` \(type.prefix(64)) is not one of "
                          + M.catalogue.messageTypes.joined(separator: ", "))
+        }
+        guard version >= entry.since else {
+            throw reject(.unknownType, "`type` \(type) is new in \(M.protocolName) \(entry.since); the envelope says "
+                         + "version \(version), which does not have it")
         }
         do {
             message = try entry.decode(container)

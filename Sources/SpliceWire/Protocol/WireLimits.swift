@@ -50,6 +50,8 @@ public enum WireLimits {
     public static let transferSession: ClosedRange<Int> = 1...Int(Int32.max)
     /// A coordinator leadership epoch (WELCOME, STANDBY, ACTIVE): 1 and up.
     public static let epoch: ClosedRange<Int64> = 1...(1 << 62)
+    /// A worker-protocol version (HELLO `protocolVersions`, DISCONNECT `versions`).
+    public static let protocolVersion: ClosedRange<Int> = 1...1_000_000
     /// How many jobs a LIST may ask for (absent: 50).
     public static let listLimit: ClosedRange<Int> = 1...1000
 
@@ -82,9 +84,25 @@ extension Hello {
             WireLimits.check("slots", slots, WireLimits.slots),
             usableCores.flatMap { WireLimits.check("usableCores", $0, WireLimits.cores) },
             threadsPerSlot.flatMap { WireLimits.check("threadsPerSlot", $0, WireLimits.cores) },
+            protocolVersions.flatMap { $0.rangeViolation("protocolVersions") },
             running.lazy.compactMap { $0.rangeViolation() }.first,
             finished.lazy.compactMap { $0.rangeViolation() }.first,
             failed.lazy.compactMap { $0.rangeViolation() }.first)
+    }
+}
+
+extension ProtocolVersions {
+    func rangeViolation(_ name: String) -> String? {
+        WireLimits.first(
+            WireLimits.check("\(name).oldest", oldest, WireLimits.protocolVersion),
+            WireLimits.check("\(name).newest", newest, WireLimits.protocolVersion),
+            oldest <= newest ? nil : "`\(name)` is \(oldest)…\(newest): oldest after newest")
+    }
+}
+
+extension Disconnect {
+    public func rangeViolation() -> String? {
+        versions.flatMap { $0.rangeViolation("versions") }
     }
 }
 

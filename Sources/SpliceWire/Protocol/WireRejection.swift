@@ -13,7 +13,8 @@ public struct WireRejection: Error, Sendable, Hashable, CustomStringConvertible 
         case garbled = "garbled"
         /// The envelope names another protocol.
         case wrongProtocol = "wrong-protocol"
-        /// The envelope's protocol version is not the one this build speaks.
+        /// The envelope's protocol version is not one this build speaks (`version` says which it
+        /// was: a coordinator answers a worker's with DISCONNECT naming both).
         case unsupportedVersion = "unsupported-version"
         /// The type is unknown, or not one this side accepts.
         case unknownType = "unknown-type"
@@ -38,11 +39,18 @@ public struct WireRejection: Error, Sendable, Hashable, CustomStringConvertible 
     /// The envelope's request id (`id`), when it could be read: a client API endpoint answers the
     /// rejection with an `ERROR` carrying it, so a client bug does not look like a dead server.
     public let requestID: String?
+    /// The envelope's `version` and `type`, when they could be read (an `unsupported-version`
+    /// HELLO is answered with the versions the receiver speaks).
+    public let version: Int?
+    public let messageType: String?
 
-    public init(_ reason: Reason, _ detail: String, requestID: String? = nil) {
+    public init(_ reason: Reason, _ detail: String, requestID: String? = nil, version: Int? = nil,
+                messageType: String? = nil) {
         self.reason = reason
         self.detail = detail
         self.requestID = requestID
+        self.version = version
+        self.messageType = messageType
     }
 
     public var description: String { "\(reason.rawValue): \(detail)" }

@@ -45,12 +45,18 @@ public struct Hello: MessageBody, Hashable {
     /// it ACTIVE once it takes over. Absent from older workers, which a standby leaves unanswered
     /// (they say HELLO again until the coordinator they know is active).
     public var standbyAware: Bool?
+    /// The worker-protocol versions the worker speaks (version 3 on; absent from a version-2
+    /// worker, which speaks only 2). The HELLO goes in the newest of them; the coordinator answers
+    /// in the newest both speak, or refuses with DISCONNECT `unsupported-version`.
+    public var protocolVersions: ProtocolVersions?
 
     public init(
         workerName: String, slots: Int, encoders: [String], running: [SegmentAttempt] = [], finished: [Complete] = [],
         failed: [Fail] = [], software: String = "", storage: WorkerStorage? = nil, usableCores: Int? = nil,
-        threadsPerSlot: Int? = nil, metricsEndpoint: String? = nil, standbyAware: Bool? = nil
+        threadsPerSlot: Int? = nil, metricsEndpoint: String? = nil, standbyAware: Bool? = nil,
+        protocolVersions: ProtocolVersions? = nil
     ) {
+        self.protocolVersions = protocolVersions
         self.standbyAware = standbyAware
         self.workerName = workerName
         self.slots = slots
@@ -290,7 +296,10 @@ public struct Heartbeat: MessageBody, Hashable {
 }
 
 /// DISCONNECT (both ways): the session ends. A worker receiving `reregister` says HELLO again;
-/// `revoked` means its key was revoked: it must stop (it will be refused on reconnect).
+/// `revoked` means its key was revoked: it must stop (it will be refused on reconnect);
+/// `unsupported-version` that the coordinator does not speak the worker's version: it waits and
+/// says HELLO again now and then (one side is being upgraded). Its shape is frozen from version 3
+/// on: every later version reads a DISCONNECT of any version from 3 up.
 public struct Disconnect: MessageBody, Hashable {
     public static let messageType = "DISCONNECT"
 
@@ -301,16 +310,24 @@ public struct Disconnect: MessageBody, Hashable {
         case revoked
         /// The coordinator does not know this session (e.g. it restarted): send HELLO.
         case reregister
-        /// The peer broke the protocol (unexpected or malformed message).
+        /// The peer broke the protocol (unexpected or malformed message). Also the reason a
+        /// coordinator gives a worker too old to know `unsupported-version` (version 2 and older).
         case protocolError = "protocol-error"
+        /// The coordinator does not speak the worker's protocol version; `versions` says which it
+        /// does (version 3 on).
+        case unsupportedVersion = "unsupported-version"
     }
 
     public var reason: Reason
     public var detail: String
+    /// With `unsupported-version` (and the `protocol-error` that stands for it to older workers):
+    /// the versions the coordinator speaks.
+    public var versions: ProtocolVersions?
 
-    public init(reason: Reason, detail: String = "") {
+    public init(reason: Reason, detail: String = "", versions: ProtocolVersions? = nil) {
         self.reason = reason
         self.detail = detail
+        self.versions = versions
     }
 }
 

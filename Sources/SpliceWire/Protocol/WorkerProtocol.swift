@@ -2,9 +2,39 @@ public import SpliceCore
 
 /// The worker protocol: the messages between the coordinator's worker endpoint (ROUTER, CURVE
 /// server) and the worker daemons (DEALER, CURVE client). See docs/protocol.md.
+///
+/// Version 3 (this build) adds version negotiation to version 2: HELLO says which versions the
+/// worker speaks (`protocolVersions`), a coordinator answers in the version its worker speaks,
+/// and one that speaks neither answers DISCONNECT naming its own versions, which every version
+/// from 3 on reads. A coordinator of this build accepts workers of version 2 and 3; its workers
+/// speak 3 (docs/protocol.md, Versions; docs/deploy.md, Upgrading).
 public enum WorkerProtocol {
     public static let name = "splice-worker"
-    public static let version = 2
+    /// The newest version: what this build's workers speak, and its coordinator's first choice.
+    public static let version = 3
+    /// The oldest version this build's coordinator still accepts: a worker one release older.
+    public static let oldestVersion = 2
+    /// What this build's coordinator speaks, as its version refusals say it.
+    public static let versions = ProtocolVersions(oldest: oldestVersion, newest: version)
+    /// What this build's worker speaks, as its HELLO says it: only the newest version (a worker
+    /// is upgraded after its coordinator, docs/deploy.md).
+    public static let workerVersions = ProtocolVersions(oldest: version, newest: version)
+}
+
+/// A range of worker-protocol versions (HELLO `protocolVersions`, DISCONNECT `versions`).
+public struct ProtocolVersions: Hashable, Sendable, Codable, CustomStringConvertible {
+    public var oldest: Int
+    public var newest: Int
+
+    public init(oldest: Int, newest: Int) {
+        self.oldest = oldest
+        self.newest = newest
+    }
+
+    /// `2…3`, or `3` for one.
+    public var description: String { oldest == newest ? "\(newest)" : "\(oldest)…\(newest)" }
+
+    public func contains(_ version: Int) -> Bool { oldest <= version && version <= newest }
 }
 
 /// One attempt at one segment. Every worker→coordinator segment message carries it, so the
@@ -43,6 +73,7 @@ public enum WorkerMessage: WireMessage, Hashable {
 
     public static let protocolName = WorkerProtocol.name
     public static let protocolVersion = WorkerProtocol.version
+    public static let oldestProtocolVersion = WorkerProtocol.oldestVersion
     public static let catalogue = MessageCatalogue<WorkerMessage>([
         .body(Hello.self, WorkerMessage.hello),
         .body(Accept.self, WorkerMessage.accept),
@@ -50,8 +81,8 @@ public enum WorkerMessage: WireMessage, Hashable {
         .body(Complete.self, WorkerMessage.complete),
         .body(Fail.self, WorkerMessage.fail),
         .body(Heartbeat.self, WorkerMessage.heartbeat),
-        .body(Disconnect.self, WorkerMessage.disconnect),
-        .body(Join.self, WorkerMessage.join),
+        .body(Disconnect.self, frozenSince: 3, WorkerMessage.disconnect),
+        .body(Join.self, since: 3, WorkerMessage.join),
     ])
 
     /// What a session admitted on probation (its key not enrolled yet) may send: JOIN alone.
@@ -87,16 +118,17 @@ public enum CoordinatorMessage: WireMessage, Hashable {
 
     public static let protocolName = WorkerProtocol.name
     public static let protocolVersion = WorkerProtocol.version
+    public static let oldestProtocolVersion = WorkerProtocol.oldestVersion
     public static let catalogue = MessageCatalogue<CoordinatorMessage>([
         .body(Welcome.self, CoordinatorMessage.welcome),
         .body(Assign.self, CoordinatorMessage.assign),
         .body(Cancel.self, CoordinatorMessage.cancel),
         .body(Ack.self, CoordinatorMessage.ack),
         .body(Heartbeat.self, CoordinatorMessage.heartbeat),
-        .body(Disconnect.self, CoordinatorMessage.disconnect),
+        .body(Disconnect.self, frozenSince: 3, CoordinatorMessage.disconnect),
         .body(Standby.self, CoordinatorMessage.standby),
         .body(Active.self, CoordinatorMessage.active),
-        .body(Joined.self, CoordinatorMessage.joined),
+        .body(Joined.self, since: 3, CoordinatorMessage.joined),
     ])
 
     public var body: any MessageBody {

@@ -33,16 +33,19 @@ struct WorkersCommand: ClientCommand {
         return .success
     }
 
-    /// One row per worker: key, name, whether enrolled and connected, slots, the cores it may use
-    /// and the encoder threads per slot, running segments, its operations endpoint, last seen, and
-    /// a quarantine (how long it lasts, and the refusal behind it) when there is one.
+    /// One row per worker: key, name, whether enrolled and connected, the worker-protocol version
+    /// its session speaks, slots, the cores it may use and the encoder threads per slot, running
+    /// segments, its operations endpoint, last seen, and a quarantine (how long it lasts, and the
+    /// refusal behind it) when there is one.
     static func table(_ workers: [WorkerInfo]) -> TextTable {
-        var table = TextTable(headers: ["KEY", "NAME", "ENROLLED", "CONNECTED", "SLOTS", "CORES", "THREADS/SLOT",
-                                        "RUNNING", "MODE", "IN/OUT", "METRICS", "LAST SEEN (UTC)", "QUARANTINE"])
+        var table = TextTable(headers: ["KEY", "NAME", "ENROLLED", "CONNECTED", "PROTOCOL", "SLOTS", "CORES",
+                                        "THREADS/SLOT", "RUNNING", "MODE", "IN/OUT", "METRICS", "LAST SEEN (UTC)",
+                                        "QUARANTINE"])
         for worker in workers {
             table.rows.append([
                 worker.publicKey.z85, worker.name ?? "-", worker.enrolled ? "yes" : "revoked",
-                worker.connected ? "yes" : "no", worker.slots.map(String.init) ?? "-",
+                worker.connected ? "yes" : "no", worker.protocolVersion.map(String.init) ?? "-",
+                worker.slots.map(String.init) ?? "-",
                 worker.usableCores.map(String.init) ?? "-", worker.threadsPerSlot.map(String.init) ?? "-",
                 String(worker.running), worker.storage?.rawValue ?? "-", transferred(worker),
                 worker.metricsEndpoint ?? "-", ClusterText.time(millisecondsSinceEpoch: worker.lastSeenAtMilliseconds),

@@ -8,10 +8,14 @@ package struct StandbyPeer: Sendable, Hashable {
     /// The return address of its latest message.
     package var peer: WirePeer
     package var standbyAware: Bool
+    /// The worker-protocol version it speaks (STANDBY and ACTIVE go to it in that version).
+    package var protocolVersion: Int
 
-    package init(identity: WorkerIdentity, peer: WirePeer, standbyAware: Bool) {
+    package init(identity: WorkerIdentity, peer: WirePeer, standbyAware: Bool,
+                 protocolVersion: Int = WorkerProtocol.version) {
         self.identity = identity
         self.peer = peer
         self.standbyAware = standbyAware
+        self.protocolVersion = protocolVersion
     }
 }

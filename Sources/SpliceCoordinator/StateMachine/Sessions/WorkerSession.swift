@@ -95,6 +95,11 @@ struct WorkerSession: Sendable {
     /// Whether it runs an attempt that has not reported yet.
     var isRunningSomething: Bool { held.count > reportedCount }
 
+    /// The worker-protocol version the coordinator speaks to it: the newest its HELLO names
+    /// (the shell fills a version-2 HELLO's, which names none, from its envelope) that this build
+    /// speaks too.
+    var protocolVersion: Int { registration.sessionVersion }
+
     // MARK: - Changed by the session table only
 
     /// Holds `attempt` (replacing what it held under that token); what it replaced.
@@ -142,4 +147,21 @@ public struct WorkerSessionSnapshot: Hashable, Sendable {
     public var usableCores: Int?
     public var threadsPerSlot: Int?
     public var metricsEndpoint: String?
+    /// The worker-protocol version the session speaks (2: a worker one release older).
+    public var protocolVersion: Int = WorkerProtocol.version
+}
+
+extension Hello {
+    /// This HELLO as a coordinator registers it: a HELLO without `protocolVersions` (a version-2
+    /// worker's) speaks only the version of the envelope it came in.
+    func speaking(envelopeVersion version: Int) -> Hello {
+        guard protocolVersions == nil else { return self }
+        var hello = self
+        hello.protocolVersions = ProtocolVersions(oldest: version, newest: version)
+        return hello
+    }
+
+    /// The version a coordinator of this build talks in to the worker that sent this HELLO: the
+    /// newest both speak.
+    var sessionVersion: Int { min(protocolVersions?.newest ?? WorkerProtocol.version, WorkerProtocol.version) }
 }
