@@ -215,7 +215,7 @@ struct ClientCommandTests {
             case .cancel(let cancel): [.reply(.cancelled(JobCancelled(job: cancel.job, state: .cancelled)))]
             case .workers: [.reply(.workers(WorkerList(workers: [WorkerInfo(
                 publicKey: key, name: "w1", enrolled: true, connected: true, slots: 2, running: 1,
-                lastSeenAtMilliseconds: 1_796_059_201_250)])))]
+                lastSeenAtMilliseconds: 1_796_059_201_250, protocolVersion: 3)])))]
             case .enroll(let enroll):
                 [.reply(.workerKey(WorkerKeyChanged(publicKey: enroll.publicKey, enrolled: true)))]
             case .revoke(let revoke):
@@ -271,7 +271,7 @@ struct ClientCommandTests {
         let malformed = try await SpliceProcess.run(["status", "job-1"], environment: environment)
         #expect(malformed.status != 0 && malformed.stderr.contains("a job id"), "\(malformed.stderr)")
         #expect(server.requests.count == before)
-        #expect(try await run("workers").stdout.contains(key.z85 + "  w1    yes       yes        2      -      -             1"))
+        #expect(try await run("workers").stdout.contains(key.z85 + "  w1    yes       yes        3         2      -      -             1"))
         #expect(try await run("workers", "enroll", key.z85, "--name", "w1").stdout
             == "enrolled worker key \(key) (w1)\n")
         #expect(try await run("workers", "revoke", key.z85).stdout
