@@ -30,9 +30,16 @@ struct TransferFaultTests {
         #expect(await eventually(within: .seconds(60)) { proxy.landed(.toClient) },
                 "no excerpt chunk went through the proxy\n\(cluster.logs)")
         // Exactly mid-download: the fetch's unfinished file is in scratch, the excerpt itself is not.
-        let inScratch = try FileManager.default.contentsOfDirectory(atPath: scratch.path)
-        let halfDownloaded = inScratch.filter { $0.hasPrefix(".x-") && $0.hasSuffix(".partial") }
-        #expect(!halfDownloaded.isEmpty, "scratch: \(inScratch)")
+        // (Looked for until it is seen: a fetch held past its 5 s stall timeout removes its file and
+        // asks again, so on a loaded machine a single look can fall between two of them.)
+        var inScratch: [String] = []
+        var halfDownloaded: [String] = []
+        let seen = await eventually(within: .seconds(30)) {
+            inScratch = (try? FileManager.default.contentsOfDirectory(atPath: scratch.path)) ?? []
+            halfDownloaded = inScratch.filter { $0.hasPrefix(".x-") && $0.hasSuffix(".partial") }
+            return !halfDownloaded.isEmpty
+        }
+        #expect(seen && !halfDownloaded.isEmpty, "scratch: \(inScratch)")
         #expect(!inScratch.contains { $0.hasPrefix("x-") }, "a whole excerpt arrived: \(inScratch)")
         #expect(!victim.process.output.contains("segment encoded"), "\(victim.process.output)")
         victim.process.signal(SIGKILL)
