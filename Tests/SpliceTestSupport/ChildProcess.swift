@@ -14,16 +14,18 @@ import Glibc
 /// test process exits.
 public final class ChildProcess: Sendable {
     private let handle: Process
+    private let exit: ChildExit
     /// Where its standard error goes.
     public let log: URL
 
     private init(handle: Process, log: URL) {
         self.handle = handle
+        self.exit = ChildExit(handle)
         self.log = log
     }
 
     deinit {
-        if handle.isRunning { kill(handle.processIdentifier, SIGKILL) }  // SIGKILL ends a stopped one too
+        if !exit.hasExited { kill(handle.processIdentifier, SIGKILL) }  // SIGKILL ends a stopped one too
     }
 
     private static let running = Mutex<[Int32]>([])
@@ -84,7 +86,7 @@ public final class ChildProcess: Sendable {
     }
 
     /// Whether it has not exited yet (a stopped process is running).
-    public var isRunning: Bool { handle.isRunning }
+    public var isRunning: Bool { !exit.hasExited }
 
     /// The process id (for messages; signal it with ``signal(_:)``).
     public var pid: Int32 { handle.processIdentifier }
@@ -97,12 +99,7 @@ public final class ChildProcess: Sendable {
 
     /// Waits (polling) for the process to end; its exit status, or nil after `timeout`.
     public func exitStatus(within timeout: Duration = .seconds(30)) async -> (status: Int32, signalled: Bool)? {
-        let deadline = ContinuousClock.now + timeout
-        while handle.isRunning {
-            guard ContinuousClock.now < deadline else { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return (handle.terminationStatus, handle.terminationReason == .uncaughtSignal)
+        await exit.wait(within: timeout).map { ($0.code, $0.signalled) }
     }
 }
 

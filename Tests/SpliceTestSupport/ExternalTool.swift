@@ -64,6 +64,7 @@ public enum ExternalTool {
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        let exit = ChildExit(process)
         // Read both pipes concurrently so a chatty process cannot block on a full pipe.
         let errData = LockedBox(Data())
         let group = DispatchGroup()
@@ -74,10 +75,9 @@ public enum ExternalTool {
         }
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         group.wait()
-        process.waitUntilExit()
-        return Output(status: process.terminationStatus, stdout: outData,
-                      stderr: String(decoding: errData.value, as: UTF8.self),
-                      exitedNormally: process.terminationReason == .exit)
+        let ended = exit.waitBlocking()
+        return Output(status: ended.code, stdout: outData, stderr: String(decoding: errData.value, as: UTF8.self),
+                      exitedNormally: !ended.signalled)
     }
 
     /// ``check(_:_:)`` on the calling thread (for code already off the pool).

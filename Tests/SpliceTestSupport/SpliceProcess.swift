@@ -16,6 +16,7 @@ public final class SpliceProcess: @unchecked Sendable {
     }
 
     private let process: Process
+    private let exit: ChildExit
     private let out = OutputBuffer()
     private let err = OutputBuffer()
 
@@ -37,6 +38,7 @@ public final class SpliceProcess: @unchecked Sendable {
         stdout.fileHandleForReading.readabilityHandler = { [out] handle in Self.collect(handle, into: out) }
         stderr.fileHandleForReading.readabilityHandler = { [err] handle in Self.collect(handle, into: err) }
         try process.run()
+        exit = ChildExit(process)
     }
 
     /// Appends what `handle` has; at end of file (empty read) stops reading it.
@@ -56,7 +58,7 @@ public final class SpliceProcess: @unchecked Sendable {
     public var stderrText: String { err.text }
 
     /// Whether it is still running.
-    public var isRunning: Bool { process.isRunning }
+    public var isRunning: Bool { !exit.hasExited }
 
     /// Waits until standard error contains `text`; false after `timeout`.
     public func waitForStderr(containing text: String, within timeout: Duration = .seconds(10)) async -> Bool {
@@ -70,18 +72,18 @@ public final class SpliceProcess: @unchecked Sendable {
 
     /// Waits for the process to exit; after `timeout` it is killed and an issue is recorded.
     public func finish(within timeout: Duration) async -> Result {
-        if !(await eventually(within: timeout) { !self.process.isRunning }) {
+        var ended = await exit.wait(within: timeout)
+        if ended == nil {
             Issue.record("splice \(process.arguments ?? []) did not finish within \(timeout); killed")
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            ended = await exit.wait(within: .seconds(30))
         }
-        process.waitUntilExit()
         // Let the readability handlers take what is left in the pipes.
         try? await Task.sleep(for: .milliseconds(50))
         for pipe in [process.standardOutput, process.standardError].compactMap({ $0 as? Pipe }) {
             pipe.fileHandleForReading.readabilityHandler = nil
         }
-        return Result(status: process.terminationStatus, stdout: out.text, stderr: err.text)
+        return Result(status: ended?.code ?? -1, stdout: out.text, stderr: err.text)
     }
 
     /// The job id `splice submit` names on standard error (`job ID submitted; waiting…`).
