@@ -208,23 +208,42 @@ def idempotency():
     check(tenant.status_code == 201 and tenant.json()["id"] != first.json()["id"],
           "another token's same key makes its own job: " + describe(tenant))
 
-    # In flight: the jobs table locked, so the first request waits at its INSERT.
-    lock = subprocess.Popen(["psql", CONFIG["database"], "-q", "-c",
-                             "BEGIN; LOCK TABLE jobs IN SHARE ROW EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT;"],
-                            stdout=subprocess.DEVNULL)
-    time.sleep(1)
+    # In flight: the jobs table locked, so the first request waits at its INSERT. Each step waits
+    # for the database to show the one before it (the lock granted, the request waiting on it), and
+    # the lock is let go only after the second answer: on a loaded machine fixed sleeps raced it.
+    def scalar(sql):
+        return subprocess.run(["psql", CONFIG["database"], "-qtAc", sql], capture_output=True, text=True).stdout.strip()
+
+    def wait_until(condition, what, seconds=30):
+        deadline = time.monotonic() + seconds
+        while not condition():
+            if time.monotonic() > deadline:
+                raise SystemExit("FAILED: waited %d s for %s" % (seconds, what))
+            time.sleep(0.05)
+
+    lock = subprocess.Popen(["psql", CONFIG["database"], "-q"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            text=True)
+    lock.stdin.write("BEGIN; LOCK TABLE jobs IN SHARE ROW EXCLUSIVE MODE;\n")
+    lock.stdin.flush()
+    wait_until(lambda: scalar("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                              "WHERE c.relname = 'jobs' AND l.mode = 'ShareRowExclusiveLock' AND l.granted") == "1",
+               "the jobs table to be locked")
     answers = {}
     racing = dict(body, output=os.path.join(CONFIG["outputs"], "idem-4.mp4"), reference="idem-race")
     thread = threading.Thread(target=lambda: answers.setdefault("first", requests.post(
         url("/v1/jobs"), json=racing, headers=headers("full", **{"Idempotency-Key": "idem-2"}), timeout=60)))
     thread.start()
-    time.sleep(1)
+    wait_until(lambda: scalar("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                              "AND datname = current_database()") != "0",
+               "the first request to wait on the lock")
     second = requests.post(url("/v1/jobs"), json=racing, headers=headers("full", **{"Idempotency-Key": "idem-2"}),
                            timeout=30)
     check(is_problem(second, 409, "idempotency-key-in-use", "Idempotency-Key") and second.headers.get("Retry-After"),
           "the same key while the first request is in flight: 409: " + describe(second))
-    thread.join()
+    lock.stdin.write("COMMIT;\n")
+    lock.stdin.close()
     lock.wait()
+    thread.join()
     check(answers["first"].status_code == 201, "the first request then completes: 201")
 
     # Cancel them all, and page through the list.
