@@ -9,6 +9,7 @@ let usage = "usage: splice-bench export [runs] | transcode [runs] | store [optio
     + " | failover [--kills N] [--leader-lease-seconds S] [--workers N]"
     + " | prune [--jobs N] [--segments N] [--events N] [--batch N] [--fast]"
     + " | scaling [runs] [--codec x264|x265|svt|vp9|aom]… [--lanes N] [--seconds N] [--size WxH]"
+    + " | codecs [runs] [--codec x264|x265|svt|vp9|aom]… [--jobs N] [--segment-seconds N]"
 do {
     switch arguments.first {
     case "export": try ExportBenchmark.run(arguments: Array(arguments.dropFirst()))
@@ -25,6 +26,7 @@ do {
     case "failover": try await FailoverBenchmark.run(Array(arguments.dropFirst()))
     case "prune": try await PruneBenchmark.run(Array(arguments.dropFirst()))
     case "scaling": try ScalingBenchmark.run(Array(arguments.dropFirst()))
+    case "codecs": try CodecSpeedBenchmark.run(Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data((usage + "\n").utf8))
         exit(64)
