@@ -34,6 +34,7 @@ let package = Package(
         .library(name: "SpliceHTTP", targets: ["SpliceHTTP"]),
         .library(name: "SpliceObjectStore", targets: ["SpliceObjectStore"]),
         .library(name: "SpliceObjectMedia", targets: ["SpliceObjectMedia"]),
+        .library(name: "SpliceFarmModel", targets: ["SpliceFarmModel"]),
     ],
     targets: [
         // MARK: - C libraries from Debian packages
@@ -69,6 +70,9 @@ let package = Package(
         .target(name: "SpliceCore", swiftSettings: strict),
         // JSON typed in and out, fast enough for the protocol's envelopes (docs/protocol.md).
         .target(name: "SpliceJSON", dependencies: ["SpliceCore"], swiftSettings: strict),
+        // A discrete-event model of a job on a farm (W workers × S slots × C cores) fed by measured
+        // costs: wall, critical path, utilisation, where the coordinator binds. Standard library only.
+        .target(name: "SpliceFarmModel", swiftSettings: strict),
         // Counters, gauges, histograms and the process's own figures in Prometheus's text format.
         .target(name: "SpliceMetrics", swiftSettings: strict),
         // A small strict read-only HTTP/1.1 server on a thread of its own (metrics, health, status page).
@@ -150,7 +154,7 @@ let package = Package(
             name: "splice-bench",
             dependencies: [
                 "SpliceCore", "SpliceJSON", "SpliceMedia", "SpliceWire", "SpliceStore", "SpliceCoordinator", "SpliceClient",
-                "SpliceDaemon", "SpliceLog", "SpliceConcurrency", "SpliceObjectStore", "SpliceHTTP",
+                "SpliceDaemon", "SpliceLog", "SpliceConcurrency", "SpliceObjectStore", "SpliceHTTP", "SpliceFarmModel",
                 "CZeroMQ", "CFFmpeg", "CFFmpegShims",
             ],
             swiftSettings: strict
@@ -203,6 +207,8 @@ let package = Package(
         // Locations, AWS config files, endpoints and signing arithmetic: nothing running.
         .testTarget(name: "SpliceObjectStoreTests", dependencies: ["SpliceCore", "SpliceObjectStore"], swiftSettings: strict),
         .testTarget(name: "SpliceConcurrencyTests", dependencies: ["SpliceConcurrency"], swiftSettings: strict),
+        // The farm model against schedules with closed-form answers: nothing running.
+        .testTarget(name: "SpliceFarmModelTests", dependencies: ["SpliceFarmModel"], swiftSettings: strict),
         .testTarget(name: "SpliceMetricsTests", dependencies: ["SpliceMetrics"], swiftSettings: strict),
         // The parser alone, and the server on loopback sockets (nothing else needs to run).
         .testTarget(name: "SpliceHTTPTests", dependencies: ["SpliceHTTP", "SpliceConcurrency"], swiftSettings: strict),
