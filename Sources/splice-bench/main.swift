@@ -10,6 +10,8 @@ let usage = "usage: splice-bench export [runs] | transcode [runs] | store [optio
     + " | prune [--jobs N] [--segments N] [--events N] [--batch N] [--fast]"
     + " | scaling [runs] [--codec x264|x265|svt|vp9|aom]… [--lanes N] [--seconds N] [--size WxH]"
     + " | codecs [runs] [--codec x264|x265|svt|vp9|aom]… [--jobs N] [--segment-seconds N]"
+    + " | farm [--workers 1,4,16,64] [--slots auto|S] [--cores C] [--film-seconds N] [--fps N] [--segment-seconds auto|N]"
+    + " (--costs A.json,B.json | --calibrate) … | farm --validate [--seconds N] [--runs N]"
 do {
     switch arguments.first {
     case "export": try ExportBenchmark.run(arguments: Array(arguments.dropFirst()))
@@ -27,6 +29,7 @@ do {
     case "prune": try await PruneBenchmark.run(Array(arguments.dropFirst()))
     case "scaling": try ScalingBenchmark.run(Array(arguments.dropFirst()))
     case "codecs": try CodecSpeedBenchmark.run(Array(arguments.dropFirst()))
+    case "farm": try await FarmBenchmark.run(Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data((usage + "\n").utf8))
         exit(64)
