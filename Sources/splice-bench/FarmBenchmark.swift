@@ -188,7 +188,8 @@ enum FarmBenchmark {
         let film = try FilmJob(seconds: options.filmSeconds, framesPerSecond: options.fps,
                                sourceBytesPerFrame: options.transferBytesPerSecond == nil ? 0 : sourceBytesPerFrame)
         let stitchRate = stitchBytesPerSecond ?? measured.stitchBytesPerSecond
-        // Planning reads the source without decoding: at least as long per frame as the costs' own plan.
+        // Without a measured plan of the film: the costs' own plan scaled by frames (an upper bound:
+        // its fixed costs are scaled too).
         let plan = planMicroseconds ?? measured.planMicroseconds * Int64(film.frames) / Int64(max(1, measured.frames))
         let coordinator = CoordinatorCosts(
             planMicroseconds: plan, dispatchMicroseconds: options.dispatchMicroseconds,
@@ -269,6 +270,8 @@ enum FarmBenchmark {
             $0 + max(coordinator.transferMicroseconds(bytes: $1.inputBytes), coordinator.transferMicroseconds(bytes: $1.outputBytes))
         } / count
         let stitch = chosen.prediction.stitchMicroseconds
+        let link = coordinator.transferBytesPerSecond == nil ? "none (shared storage)"
+            : "\(linkPerSegment / 1000) ms per segment the busier way: \(workers(perSegment: linkPerSegment)) workers"
         print("""
 
             where the coordinator becomes the limit (\(chosen.shape.slotsPerWorker) slots of \
@@ -276,7 +279,7 @@ enum FarmBenchmark {
               dispatch (\(coordinator.dispatchMicroseconds) µs per segment, \(1_000_000 / max(1, coordinator.dispatchMicroseconds)) segments/s): \
             \(workers(perSegment: coordinator.dispatchMicroseconds)) workers
               PostgreSQL writes (\(coordinator.databaseMicroseconds) µs per segment): \(workers(perSegment: coordinator.databaseMicroseconds)) workers
-              data link (\(linkPerSegment / 1000) ms per segment, the busier way): \(workers(perSegment: linkPerSegment)) workers
+              data link: \(link)
               stitch (\(FarmTime.text(stitch)), serial after the last segment): as long as the encodes at \
             \(stitch > 0 ? "\(encode / (slots * stitch))" : "never") workers; plan (\(FarmTime.text(chosen.prediction.planMicroseconds))): \
             \(chosen.prediction.planMicroseconds > 0 ? "\(encode / (slots * chosen.prediction.planMicroseconds))" : "never") workers
