@@ -8,7 +8,9 @@ public struct FarmShape: Sendable, Hashable, CustomStringConvertible {
     /// Refuses a shape with no workers, no slots or no cores, or more slots than cores.
     public init(workers: Int, slotsPerWorker: Int, coresPerWorker: Int) throws(FarmModelError) {
         guard workers >= 1 else { throw FarmModelError("a farm needs at least one worker; got \(workers)") }
-        guard slotsPerWorker >= 1 else { throw FarmModelError("a worker needs at least one slot; got \(slotsPerWorker)") }
+        guard slotsPerWorker >= 1 else {
+            throw FarmModelError("a worker needs at least one slot; got \(slotsPerWorker)")
+        }
         guard coresPerWorker >= slotsPerWorker else {
             throw FarmModelError("\(slotsPerWorker) slots need at least as many cores; got \(coresPerWorker)")
         }
@@ -65,9 +67,11 @@ public struct CoordinatorCosts: Sendable, Hashable {
     /// The stitch's rate over the segments' bytes, bytes per second.
     public var stitchBytesPerSecond: Int64
 
-    public init(planMicroseconds: Int64 = 0, dispatchMicroseconds: Int64 = 0, databaseMicroseconds: Int64 = 0,
-                latencyMicroseconds: Int64 = 0, transferBytesPerSecond: Int64? = nil, stitchMicroseconds: Int64 = 0,
-                stitchBytesPerSecond: Int64 = .max) {
+    public init(
+        planMicroseconds: Int64 = 0, dispatchMicroseconds: Int64 = 0, databaseMicroseconds: Int64 = 0,
+        latencyMicroseconds: Int64 = 0, transferBytesPerSecond: Int64? = nil, stitchMicroseconds: Int64 = 0,
+        stitchBytesPerSecond: Int64 = .max
+    ) {
         self.planMicroseconds = planMicroseconds
         self.dispatchMicroseconds = dispatchMicroseconds
         self.databaseMicroseconds = databaseMicroseconds

@@ -19,8 +19,10 @@ public enum FarmSimulation {
     }
 
     /// Simulates `segments` (in plan order) on `shape` with `coordinator`'s costs.
-    public static func run(_ segments: [SegmentCost], on shape: FarmShape, coordinator: CoordinatorCosts,
-                           order: Order = .longestFirst) throws(FarmModelError) -> FarmPrediction {
+    public static func run(
+        _ segments: [SegmentCost], on shape: FarmShape, coordinator: CoordinatorCosts,
+        order: Order = .longestFirst
+    ) throws(FarmModelError) -> FarmPrediction {
         guard !segments.isEmpty else { throw FarmModelError("a job needs at least one segment") }
         if let bad = segments.first(where: { $0.encodeMicroseconds < 0 || $0.inputBytes < 0 || $0.outputBytes < 0 }) {
             throw FarmModelError("a segment's cost cannot be negative: \(bad)")
@@ -37,9 +39,12 @@ public enum FarmSimulation {
         let serial = coordinator.serialMicrosecondsPerSegment
         let start = coordinator.planMicroseconds
         var free = SlotHeap(slots: shape.slots, at: start)
-        var coordinatorFree = start, inboundFree = start
-        var schedule = [ScheduledSegment](repeating: ScheduledSegment(index: 0, slot: 0, requested: 0, encodeStart: 0,
-                                                                    encodeEnd: 0, done: 0), count: segments.count)
+        var coordinatorFree = start
+        var inboundFree = start
+        var schedule = [ScheduledSegment](
+            repeating: ScheduledSegment(
+                index: 0, slot: 0, requested: 0, encodeStart: 0,
+                encodeEnd: 0, done: 0), count: segments.count)
         for index in indices {
             let cost = segments[index]
             let (slot, requested) = free.popEarliest()
@@ -56,8 +61,9 @@ public enum FarmSimulation {
             }
             let encodeEnd = encodeStart + cost.encodeMicroseconds
             free.push(slot: slot, at: encodeEnd)
-            schedule[index] = ScheduledSegment(index: index, slot: slot, requested: requested, encodeStart: encodeStart,
-                                               encodeEnd: encodeEnd, done: encodeEnd)
+            schedule[index] = ScheduledSegment(
+                index: index, slot: slot, requested: requested, encodeStart: encodeStart,
+                encodeEnd: encodeEnd, done: encodeEnd)
         }
         // Results back over the outbound link, in the order their encodes ended.
         var outboundFree = start
@@ -71,13 +77,15 @@ public enum FarmSimulation {
         let lastDone = schedule.map(\.done).max() ?? start
         let outputBytes = segments.reduce(Int64(0)) { $0 + $1.outputBytes }
         let stitch = coordinator.stitchMicroseconds(bytes: outputBytes)
-        let longest = segments.map { segment in
-            serial + coordinator.latencyMicroseconds + coordinator.transferMicroseconds(bytes: segment.inputBytes)
-                + segment.encodeMicroseconds + coordinator.transferMicroseconds(bytes: segment.outputBytes)
-        }.max() ?? 0
+        let longest =
+            segments.map { segment in
+                serial + coordinator.latencyMicroseconds + coordinator.transferMicroseconds(bytes: segment.inputBytes)
+                    + segment.encodeMicroseconds + coordinator.transferMicroseconds(bytes: segment.outputBytes)
+            }.max() ?? 0
         let encoding = segments.reduce(Int64(0)) { $0 + $1.encodeMicroseconds }
         let transferred = segments.reduce(Int64(0)) {
-            $0 + coordinator.transferMicroseconds(bytes: $1.inputBytes) + coordinator.transferMicroseconds(bytes: $1.outputBytes)
+            $0 + coordinator.transferMicroseconds(bytes: $1.inputBytes)
+                + coordinator.transferMicroseconds(bytes: $1.outputBytes)
         }
         return FarmPrediction(
             shape: shape, wallMicroseconds: lastDone + stitch, planMicroseconds: start, stitchMicroseconds: stitch,
@@ -153,7 +161,8 @@ struct SlotHeap {
             heap[0] = last
             var parent = 0
             while true {
-                let left = 2 * parent + 1, right = left + 1
+                let left = 2 * parent + 1
+                let right = left + 1
                 var first = parent
                 if left < heap.count, Self.before(heap[left], heap[first]) { first = left }
                 if right < heap.count, Self.before(heap[right], heap[first]) { first = right }

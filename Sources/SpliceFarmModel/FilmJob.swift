@@ -8,7 +8,8 @@ public struct FilmJob: Sendable, Hashable {
 
     public init(seconds: Int, framesPerSecond: Int, sourceBytesPerFrame: Int64 = 0) throws(FarmModelError) {
         guard seconds >= 1, framesPerSecond >= 1 else {
-            throw FarmModelError("a film needs a length and a frame rate of at least 1; got \(seconds) s at \(framesPerSecond) fps")
+            throw FarmModelError(
+                "a film needs a length and a frame rate of at least 1; got \(seconds) s at \(framesPerSecond) fps")
         }
         frames = seconds * framesPerSecond
         self.framesPerSecond = framesPerSecond
@@ -23,13 +24,17 @@ public struct FilmJob: Sendable, Hashable {
     }
 
     /// The segments' costs on a slot of `threads` threads, from `model` and `scaling`.
-    public func segments(segmentSeconds: Int, model: SegmentCostModel, scaling: EncoderScaling,
-                         threads: Int) throws(FarmModelError) -> [SegmentCost] {
+    public func segments(
+        segmentSeconds: Int, model: SegmentCostModel, scaling: EncoderScaling,
+        threads: Int
+    ) throws(FarmModelError) -> [SegmentCost] {
         try segmentFrames(segmentSeconds: segmentSeconds).map { frames in
-            SegmentCost(encodeMicroseconds: scaling.wallMicroseconds(cpuMicroseconds: model.cpuMicroseconds(frames: frames),
-                                                                     threads: threads),
-                        inputBytes: sourceBytesPerFrame * Int64(frames),
-                        outputBytes: model.outputBytesPerFrame * Int64(frames))
+            SegmentCost(
+                encodeMicroseconds: scaling.wallMicroseconds(
+                    cpuMicroseconds: model.cpuMicroseconds(frames: frames),
+                    threads: threads),
+                inputBytes: sourceBytesPerFrame * Int64(frames),
+                outputBytes: model.outputBytesPerFrame * Int64(frames))
         }
     }
 
@@ -46,8 +51,9 @@ public struct FilmJob: Sendable, Hashable {
     ) throws(FarmModelError) -> (segmentSeconds: Int, prediction: FarmPrediction) {
         var best: (segmentSeconds: Int, prediction: FarmPrediction)?
         for seconds in candidates.sorted(by: >) {
-            let segments = try segments(segmentSeconds: seconds, model: model, scaling: scaling,
-                                        threads: shape.threadsPerSlot)
+            let segments = try segments(
+                segmentSeconds: seconds, model: model, scaling: scaling,
+                threads: shape.threadsPerSlot)
             let prediction = try FarmSimulation.run(segments, on: shape, coordinator: coordinator)
             if best.map({ prediction.wallMicroseconds < $0.prediction.wallMicroseconds }) ?? true {
                 best = (seconds, prediction)

@@ -34,8 +34,9 @@ public struct SegmentCostModel: Sendable, Hashable {
     public static func fit(_ samples: [Sample]) throws(FarmModelError) -> SegmentCostModel {
         let lengths = Set(samples.map(\.frames))
         guard lengths.count >= 2, samples.allSatisfy({ $0.frames > 0 && $0.cpuMicroseconds >= 0 }) else {
-            throw FarmModelError("fitting a fixed and a per-frame cost needs segments of at least two lengths, "
-                                 + "each with frames; got \(samples.count) segments of \(lengths.count) length(s)")
+            throw FarmModelError(
+                "fitting a fixed and a per-frame cost needs segments of at least two lengths, "
+                    + "each with frames; got \(samples.count) segments of \(lengths.count) length(s)")
         }
         let n = Double(samples.count)
         let meanX = samples.reduce(0.0) { $0 + Double($1.frames) } / n
@@ -50,9 +51,10 @@ public struct SegmentCostModel: Sendable, Hashable {
             slope = Double(samples.reduce(Int64(0)) { $0 + $1.cpuMicroseconds }) / Double(frames)
         }
         let bytes = samples.reduce(Int64(0)) { $0 + $1.bytes }
-        return SegmentCostModel(fixedMicroseconds: Int64(intercept.rounded()),
-                                perFrameNanoseconds: Int64((slope * 1000).rounded()),
-                                outputBytesPerFrame: bytes / Int64(frames))
+        return SegmentCostModel(
+            fixedMicroseconds: Int64(intercept.rounded()),
+            perFrameNanoseconds: Int64((slope * 1000).rounded()),
+            outputBytesPerFrame: bytes / Int64(frames))
     }
 
     /// The CPU of a segment of `frames` frames on one thread, µs.
@@ -63,9 +65,10 @@ public struct SegmentCostModel: Sendable, Hashable {
     /// This model at another picture size: the per-frame cost and bytes scaled by the pixel ratio
     /// `to ÷ from` (x264's work per frame grows about with its pixels); the fixed cost is kept.
     public func scaled(pixelsFrom from: Int, to: Int) -> SegmentCostModel {
-        SegmentCostModel(fixedMicroseconds: fixedMicroseconds,
-                         perFrameNanoseconds: perFrameNanoseconds * Int64(to) / Int64(from),
-                         outputBytesPerFrame: outputBytesPerFrame * Int64(to) / Int64(from))
+        SegmentCostModel(
+            fixedMicroseconds: fixedMicroseconds,
+            perFrameNanoseconds: perFrameNanoseconds * Int64(to) / Int64(from),
+            outputBytesPerFrame: outputBytesPerFrame * Int64(to) / Int64(from))
     }
 }
 
@@ -85,7 +88,8 @@ public struct EncoderScaling: Sendable, Hashable {
     /// The fraction whose speed-up on `threads` threads is `speedUp` (from a measurement).
     public init(speedUp: Double, threads: Int) throws(FarmModelError) {
         guard threads >= 2, speedUp >= 1, speedUp <= Double(threads) else {
-            throw FarmModelError("a measured speed-up on \(threads) threads must be from 1 to \(threads); got \(speedUp)")
+            throw FarmModelError(
+                "a measured speed-up on \(threads) threads must be from 1 to \(threads); got \(speedUp)")
         }
         try self.init(parallelFraction: (1 - 1 / speedUp) / (1 - 1 / Double(threads)))
     }

@@ -18,16 +18,16 @@ import SpliceFarmModel
 ///                       [--plan-ms N] [--segment-fixed-ms N]
 ///     splice-bench farm --validate [--seconds 60] [--runs 1]
 ///
-/// `--calibrate` measures here: x264 medium CRF 23 on a generated 1080p 24 fps clip at two segment
-/// lengths (`splice transcode --json --jobs 2`, one encoder thread per segment) and the planning of
-/// a two-hour 24 fps MP4. `--validate` runs a real job on a local cluster (``FarmValidation``).
+/// `--calibrate` measures here (``FarmCalibration``): x264 medium CRF 23 on a generated 1080p 24 fps
+/// clip at three segment lengths, the stitch, and the planning of a two-hour 24 fps MP4.
+/// `--validate` runs a real job on a local cluster (``FarmValidation``).
 enum FarmBenchmark {
     static let usage = """
         usage: splice-bench farm [--workers 1,4,16,64] [--slots auto|S] [--cores C] [--film-seconds N] [--fps N]
-                                 [--segment-seconds auto|N] (--costs A.json,B.json | --calibrate [--keep-costs DIR]) [--costs-size WxH]
-                                 [--film-size WxH] [--parallel-fraction P] [--dispatch-us N] [--database-us N]
-                                 [--latency-ms N] [--transfer-mbps N|spool] [--source-mbps N] [--stitch-mbps N] [--plan-ms N]
-                                 [--segment-fixed-ms N]
+                                 [--segment-seconds auto|N] (--costs A.json,B.json | --calibrate [--keep-costs DIR])
+                                 [--costs-size WxH] [--film-size WxH] [--parallel-fraction P] [--dispatch-us N]
+                                 [--database-us N] [--latency-ms N] [--transfer-mbps N|spool] [--source-mbps N]
+                                 [--stitch-mbps N] [--plan-ms N] [--segment-fixed-ms N]
                splice-bench farm --validate [--seconds N] [--runs N]
         """
 
@@ -68,7 +68,9 @@ enum FarmBenchmark {
             var words = arguments[...]
             while let word = words.popFirst() {
                 func value() throws -> String {
-                    guard let text = words.popFirst() else { throw BenchmarkUsageError("\(word) needs a value\n\(usage)") }
+                    guard let text = words.popFirst() else {
+                        throw BenchmarkUsageError("\(word) needs a value\n\(usage)")
+                    }
                     return text
                 }
                 func number(_ minimum: Int = 1) throws -> Int {
@@ -96,12 +98,22 @@ enum FarmBenchmark {
                         return count
                     }
                 case "--slots":
-                    if words.first == "auto" { _ = words.popFirst(); slots = nil } else { slots = try number() }
+                    if words.first == "auto" {
+                        _ = words.popFirst()
+                        slots = nil
+                    } else {
+                        slots = try number()
+                    }
                 case "--cores": cores = try number()
                 case "--film-seconds": filmSeconds = try number()
                 case "--fps": fps = try number()
                 case "--segment-seconds":
-                    if words.first == "auto" { _ = words.popFirst(); segmentSeconds = nil } else { segmentSeconds = try number() }
+                    if words.first == "auto" {
+                        _ = words.popFirst()
+                        segmentSeconds = nil
+                    } else {
+                        segmentSeconds = try number()
+                    }
                 case "--costs": costs = try value().split(separator: ",").map(String.init)
                 case "--calibrate": calibrate = true
                 case "--keep-costs": keepCosts = try value()
@@ -117,7 +129,10 @@ enum FarmBenchmark {
                 case "--database-us": databaseMicroseconds = Int64(try number(0))
                 case "--latency-ms": latencyMicroseconds = Int64(try number(0)) * 1000
                 case "--transfer-mbps":
-                    if words.first == "spool" { _ = words.popFirst(); transferBytesPerSecond = nil } else {
+                    if words.first == "spool" {
+                        _ = words.popFirst()
+                        transferBytesPerSecond = nil
+                    } else {
                         transferBytesPerSecond = Int64(try number()) * 1_000_000
                     }
                 case "--source-mbps": sourceBitsPerSecond = Int64(try number(0)) * 1_000_000
@@ -135,8 +150,9 @@ enum FarmBenchmark {
                 throw BenchmarkUsageError("--slots \(slots) is more than --cores \(cores): a slot needs a core")
             }
             if !validate && costs.isEmpty && !calibrate {
-                throw BenchmarkUsageError("farm needs costs: --costs A.json,B.json (splice transcode --json summaries "
-                                          + "at two segment lengths) or --calibrate to measure them here\n\(usage)")
+                throw BenchmarkUsageError(
+                    "farm needs costs: --costs A.json,B.json (splice transcode --json summaries "
+                        + "at two segment lengths) or --calibrate to measure them here\n\(usage)")
             }
         }
     }
@@ -165,8 +181,9 @@ enum FarmBenchmark {
                     try FileManager.default.copyItem(atPath: file, toPath: kept)
                     return kept
                 }
-                print("kept: --costs \(costs.joined(separator: ",")) --plan-ms \((planMicroseconds ?? 0) / 1000) "
-                      + "--stitch-mbps \((stitchRate ?? 0) / 1_000_000)")
+                print(
+                    "kept: --costs \(costs.joined(separator: ",")) --plan-ms \((planMicroseconds ?? 0) / 1000) "
+                        + "--stitch-mbps \((stitchRate ?? 0) / 1_000_000)")
             }
         }
         defer { calibration?.remove() }
@@ -176,17 +193,22 @@ enum FarmBenchmark {
 
     // MARK: - The table
 
-    static let candidateSeconds = [1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 45, 60, 90, 120, 180, 240, 300, 450, 600, 900, 1200]
+    static let candidateSeconds = [
+        1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 45, 60, 90, 120, 180, 240, 300, 450, 600, 900, 1200,
+    ]
 
-    private static func report(_ options: Options, measured: TranscodeCosts, planMicroseconds: Int64?,
-                               stitchBytesPerSecond: Int64?) throws {
+    private static func report(
+        _ options: Options, measured: TranscodeCosts, planMicroseconds: Int64?,
+        stitchBytesPerSecond: Int64?
+    ) throws {
         var fitted = try SegmentCostModel.fit(measured.samples)
         if let fixed = options.segmentFixedMicroseconds { fitted.fixedMicroseconds = fixed }
         let model = fitted.scaled(pixelsFrom: options.costsPixels, to: options.filmPixels)
         let scaling = try EncoderScaling(parallelFraction: options.parallelFraction)
         let sourceBytesPerFrame = options.sourceBitsPerSecond / 8 / Int64(options.fps)
-        let film = try FilmJob(seconds: options.filmSeconds, framesPerSecond: options.fps,
-                               sourceBytesPerFrame: options.transferBytesPerSecond == nil ? 0 : sourceBytesPerFrame)
+        let film = try FilmJob(
+            seconds: options.filmSeconds, framesPerSecond: options.fps,
+            sourceBytesPerFrame: options.transferBytesPerSecond == nil ? 0 : sourceBytesPerFrame)
         let stitchRate = stitchBytesPerSecond ?? measured.stitchBytesPerSecond
         // Without a measured plan of the film: the costs' own plan scaled by frames (an upper bound:
         // its fixed costs are scaled too).
@@ -194,38 +216,45 @@ enum FarmBenchmark {
         let coordinator = CoordinatorCosts(
             planMicroseconds: plan, dispatchMicroseconds: options.dispatchMicroseconds,
             databaseMicroseconds: options.databaseMicroseconds, latencyMicroseconds: options.latencyMicroseconds,
-            transferBytesPerSecond: options.transferBytesPerSecond, stitchMicroseconds: 0, stitchBytesPerSecond: stitchRate)
+            transferBytesPerSecond: options.transferBytesPerSecond, stitchMicroseconds: 0,
+            stitchBytesPerSecond: stitchRate)
 
-        print("""
-
-            farm model: a \(options.filmSeconds) s film at \(options.fps) fps (\(film.frames) frames), workers of \(options.cores) cores
-              costs: \(measured.samples.count) measured segments from \(measured.files.joined(separator: ", "))
-              encode CPU on one thread: \(fitted.fixedMicroseconds / 1000) ms per segment\
-            \(options.segmentFixedMicroseconds == nil ? "" : " (--segment-fixed-ms)") + \
-            \(Double(fitted.perFrameNanoseconds) / 1_000_000) ms per frame as measured; \
-            \(Double(model.perFrameNanoseconds) / 1_000_000) ms per frame at the film's size \
-            (scaled by pixels \(options.filmPixels)/\(options.costsPixels)); \(model.outputBytesPerFrame) output bytes per frame
-              threads: Amdahl, parallel fraction \(options.parallelFraction): speed-up \
-            \(String(format: "%.2f", scaling.speedUp(threads: 2))) on 2, \(String(format: "%.2f", scaling.speedUp(threads: 4))) on 4, \
-            \(String(format: "%.2f", scaling.speedUp(threads: 16))) on 16 threads
-              coordinator: plan \(FarmTime.text(plan)), \(options.dispatchMicroseconds) µs coordinator and \
-            \(options.databaseMicroseconds) µs PostgreSQL per segment, latency \(options.latencyMicroseconds / 1000) ms, \
-            \(options.transferBytesPerSecond.map { "data link \($0 / 1_000_000) MB/s each way (source \(options.sourceBitsPerSecond / 1_000_000) Mbit/s)" } ?? "shared spool (no copies)"), \
-            stitch \(stitchRate / 1_000_000) MB/s
-            """)
+        func decimals(_ value: Double, _ places: Int = 2) -> String { String(format: "%.\(places)f", value) }
+        let fixedSource = options.segmentFixedMicroseconds == nil ? "fitted" : "--segment-fixed-ms"
+        let link = options.transferBytesPerSecond.map {
+            "data link \($0 / 1_000_000) MB/s each way (source \(options.sourceBitsPerSecond / 1_000_000) Mbit/s)"
+        }
+        print("")
+        print("farm model: a \(options.filmSeconds) s film at \(options.fps) fps (\(film.frames) frames), "
+              + "workers of \(options.cores) cores")
+        print("  costs: \(measured.samples.count) measured segments from \(measured.files.joined(separator: ", "))")
+        print("  encode CPU on one thread: \(fitted.fixedMicroseconds / 1000) ms per segment (\(fixedSource)) + "
+              + "\(decimals(Double(fitted.perFrameNanoseconds) / 1_000_000)) ms per frame as measured; "
+              + "\(decimals(Double(model.perFrameNanoseconds) / 1_000_000)) ms per frame at the film's size "
+              + "(pixels \(options.filmPixels) / \(options.costsPixels)); "
+              + "\(model.outputBytesPerFrame) output bytes per frame")
+        print("  threads: Amdahl, parallel fraction \(options.parallelFraction): speed-up "
+              + [2, 4, 16].map { "\(decimals(scaling.speedUp(threads: $0))) on \($0)" }.joined(separator: ", ")
+              + " threads")
+        print("  coordinator: plan \(FarmTime.text(plan)), \(options.dispatchMicroseconds) µs coordinator and "
+              + "\(options.databaseMicroseconds) µs PostgreSQL per segment, "
+              + "latency \(options.latencyMicroseconds / 1000) ms, "
+              + "\(link ?? "shared spool (no copies)"), stitch \(stitchRate / 1_000_000) MB/s")
         let single = film.singleEncoderMicroseconds(model: model, scaling: scaling, threads: options.cores)
         print("  one FFmpeg on \(options.cores) cores: \(FarmTime.text(single))\n")
-        print("  workers  slots×threads  segment  within 2 %  segments  wall        critical path  utilisation  speed-up  "
-              + "coordinator load")
-        let slotChoices = options.slots.map { [$0] } ?? Array(sequence(first: 1) { $0 * 2 }.prefix { $0 <= options.cores })
+        print("  workers  slots×threads  segment  within 2 %  segments  wall        critical path  utilisation  "
+              + "speed-up  coordinator load")
+        let slotChoices =
+            options.slots.map { [$0] } ?? Array(sequence(first: 1) { $0 * 2 }.prefix { $0 <= options.cores })
         let lengths = options.segmentSeconds.map { [$0] } ?? candidateSeconds.filter { $0 <= options.filmSeconds }
         var largest: (shape: FarmShape, seconds: Int, prediction: FarmPrediction)?
         for workers in options.workers {
             var best: (shape: FarmShape, seconds: Int, prediction: FarmPrediction)?
             for slots in slotChoices {
                 let shape = try FarmShape(workers: workers, slotsPerWorker: slots, coresPerWorker: options.cores)
-                let found = try film.bestSegmentLength(candidates: lengths, shape: shape, model: model, scaling: scaling,
-                                                       coordinator: coordinator)
+                let found = try film.bestSegmentLength(
+                    candidates: lengths, shape: shape, model: model, scaling: scaling,
+                    coordinator: coordinator)
                 if best.map({ found.prediction.wallMicroseconds < $0.prediction.wallMicroseconds }) ?? true {
                     best = (shape, found.segmentSeconds, found.prediction)
                 }
@@ -234,17 +263,24 @@ enum FarmBenchmark {
             let p = best.prediction
             // The range of lengths within 2 % of the best wall at the same slots: how flat the optimum is.
             let near = try lengths.filter { seconds in
-                let segments = try film.segments(segmentSeconds: seconds, model: model, scaling: scaling,
-                                                 threads: best.shape.threadsPerSlot)
+                let segments = try film.segments(
+                    segmentSeconds: seconds, model: model, scaling: scaling,
+                    threads: best.shape.threadsPerSlot)
                 let wall = try FarmSimulation.run(segments, on: best.shape, coordinator: coordinator).wallMicroseconds
                 return wall * 100 <= p.wallMicroseconds * 102
             }
-            print("  " + [pad("\(workers)", 7), pad("\(best.shape.slotsPerWorker)×\(best.shape.threadsPerSlot)", 13),
-                          pad("\(best.seconds) s", 7), pad("\(near.min() ?? best.seconds)–\(near.max() ?? best.seconds) s", 10),
-                          pad("\(p.schedule.count)", 8), pad(FarmTime.text(p.wallMicroseconds), 10),
-                          pad(FarmTime.text(p.criticalPathMicroseconds), 13), pad(String(format: "%.2f", p.utilisation), 11),
-                          pad(String(format: "%.1f×", Double(single) / Double(p.wallMicroseconds)), 8),
-                          String(format: "%.4f", p.coordinatorLoad)].joined(separator: "  "))
+            print(
+                "  "
+                    + [
+                        pad("\(workers)", 7), pad("\(best.shape.slotsPerWorker)×\(best.shape.threadsPerSlot)", 13),
+                        pad("\(best.seconds) s", 7),
+                        pad("\(near.min() ?? best.seconds)–\(near.max() ?? best.seconds) s", 10),
+                        pad("\(p.schedule.count)", 8), pad(FarmTime.text(p.wallMicroseconds), 10),
+                        pad(FarmTime.text(p.criticalPathMicroseconds), 13),
+                        pad(String(format: "%.2f", p.utilisation), 11),
+                        pad(String(format: "%.1f×", Double(single) / Double(p.wallMicroseconds)), 8),
+                        String(format: "%.4f", p.coordinatorLoad),
+                    ].joined(separator: "  "))
             if largest.map({ workers > $0.shape.workers }) ?? true { largest = best }
         }
         if let largest { printLimits(largest, film: film, coordinator: coordinator, model: model, scaling: scaling) }
@@ -252,10 +288,14 @@ enum FarmBenchmark {
 
     /// The farm size at which each of the coordinator's serial resources would take longer than the
     /// segments' encodes they serve, at the largest farm's slots and segment length.
-    private static func printLimits(_ chosen: (shape: FarmShape, seconds: Int, prediction: FarmPrediction), film: FilmJob,
-                                    coordinator: CoordinatorCosts, model: SegmentCostModel, scaling: EncoderScaling) {
-        let segments = (try? film.segments(segmentSeconds: chosen.seconds, model: model, scaling: scaling,
-                                           threads: chosen.shape.threadsPerSlot)) ?? []
+    private static func printLimits(
+        _ chosen: (shape: FarmShape, seconds: Int, prediction: FarmPrediction), film: FilmJob,
+        coordinator: CoordinatorCosts, model: SegmentCostModel, scaling: EncoderScaling
+    ) {
+        let segments =
+            (try? film.segments(
+                segmentSeconds: chosen.seconds, model: model, scaling: scaling,
+                threads: chosen.shape.threadsPerSlot)) ?? []
         guard !segments.isEmpty else { return }
         let count = Int64(segments.count)
         let encode = segments.reduce(Int64(0)) { $0 + $1.encodeMicroseconds }
@@ -266,24 +306,32 @@ enum FarmBenchmark {
         func workers(perSegment cost: Int64) -> String {
             cost > 0 ? "\(slotTime / (slots * cost))" : "never"
         }
-        let linkPerSegment = segments.reduce(Int64(0)) {
-            $0 + max(coordinator.transferMicroseconds(bytes: $1.inputBytes), coordinator.transferMicroseconds(bytes: $1.outputBytes))
-        } / count
+        let linkPerSegment =
+            segments.reduce(Int64(0)) {
+                $0
+                    + max(
+                        coordinator.transferMicroseconds(bytes: $1.inputBytes),
+                        coordinator.transferMicroseconds(bytes: $1.outputBytes))
+            } / count
         let stitch = chosen.prediction.stitchMicroseconds
-        let link = coordinator.transferBytesPerSecond == nil ? "none (shared storage)"
+        let link =
+            coordinator.transferBytesPerSecond == nil
+            ? "none (shared storage)"
             : "\(linkPerSegment / 1000) ms per segment the busier way: \(workers(perSegment: linkPerSegment)) workers"
-        print("""
-
-            where the coordinator becomes the limit (\(chosen.shape.slotsPerWorker) slots of \
-            \(chosen.shape.threadsPerSlot) threads, \(chosen.seconds) s segments: \(FarmTime.text(slotTime)) of slot time each):
-              dispatch (\(coordinator.dispatchMicroseconds) µs per segment, \(1_000_000 / max(1, coordinator.dispatchMicroseconds)) segments/s): \
-            \(workers(perSegment: coordinator.dispatchMicroseconds)) workers
-              PostgreSQL writes (\(coordinator.databaseMicroseconds) µs per segment): \(workers(perSegment: coordinator.databaseMicroseconds)) workers
-              data link: \(link)
-              stitch (\(FarmTime.text(stitch)), serial after the last segment): as long as the encodes at \
-            \(stitch > 0 ? "\(encode / (slots * stitch))" : "never") workers; plan (\(FarmTime.text(chosen.prediction.planMicroseconds))): \
-            \(chosen.prediction.planMicroseconds > 0 ? "\(encode / (slots * chosen.prediction.planMicroseconds))" : "never") workers
-            """)
+        let plan = chosen.prediction.planMicroseconds
+        print("")
+        print("where the coordinator becomes the limit (\(chosen.shape.slotsPerWorker) slots of "
+              + "\(chosen.shape.threadsPerSlot) threads, \(chosen.seconds) s segments: "
+              + "\(FarmTime.text(slotTime)) of slot time each):")
+        print("  dispatch (\(coordinator.dispatchMicroseconds) µs per segment, "
+              + "\(1_000_000 / max(1, coordinator.dispatchMicroseconds)) segments/s): "
+              + "\(workers(perSegment: coordinator.dispatchMicroseconds)) workers")
+        print("  PostgreSQL writes (\(coordinator.databaseMicroseconds) µs per segment): "
+              + "\(workers(perSegment: coordinator.databaseMicroseconds)) workers")
+        print("  data link: \(link)")
+        print("  stitch (\(FarmTime.text(stitch)), serial after the last segment): as long as the encodes at "
+              + "\(stitch > 0 ? "\(encode / (slots * stitch))" : "never") workers; plan (\(FarmTime.text(plan))): "
+              + "\(plan > 0 ? "\(encode / (slots * plan))" : "never") workers")
     }
 
     private static func pad(_ text: String, _ width: Int) -> String {
@@ -305,13 +353,13 @@ struct TranscodeCosts {
         self.files = files
         for file in files {
             guard let data = FileManager.default.contents(atPath: file),
-                  let summary = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
-                  let segments = summary["segments"] as? [[String: Any]]
+                let summary = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+                let segments = summary["segments"] as? [[String: Any]]
             else { throw BenchmarkUsageError("\(file) is not a `splice transcode --json` summary (no \"segments\")") }
             var fileFrames = 0
             for segment in segments {
                 guard let frames = (segment["videoFrames"] as? NSNumber)?.intValue, frames > 0,
-                      let cpu = (segment["cpuMicroseconds"] as? NSNumber)?.int64Value
+                    let cpu = (segment["cpuMicroseconds"] as? NSNumber)?.int64Value
                 else { continue }
                 let bytes = (segment["bytes"] as? NSNumber)?.int64Value ?? 0
                 samples.append(SegmentCostModel.Sample(frames: frames, cpuMicroseconds: cpu, bytes: bytes))
@@ -325,7 +373,9 @@ struct TranscodeCosts {
                 stitchBytes = ((summary["stitch"] as? [String: Any])?["bytes"] as? NSNumber)?.int64Value ?? 0
             }
         }
-        guard !samples.isEmpty else { throw BenchmarkUsageError("no video segments in \(files.joined(separator: ", "))") }
+        guard !samples.isEmpty else {
+            throw BenchmarkUsageError("no video segments in \(files.joined(separator: ", "))")
+        }
     }
 
     /// The stitch's bytes over its whole time (its fixed cost included, so a floor on the rate).

@@ -19,51 +19,68 @@ struct FarmCalibration {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let source = dir.appendingPathComponent("calibration-1080p.mp4").path
         print("generating a 16 s 1920x1080 24 fps test pattern, a keyframe every second …")
-        _ = try MeasuredProcess.run(["ffmpeg", "-y", "-f", "lavfi", "-i", "testsrc2=size=1920x1080:rate=24:duration=16",
-                                     "-c:v", "libx264", "-preset", "veryfast", "-crf", "18", "-g", "24", "-sc_threshold", "0",
-                                     "-pix_fmt", "yuv420p", source])
+        _ = try MeasuredProcess.run([
+            "ffmpeg", "-y", "-f", "lavfi", "-i", "testsrc2=size=1920x1080:rate=24:duration=16",
+            "-c:v", "libx264", "-preset", "veryfast", "-crf", "18", "-g", "24", "-sc_threshold", "0",
+            "-pix_fmt", "yuv420p", source,
+        ])
         var summaries: [String] = []
         for seconds in [1, 2, 8] {
             let json = dir.appendingPathComponent("x264-medium-\(seconds)s.json").path
             print("splice transcode --json: x264 medium CRF 23, \(seconds) s segments, 2 lanes …")
             let wall = try runWritingOutput(
-                [Binaries.splice, "transcode", source, dir.appendingPathComponent("out-\(seconds).mp4").path, "-y", "--json",
-                 "--jobs", "2", "--no-audio", "--video-codec", "h264", "--preset", "medium", "--crf", "23",
-                 "--segment-seconds", "\(seconds)"], to: json)
+                [
+                    Binaries.splice, "transcode", source, dir.appendingPathComponent("out-\(seconds).mp4").path, "-y",
+                    "--json",
+                    "--jobs", "2", "--no-audio", "--video-codec", "h264", "--preset", "medium", "--crf", "23",
+                    "--segment-seconds", "\(seconds)",
+                ], to: json)
             print("  \(Stats.milliseconds(wall)) wall, summary in \(json)")
             summaries.append(json)
         }
         // The stitch on bigger segments: lossless, so ~60 MB, a rate not swamped by fixed costs.
         let kept = dir.appendingPathComponent("kept").path
-        print("splice transcode --keep-segments: x264 ultrafast CRF 0 (lossless), 2 s segments, then splice stitch ×3 …")
-        _ = try MeasuredProcess.run([Binaries.splice, "transcode", source, dir.appendingPathComponent("lossless.mp4").path, "-y",
-                                     "--jobs", "2", "--no-audio", "--video-codec", "h264", "--preset", "ultrafast", "--crf", "0",
-                                     "--segment-seconds", "2", "--keep-segments", kept])
+        print("splice transcode --keep-segments: x264 ultrafast CRF 0 (lossless), 2 s segments; "
+              + "then splice stitch ×3 …")
+        _ = try MeasuredProcess.run([
+            Binaries.splice, "transcode", source, dir.appendingPathComponent("lossless.mp4").path, "-y",
+            "--jobs", "2", "--no-audio", "--video-codec", "h264", "--preset", "ultrafast", "--crf", "0",
+            "--segment-seconds", "2", "--keep-segments", kept,
+        ])
         let stitched = dir.appendingPathComponent("stitched.mp4").path
         var stitchWalls: [UInt64] = []
         for _ in 0..<3 {
-            stitchWalls.append(try MeasuredProcess.run([Binaries.splice, "stitch", kept, stitched, "-y"]).wallNanoseconds)
+            stitchWalls.append(
+                try MeasuredProcess.run([Binaries.splice, "stitch", kept, stitched, "-y"]).wallNanoseconds)
         }
-        let stitchedBytes = (try FileManager.default.attributesOfItem(atPath: stitched)[.size] as? Int).map(Int64.init) ?? 0
+        let stitchedBytes =
+            (try FileManager.default.attributesOfItem(atPath: stitched)[.size] as? Int).map(Int64.init) ?? 0
         let stitchRate = stitchedBytes * 1_000_000_000 / Int64(max(1, Stats.median(stitchWalls)))
-        print("  stitched \(stitchedBytes / 1_000_000) MB in \(stitchWalls.map { Stats.milliseconds($0) }.joined(separator: ", ")): "
-              + "\(stitchRate / 1_000_000) MB/s (process start included)")
+        let walls = stitchWalls.map { Stats.milliseconds($0) }.joined(separator: ", ")
+        print("  stitched \(stitchedBytes / 1_000_000) MB in \(walls): \(stitchRate / 1_000_000) MB/s "
+              + "(process start included)")
         let long = dir.appendingPathComponent("plan-\(filmSeconds)s.mp4").path
         print("generating a \(filmSeconds) s 64x36 \(fps) fps clip to time planning …")
-        _ = try MeasuredProcess.run(["ffmpeg", "-y", "-f", "lavfi", "-i", "color=gray:size=64x36:rate=\(fps):duration=\(filmSeconds)",
-                                     "-c:v", "libx264", "-preset", "ultrafast", "-g", "\(fps)", "-sc_threshold", "0",
-                                     "-pix_fmt", "yuv420p", long])
+        _ = try MeasuredProcess.run([
+            "ffmpeg", "-y", "-f", "lavfi", "-i", "color=gray:size=64x36:rate=\(fps):duration=\(filmSeconds)",
+            "-c:v", "libx264", "-preset", "ultrafast", "-g", "\(fps)", "-sc_threshold", "0",
+            "-pix_fmt", "yuv420p", long,
+        ])
         let planJSON = dir.appendingPathComponent("plan.json").path
-        _ = try runWritingOutput([Binaries.splice, "transcode", long, dir.appendingPathComponent("plan-out.mp4").path, "-y",
-                                  "--json", "--jobs", "2", "--no-audio", "--video-codec", "h264", "--preset", "ultrafast",
-                                  "--segment-seconds", "600"], to: planJSON)
+        _ = try runWritingOutput(
+            [
+                Binaries.splice, "transcode", long, dir.appendingPathComponent("plan-out.mp4").path, "-y",
+                "--json", "--jobs", "2", "--no-audio", "--video-codec", "h264", "--preset", "ultrafast",
+                "--segment-seconds", "600",
+            ], to: planJSON)
         guard let data = FileManager.default.contents(atPath: planJSON),
-              let summary = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
-              let plan = (summary["planNanoseconds"] as? NSNumber)?.int64Value
+            let summary = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+            let plan = (summary["planNanoseconds"] as? NSNumber)?.int64Value
         else { throw BenchmarkUsageError("the planning run wrote no summary: \(planJSON)") }
         print("  planning \(filmSeconds) s at \(fps) fps: \(plan / 1_000_000) ms")
-        return FarmCalibration(directory: dir, summaries: summaries, filmPlanMicroseconds: plan / 1000,
-                               stitchBytesPerSecond: stitchRate)
+        return FarmCalibration(
+            directory: dir, summaries: summaries, filmPlanMicroseconds: plan / 1000,
+            stitchBytesPerSecond: stitchRate)
     }
 
     func remove() {

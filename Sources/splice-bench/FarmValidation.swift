@@ -41,8 +41,10 @@ enum FarmValidation {
         if fm.fileExists(atPath: clip) {
             // Its keyframes are 8.33 s apart: re-encoded with one every 2 s, so 4 s segments cut where asked.
             print("the first \(seconds) s of \(clip), a keyframe every 2 s …")
-            _ = try MeasuredProcess.run(["ffmpeg", "-y", "-i", clip, "-t", "\(seconds)", "-c:v", "libx264", "-preset", "veryfast",
-                                         "-crf", "18", "-g", "60", "-sc_threshold", "0", "-pix_fmt", "yuv420p", source])
+            _ = try MeasuredProcess.run([
+                "ffmpeg", "-y", "-i", clip, "-t", "\(seconds)", "-c:v", "libx264", "-preset", "veryfast",
+                "-crf", "18", "-g", "60", "-sc_threshold", "0", "-pix_fmt", "yuv420p", source,
+            ])
         } else {
             try BenchmarkClip.generate(seconds: seconds, at: source, keyframeInterval: 60)
         }
@@ -56,8 +58,9 @@ enum FarmValidation {
             let output = dir.appendingPathComponent("out-\(workers)-\(run).mp4").path
             let wall = try cluster.submit(source, to: output, flags: flags)
             try? fm.removeItem(atPath: output)
-            return try await measure(workers: workers, clientWall: wall, logs: logs,
-                                     database: dir.appendingPathComponent("state/postgres").path)
+            return try await measure(
+                workers: workers, clientWall: wall, logs: logs,
+                database: dir.appendingPathComponent("state/postgres").path)
         }
         var lines: [String] = []
         do {
@@ -74,44 +77,53 @@ enum FarmValidation {
         cluster.stop()
         try? fm.removeItem(at: dir)
         print("")
-        print("farm model against a local cluster: \(seconds) s of a real 1080p30 clip, x264 medium CRF 23, 4 s segments, "
-              + "workers of 1 slot × 1 thread, shared spool, \(ProcessInfo.processInfo.activeProcessorCount) cores, "
-              + "load \(TransferClusterBenchmark.loadAverage())")
+        print(
+            "farm model against a local cluster: \(seconds) s of a real 1080p30 clip, x264 medium CRF 23, "
+                + "4 s segments, workers of 1 slot × 1 thread, shared spool, "
+                + "\(ProcessInfo.processInfo.activeProcessorCount) cores, "
+                + "load \(TransferClusterBenchmark.loadAverage())")
         for line in lines { print(line) }
     }
 
     /// Each job's wall predicted from its own costs, and the 1-worker job's from the 2-worker job's.
     static func compare(two: Measured, one: Measured, run: Int, of runs: Int) throws -> [String] {
         func predict(_ workers: Int, from job: Measured) throws -> FarmPrediction {
-            let costs = CoordinatorCosts(planMicroseconds: job.planMicroseconds, latencyMicroseconds: job.latencyMicroseconds,
-                                         stitchMicroseconds: job.stitchMicroseconds)
-            return try FarmSimulation.run(job.encodes.map { SegmentCost(encodeMicroseconds: $0) },
-                                          on: try FarmShape(workers: workers, slotsPerWorker: 1, coresPerWorker: 1),
-                                          coordinator: costs)
+            let costs = CoordinatorCosts(
+                planMicroseconds: job.planMicroseconds, latencyMicroseconds: job.latencyMicroseconds,
+                stitchMicroseconds: job.stitchMicroseconds)
+            return try FarmSimulation.run(
+                job.encodes.map { SegmentCost(encodeMicroseconds: $0) },
+                on: try FarmShape(workers: workers, slotsPerWorker: 1, coresPerWorker: 1),
+                coordinator: costs)
         }
         func error(_ predicted: Int64, _ measured: Int64) -> String {
             String(format: "%+.1f %%", Double(predicted - measured) * 100 / Double(max(1, measured)))
         }
         func costs(_ job: Measured) -> String {
-            "plan \(FarmTime.text(job.planMicroseconds)), \(job.encodes.count) encodes of \(FarmTime.text(job.encodes.min() ?? 0))–"
-                + "\(FarmTime.text(job.encodes.max() ?? 0)) (\(FarmTime.text(job.encodes.reduce(0, +))) in all), "
+            "plan \(FarmTime.text(job.planMicroseconds)), \(job.encodes.count) encodes of "
+                + "\(FarmTime.text(job.encodes.min() ?? 0))–\(FarmTime.text(job.encodes.max() ?? 0)) "
+                + "(\(FarmTime.text(job.encodes.reduce(0, +))) in all), "
                 + "dispatch latency \(job.latencyMicroseconds / 1000) ms (median of \(job.gaps.count)), "
                 + "stitch \(FarmTime.text(job.stitchMicroseconds))"
         }
         let (p2, p1) = (try predict(2, from: two), try predict(1, from: one))
         let cross = try predict(1, from: two)
+        let alone = Double(one.encodes.reduce(0, +)) / Double(max(1, two.encodes.reduce(0, +)))
         return [
             "  run \(run)/\(runs)",
             "    W=2 costs: \(costs(two))",
-            "    W=2: predicted \(FarmTime.text(p2.wallMicroseconds)), measured \(FarmTime.text(two.wallMicroseconds)) "
-                + "(client \(Stats.milliseconds(two.clientWall))): \(error(p2.wallMicroseconds, two.wallMicroseconds)); "
-                + "critical path \(FarmTime.text(p2.criticalPathMicroseconds)), utilisation \(String(format: "%.2f", p2.utilisation))",
+            "    W=2: predicted \(FarmTime.text(p2.wallMicroseconds)), "
+                + "measured \(FarmTime.text(two.wallMicroseconds)) "
+                + "(client \(Stats.milliseconds(two.clientWall))): "
+                + "\(error(p2.wallMicroseconds, two.wallMicroseconds)); "
+                + "critical path \(FarmTime.text(p2.criticalPathMicroseconds)), "
+                + "utilisation \(String(format: "%.2f", p2.utilisation))",
             "    W=1 costs: \(costs(one))",
             "    W=1: predicted \(FarmTime.text(p1.wallMicroseconds)), measured \(FarmTime.text(one.wallMicroseconds)) "
                 + "(client \(Stats.milliseconds(one.clientWall))): \(error(p1.wallMicroseconds, one.wallMicroseconds))",
             "    W=1 from the W=2 job's costs: predicted \(FarmTime.text(cross.wallMicroseconds)): "
                 + "\(error(cross.wallMicroseconds, one.wallMicroseconds)) — alone, the encodes took "
-                + "\(String(format: "%.2f", Double(one.encodes.reduce(0, +)) / Double(max(1, two.encodes.reduce(0, +)))))× "
+                + "\(String(format: "%.2f", alone))× "
                 + "their time beside a second worker on these cores",
         ]
     }
@@ -119,11 +131,14 @@ enum FarmValidation {
     // MARK: - Reading a finished job
 
     static func measure(workers: Int, clientWall: UInt64, logs: [URL], database: String) async throws -> Measured {
-        let client = PostgresClient(configuration: ConnectionConfiguration(socketDirectory: database, user: "splice",
-                                                                           database: "splice"), maxConnections: 1)
+        let client = PostgresClient(
+            configuration: ConnectionConfiguration(
+                socketDirectory: database, user: "splice",
+                database: "splice"), maxConnections: 1)
         var events: [String: Int64] = [:]
         do {
-            let rows = try await client.query("""
+            let rows = try await client.query(
+                """
                 SELECT kind, (extract(epoch FROM at) * 1000000)::bigint AS at FROM job_events
                 WHERE segment_id IS NULL AND job_id = (SELECT id FROM jobs ORDER BY created_at DESC LIMIT 1) ORDER BY id
                 """)
@@ -137,10 +152,12 @@ enum FarmValidation {
         }
         await client.close()
         guard let created = events["job_created"], let running = events["job_running"],
-              let finished = events["job_succeeded"] ?? events["job_completed"]
+            let finished = events["job_succeeded"] ?? events["job_completed"]
         else { throw BenchmarkUsageError("the job's events lack created/running/succeeded: \(events.keys.sorted())") }
 
-        var encodes: [Int64] = [], gaps: [Int64] = [], lastEnd: Int64 = 0
+        var encodes: [Int64] = []
+        var gaps: [Int64] = []
+        var lastEnd: Int64 = 0
         for log in logs {
             var previousEnd = running
             var start: Int64?
@@ -159,9 +176,10 @@ enum FarmValidation {
             }
         }
         guard !encodes.isEmpty else { throw BenchmarkUsageError("no encodes in the worker logs \(logs.map(\.path))") }
-        return Measured(workers: workers, clientWall: clientWall, wallMicroseconds: finished - created,
-                        planMicroseconds: running - created, encodes: encodes, gaps: gaps,
-                        stitchMicroseconds: finished - lastEnd)
+        return Measured(
+            workers: workers, clientWall: clientWall, wallMicroseconds: finished - created,
+            planMicroseconds: running - created, encodes: encodes, gaps: gaps,
+            stitchMicroseconds: finished - lastEnd)
     }
 
     /// The `ts=…Z` of a log line, µs since 1970.

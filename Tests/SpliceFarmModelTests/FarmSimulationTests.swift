@@ -5,15 +5,18 @@ import Testing
 /// The simulator against schedules whose answer can be written down by hand.
 @Suite("FarmSimulation")
 struct FarmSimulationTests {
-    let costs = CoordinatorCosts(planMicroseconds: 5_000, dispatchMicroseconds: 300, latencyMicroseconds: 2_000,
-                                 transferBytesPerSecond: 1_000_000, stitchMicroseconds: 7_000,
-                                 stitchBytesPerSecond: 10_000_000)
+    let costs = CoordinatorCosts(
+        planMicroseconds: 5_000, dispatchMicroseconds: 300, latencyMicroseconds: 2_000,
+        transferBytesPerSecond: 1_000_000, stitchMicroseconds: 7_000,
+        stitchBytesPerSecond: 10_000_000)
 
-    @Test("one worker with one slot runs everything in turn: plan + Σ(dispatch + transfer + encode) + the last result + stitch")
+    @Test("one slot runs everything in turn: plan + Σ(dispatch + transfer + encode) + the last result + stitch")
     func oneSlotIsTheSum() throws {
-        let segments = [SegmentCost(encodeMicroseconds: 40_000, inputBytes: 1_000, outputBytes: 500),
-                        SegmentCost(encodeMicroseconds: 90_000, inputBytes: 3_000, outputBytes: 2_000),
-                        SegmentCost(encodeMicroseconds: 10_000, inputBytes: 2_000, outputBytes: 1_000)]
+        let segments = [
+            SegmentCost(encodeMicroseconds: 40_000, inputBytes: 1_000, outputBytes: 500),
+            SegmentCost(encodeMicroseconds: 90_000, inputBytes: 3_000, outputBytes: 2_000),
+            SegmentCost(encodeMicroseconds: 10_000, inputBytes: 2_000, outputBytes: 1_000),
+        ]
         let shape = try FarmShape(workers: 1, slotsPerWorker: 1, coresPerWorker: 1)
         let prediction = try FarmSimulation.run(segments, on: shape, coordinator: costs)
         // 1 MB/s: a byte is a µs. Longest first: 90 ms, 40 ms, 10 ms; the results cross back while
@@ -39,17 +42,21 @@ struct FarmSimulationTests {
 
     @Test("with a slot for every segment, the wall is the critical path: plan + the longest segment's chain + stitch")
     func criticalPath() throws {
-        let segments = [10_000, 70_000, 30_000, 69_000].map { SegmentCost(encodeMicroseconds: Int64($0), inputBytes: 100) }
+        let segments = [10_000, 70_000, 30_000, 69_000].map {
+            SegmentCost(encodeMicroseconds: Int64($0), inputBytes: 100)
+        }
         let shape = try FarmShape(workers: 4, slotsPerWorker: 1, coresPerWorker: 1)
-        let coordinator = CoordinatorCosts(planMicroseconds: 3_000, latencyMicroseconds: 500,
-                                           transferBytesPerSecond: 1_000_000, stitchMicroseconds: 4_000)
+        let coordinator = CoordinatorCosts(
+            planMicroseconds: 3_000, latencyMicroseconds: 500,
+            transferBytesPerSecond: 1_000_000, stitchMicroseconds: 4_000)
         let prediction = try FarmSimulation.run(segments, on: shape, coordinator: coordinator)
         #expect(prediction.criticalPathMicroseconds == 3_000 + 500 + 100 + 70_000 + 4_000)
         // The longest is dispatched first, so nothing queues ahead of it.
         #expect(prediction.wallMicroseconds == prediction.criticalPathMicroseconds)
         // Fewer slots than segments: the wall is longer than the critical path, never shorter.
-        let two = try FarmSimulation.run(segments, on: try FarmShape(workers: 2, slotsPerWorker: 1, coresPerWorker: 1),
-                                         coordinator: coordinator)
+        let two = try FarmSimulation.run(
+            segments, on: try FarmShape(workers: 2, slotsPerWorker: 1, coresPerWorker: 1),
+            coordinator: coordinator)
         #expect(two.criticalPathMicroseconds == prediction.criticalPathMicroseconds)
         #expect(two.wallMicroseconds > two.criticalPathMicroseconds)
     }
@@ -66,7 +73,8 @@ struct FarmSimulationTests {
         #expect(prediction.coordinatorLoad > 0.9)
         // PostgreSQL slower than the coordinator: its time is the ceiling.
         let database = CoordinatorCosts(dispatchMicroseconds: 100, databaseMicroseconds: 250)
-        #expect(try FarmSimulation.run(segments, on: shape, coordinator: database).wallMicroseconds == 100 * 250 + 1_000)
+        #expect(
+            try FarmSimulation.run(segments, on: shape, coordinator: database).wallMicroseconds == 100 * 250 + 1_000)
         // The same work with no ceiling: one segment's time.
         #expect(try FarmSimulation.run(segments, on: shape, coordinator: CoordinatorCosts()).wallMicroseconds == 1_000)
     }
@@ -75,8 +83,9 @@ struct FarmSimulationTests {
     func utilisation() throws {
         // Three equal segments on two slots: two waves, the second half empty.
         let segments = Array(repeating: SegmentCost(encodeMicroseconds: 1_000), count: 3)
-        let prediction = try FarmSimulation.run(segments, on: try FarmShape(workers: 1, slotsPerWorker: 2, coresPerWorker: 2),
-                                                coordinator: CoordinatorCosts())
+        let prediction = try FarmSimulation.run(
+            segments, on: try FarmShape(workers: 1, slotsPerWorker: 2, coresPerWorker: 2),
+            coordinator: CoordinatorCosts())
         #expect(prediction.wallMicroseconds == 2_000)
         #expect(prediction.busySlotMicroseconds == 3_000)
         #expect(prediction.utilisation == 0.75)
@@ -87,16 +96,18 @@ struct FarmSimulationTests {
         let segments = [1_000, 1_000, 2_000].map { SegmentCost(encodeMicroseconds: Int64($0)) }
         let shape = try FarmShape(workers: 2, slotsPerWorker: 1, coresPerWorker: 1)
         #expect(try FarmSimulation.run(segments, on: shape, coordinator: CoordinatorCosts()).wallMicroseconds == 2_000)
-        #expect(try FarmSimulation.run(segments, on: shape, coordinator: CoordinatorCosts(), order: .plan)
-            .wallMicroseconds == 3_000)
+        #expect(
+            try FarmSimulation.run(segments, on: shape, coordinator: CoordinatorCosts(), order: .plan)
+                .wallMicroseconds == 3_000)
     }
 
     @Test("the inbound link carries one excerpt at a time")
     func sharedLink() throws {
         // Two slots, two segments of 1,000 bytes at 1 MB/s: the second excerpt waits for the first.
         let segments = Array(repeating: SegmentCost(encodeMicroseconds: 5_000, inputBytes: 1_000), count: 2)
-        let prediction = try FarmSimulation.run(segments, on: try FarmShape(workers: 2, slotsPerWorker: 1, coresPerWorker: 1),
-                                                coordinator: CoordinatorCosts(transferBytesPerSecond: 1_000_000))
+        let prediction = try FarmSimulation.run(
+            segments, on: try FarmShape(workers: 2, slotsPerWorker: 1, coresPerWorker: 1),
+            coordinator: CoordinatorCosts(transferBytesPerSecond: 1_000_000))
         #expect(prediction.schedule.map(\.encodeStart).sorted() == [1_000, 2_000])
         #expect(prediction.wallMicroseconds == 7_000)
     }
@@ -106,8 +117,9 @@ struct FarmSimulationTests {
         #expect(throws: FarmModelError.self) { try FarmShape(workers: 0, slotsPerWorker: 1, coresPerWorker: 1) }
         #expect(throws: FarmModelError.self) { try FarmShape(workers: 1, slotsPerWorker: 4, coresPerWorker: 2) }
         #expect(throws: FarmModelError.self) {
-            try FarmSimulation.run([], on: try FarmShape(workers: 1, slotsPerWorker: 1, coresPerWorker: 1),
-                                   coordinator: CoordinatorCosts())
+            try FarmSimulation.run(
+                [], on: try FarmShape(workers: 1, slotsPerWorker: 1, coresPerWorker: 1),
+                coordinator: CoordinatorCosts())
         }
     }
 
@@ -116,7 +128,8 @@ struct FarmSimulationTests {
         #expect(FarmTime.microseconds(bytes: 1, perSecond: 3) == 333_334)
         #expect(FarmTime.microseconds(bytes: 0, perSecond: 3) == 0)
         // Far past Int64 if multiplied naively: 9 EB at 1 GB/s.
-        #expect(FarmTime.microseconds(bytes: 9_000_000_000_000_000_000, perSecond: 1_000_000_000) == 9_000_000_000_000_000)
+        #expect(
+            FarmTime.microseconds(bytes: 9_000_000_000_000_000_000, perSecond: 1_000_000_000) == 9_000_000_000_000_000)
         #expect(FarmTime.text(61_250_000) == "61.3 s")
         #expect(FarmTime.text(900_000_000) == "15.0 min")
     }
@@ -128,7 +141,8 @@ struct SegmentCostModelTests {
     func fitLine() throws {
         // 200 ms per segment, 55.5 ms per frame.
         let samples = [24, 48, 48, 192].map {
-            SegmentCostModel.Sample(frames: $0, cpuMicroseconds: 200_000 + Int64($0) * 55_500, bytes: Int64($0) * 10_000)
+            SegmentCostModel.Sample(
+                frames: $0, cpuMicroseconds: 200_000 + Int64($0) * 55_500, bytes: Int64($0) * 10_000)
         }
         let model = try SegmentCostModel.fit(samples)
         #expect(model.fixedMicroseconds == 200_000)
@@ -143,8 +157,10 @@ struct SegmentCostModelTests {
     @Test("one segment length cannot separate the fixed cost from the per-frame cost")
     func fitNeedsTwoLengths() {
         #expect(throws: FarmModelError.self) {
-            try SegmentCostModel.fit([SegmentCostModel.Sample(frames: 48, cpuMicroseconds: 1_000),
-                                      SegmentCostModel.Sample(frames: 48, cpuMicroseconds: 1_100)])
+            try SegmentCostModel.fit([
+                SegmentCostModel.Sample(frames: 48, cpuMicroseconds: 1_000),
+                SegmentCostModel.Sample(frames: 48, cpuMicroseconds: 1_100),
+            ])
         }
     }
 
@@ -174,8 +190,9 @@ struct SegmentCostModelTests {
         let film = try FilmJob(seconds: 96, framesPerSecond: 1)
         let model = SegmentCostModel(fixedMicroseconds: 10_000_000, perFrameNanoseconds: 1_000_000_000)
         let shape = try FarmShape(workers: 4, slotsPerWorker: 1, coresPerWorker: 1)
-        let best = try film.bestSegmentLength(candidates: [12, 24, 48, 96], shape: shape, model: model,
-                                              scaling: try EncoderScaling(parallelFraction: 1), coordinator: CoordinatorCosts())
+        let best = try film.bestSegmentLength(
+            candidates: [12, 24, 48, 96], shape: shape, model: model,
+            scaling: try EncoderScaling(parallelFraction: 1), coordinator: CoordinatorCosts())
         #expect(best.segmentSeconds == 24)
         #expect(best.prediction.wallMicroseconds == 34_000_000)
     }
