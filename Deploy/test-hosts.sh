@@ -36,6 +36,8 @@
 #                            them), started again 5 s later
 #   worker-partitioned       worker-2's link down for 15 s, then up
 #   coordinator-partitioned  the coordinator's link down for 10 s, then up
+#   coordinator-restarted    the coordinator SIGTERMed and started again at once (the upgrade
+#                            runbook's step 3 within one release)
 #   database-stopped         the PostgreSQL host stopped (every process killed) for 10 s, then
 #                            started again on the same data (crash recovery)
 #   upgrade                  docs/deploy.md's upgrade runbook, rehearsed: a fleet of the previous
@@ -47,11 +49,12 @@
 #                            percent of a core each (default 8) during it, so that the job runs
 #                            throughout. The phases after it run on the upgraded database.
 #
-# A later phase is a function phase_NAME plus its name in `phases` below.
+# A later phase is a function phase_NAME plus its name in `all_phases` below.
 #
 # Everything — namespaces, links, processes, working containers — is removed at the end, also on
-# failure or Ctrl-C (the logs are kept then). Needs root. Takes 2 to 3 minutes on 2 cores once the
-# image is built; `--no-build` uses the image as it is instead of bringing it up to date first.
+# failure or Ctrl-C (the logs are kept then). Needs root. Takes about 4.5 minutes on 2 cores once the
+# image is built (2 of them the upgrade phase), plus, once per machine, the previous release's
+# build; `--no-build` uses the image as it is instead of bringing it up to date first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SPLICE_SETUP_IMAGE=1 source Deploy/setup.sh
@@ -740,7 +743,8 @@ for phase in "${phases[@]}"; do
         line+=", the job done $(seconds "$fault_at" "$job_finished_at") s after the fault began"
     fi
     log "$line — $phase_result"
+    [[ "$phase_result" != SKIPPED* ]] || line="$phase: skipped (${phase_result#SKIPPED: })"
     summary+=("$line")
 done
-log "every phase passed in $(($(date +%s) - started)) s:"
+log "every phase passed (or was skipped, saying why) in $(($(date +%s) - started)) s:"
 printf '  %s\n' "${summary[@]}"
