@@ -52,7 +52,7 @@
 # A later phase is a function phase_NAME plus its name in `all_phases` below.
 #
 # Everything — namespaces, links, processes, working containers — is removed at the end, also on
-# failure or Ctrl-C (the logs are kept then). Needs root. Takes about 4.5 minutes on 2 cores once the
+# failure or Ctrl-C (the logs are kept then, and with SPLICE_HOSTS_KEEP_LOGS=1 always). Needs root. Takes about 4.5 minutes on 2 cores once the
 # image is built (2 of them the upgrade phase), plus, once per machine, the previous release's
 # build; `--no-build` uses the image as it is instead of bringing it up to date first.
 set -euo pipefail
@@ -118,6 +118,8 @@ cleanup() {
     done
     if [ "$status" -ne 0 ]; then
         log "FAILED (exit $status); the hosts' logs are in $work"
+    elif [ -n "${SPLICE_HOSTS_KEEP_LOGS:-}" ]; then
+        log "the hosts' logs are kept in $work (SPLICE_HOSTS_KEEP_LOGS)"
     else
         rm -rf "$work"
     fi
