@@ -12,7 +12,7 @@
 # `Deploy/test.sh --slow` runs the slow pass instead, which CI leaves out: the container image built
 # and checked (Deploy/test-image.sh: about 32 minutes the first time on 2 cores, 7 to 13 after a
 # change to the sources, under a minute with nothing changed) and the cluster of namespace hosts
-# under faults (Deploy/test-hosts.sh, 2 to 3 minutes). Both need root; they install buildah and
+# under faults (Deploy/test-hosts.sh, about 4.5 minutes). Both need root; they install buildah and
 # debootstrap (Deploy/setup.sh --image). Then the upgrade test: Deploy/build-compat.sh builds the
 # previous release's `splice` once (about 4 minutes on 2 cores, cached in ~/.cache/splice-compat
 # after that) and UpgradeScenarioTests runs one of its workers with today's coordinator (about a
