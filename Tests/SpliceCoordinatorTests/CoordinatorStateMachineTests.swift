@@ -775,6 +775,36 @@ struct CoordinatorStateMachineTests {
         }
     }
 
+    @Test("a worker that hands an attempt back because it is shutting down is offered nothing more; another FAIL frees its slot")
+    func drainingWorkerGetsNoAssign() {
+        for code in [Fail.Code.drained, .undecodableInput] {
+            var harness = Harness()
+            harness.welcome(slots: 1)
+            _ = harness.assign([attempt(0)])
+            let fail = Fail(attempt: attempt(0), code: code, reason: "r", retryable: true)
+            _ = harness.receive(.fail(fail))
+            _ = harness.on(.resultCommitted(.fail(fail), .recorded(.willRetry(at: .distantPast))))
+            harness.on(.workAvailable)
+            let claims = harness.machine.dispatch(at: harness.now).compactMap(\.claim)
+            if code == .drained {
+                #expect(claims.isEmpty, "a draining worker refuses every ASSIGN: it must not be offered its free slot")
+            } else {
+                #expect(claims.count == 1, "after the segment's own failure the worker's slot is free again")
+            }
+        }
+        // A new session (the worker restarted) is assignable again.
+        var harness = Harness()
+        harness.welcome(slots: 1)
+        _ = harness.assign([attempt(0)])
+        let fail = Fail(attempt: attempt(0), code: .drained, reason: "r", retryable: true)
+        _ = harness.receive(.fail(fail))
+        _ = harness.on(.resultCommitted(.fail(fail), .recorded(.willRetry(at: .distantPast))))
+        _ = harness.receive(.disconnect(Disconnect(reason: .shutdown, detail: "stopped")))
+        harness.welcome(slots: 1)
+        harness.on(.workAvailable)
+        #expect(harness.machine.dispatch(at: harness.now).compactMap(\.claim).count == 1)
+    }
+
     @Test("live workers are recorded as seen every seen-interval")
     func seen() {
         var harness = Harness()

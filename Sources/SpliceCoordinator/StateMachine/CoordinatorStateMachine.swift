@@ -138,6 +138,7 @@ package struct CoordinatorStateMachine: Sendable {
             directives += submit(.complete(complete), from: identity, fromHello: false, now: now).directives
         case .fail(let fail):
             if fail.blame == .worker { directives += quarantine(identity, because: fail, now: now) }
+            if fail.code == .drained { sessions.update(identity) { $0.draining = true } }
             directives += submit(.fail(fail), from: identity, fromHello: false, now: now).directives
         case .heartbeat, .hello, .disconnect, .join:
             break  // JOIN is answered before the machine (JoinDesk)

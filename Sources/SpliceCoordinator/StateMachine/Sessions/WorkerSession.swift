@@ -65,6 +65,10 @@ struct WorkerSession: Sendable {
     var lastSeenRecorded: ContinuousClock.Instant?
     /// Silent for `heartbeatLiveness` intervals: no new assignments until it speaks again.
     var silent = false
+    /// It handed an attempt back because it is shutting down (FAIL `drained`): no new assignments
+    /// for the rest of this session. It refuses every one, and each refusal puts the segment
+    /// back at once, so a draining worker with a free slot was offered it again and again.
+    var draining = false
 
     init(identity: WorkerIdentity, incarnation: UInt64, peer: WirePeer, hello: Hello, now: ContinuousClock.Instant) {
         self.identity = identity
@@ -87,7 +91,7 @@ struct WorkerSession: Sendable {
     /// commit; beyond that they count against its slots, so a fast worker cannot pile up results
     /// faster than the store takes them (backpressure, and a bound on ACK latency).
     var freeSlots: Int {
-        guard phase == .active, !silent, workerID != nil else { return 0 }
+        guard phase == .active, !silent, !draining, workerID != nil else { return 0 }
         let busy = held.count - reportedCount + max(0, reportedCount - slots)
         return max(0, slots - busy - reserved)
     }
