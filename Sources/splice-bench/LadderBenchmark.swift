@@ -8,19 +8,27 @@ import Foundation
 /// the CPU time of each side too, which the machine's other load moves less: its median and its
 /// least (other load only ever adds to it, so the least is the nearest to the work's own cost),
 /// with the load average before and after. Figures for docs and closing notes, not a test.
+/// `--against-ffmpeg` measures a ladder against one ffmpeg writing the same ladder instead
+/// (``LadderAgainstFFmpeg``).
 enum LadderBenchmark {
     static let rungs = ["1280x720@3M", "960x540@2M", "640x360@1M"]
 
     static func run(_ arguments: [String]) throws {
         var runs = 3, seconds = 12, preset = "medium"
+        var againstFFmpeg = false
+        var segmentSeconds: Int?
         var words = arguments[...]
         while let word = words.popFirst() {
             switch word {
             case "--seconds": seconds = words.popFirst().flatMap { Int($0) } ?? seconds
             case "--preset": preset = words.popFirst() ?? preset
+            case "--against-ffmpeg": againstFFmpeg = true
+            case "--segment-seconds": segmentSeconds = words.popFirst().flatMap { Int($0) }
             default: if let n = Int(word) { runs = n }
             }
         }
+        if againstFFmpeg { return try LadderAgainstFFmpeg.run(
+            runs: runs, preset: arguments.contains("--preset") ? preset : "veryfast", segmentSeconds: segmentSeconds) }
         let fm = FileManager.default
         let dir = fm.temporaryDirectory.appendingPathComponent("splice-bench-ladder-\(getpid())")
         try fm.createDirectory(at: dir, withIntermediateDirectories: true)
