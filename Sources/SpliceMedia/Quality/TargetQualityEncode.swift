@@ -33,7 +33,7 @@ struct TargetQualityEncode {
     /// Share of a segment's frames the probes encode.
     static let sampleShare = (numerator: Int64(1), denominator: Int64(7))
     /// The shortest probe chunk: shorter ones are mostly their opening IDR picture.
-    static let minimumChunk = MediaTime(value: 1, timescale: 2)
+    static let minimumChunk = MediaTime(value: 1, timescale: 3)
 
     init(request: QualityRequest, target: QualityTarget, settings: VideoSettings, encoderName: String) {
         self.target = target
