@@ -43,12 +43,13 @@ struct TransferRestartTests {
             configuration.joinToken = token
         }
 
-        // 3 s segments at x264's `veryslow` on one thread: the first is still encoding when the
-        // coordinator stops just after the worker has its excerpt (checked below, not assumed).
-        let source = try await TestMedia.clip(seconds: 3)
+        // Two 4 s segments (the planner fills two lanes) at x264's `veryslow` on one thread, about
+        // 1.5 s each here: the first is still encoding when the coordinator stops just after the
+        // worker has its excerpt (checked below, not assumed).
+        let source = try await TestMedia.clip(seconds: 8)
         let output = Fixtures.temporaryDirectory("out").appendingPathComponent("restart.mp4").path
         let request = TranscodeRequest(video: VideoSettings(codec: .h264, preset: "veryslow"), audio: nil, fileType: .mp4,
-                                       segmentDuration: MediaTime(seconds: 3), overwrite: false)
+                                       segmentDuration: MediaTime(seconds: 8), overwrite: false)
         guard case .submitted(let submitted) = try await client.request(.submit(SubmitJob(
             input: source, output: output, export: try JSONPayload(encoding: request), submissionKey: "restart"))) else {
             throw TestFailure("SUBMIT failed")
