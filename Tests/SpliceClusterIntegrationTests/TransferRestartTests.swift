@@ -30,8 +30,9 @@ struct TransferRestartTests {
         let context = try WireContext()
         let client = try await TestClient.connect(
             to: first.endpoints.api, curve: .client(keys: admin, serverKey: server.publicKey), context: context)
-        guard case .joinToken(let created) = try await client.request(
-            .createJoinToken(CreateJoinToken(name: "restart", uses: 1, ttlSeconds: 600))), let token = created.token else {
+        let create = CreateJoinToken(name: "restart", uses: 1, ttlSeconds: 600)
+        guard case .joinToken(let created) = try await client.request(.createJoinToken(create)),
+              let token = created.token else {
             throw TestFailure("JOIN_TOKEN_CREATE failed")
         }
         let scratch = Fixtures.temporaryDirectory("restart-scratch")
@@ -48,10 +49,11 @@ struct TransferRestartTests {
         // worker has its excerpt (checked below, not assumed).
         let source = try await TestMedia.clip(seconds: 8)
         let output = Fixtures.temporaryDirectory("out").appendingPathComponent("restart.mp4").path
-        let request = TranscodeRequest(video: VideoSettings(codec: .h264, preset: "veryslow"), audio: nil, fileType: .mp4,
-                                       segmentDuration: MediaTime(seconds: 8), overwrite: false)
-        guard case .submitted(let submitted) = try await client.request(.submit(SubmitJob(
-            input: source, output: output, export: try JSONPayload(encoding: request), submissionKey: "restart"))) else {
+        let request = TranscodeRequest(video: VideoSettings(codec: .h264, preset: "veryslow"), audio: nil,
+                                       fileType: .mp4, segmentDuration: MediaTime(seconds: 8), overwrite: false)
+        let submit = SubmitJob(input: source, output: output, export: try JSONPayload(encoding: request),
+                               submissionKey: "restart")
+        guard case .submitted(let submitted) = try await client.request(.submit(submit)) else {
             throw TestFailure("SUBMIT failed")
         }
         let job = submitted.job
@@ -63,9 +65,10 @@ struct TransferRestartTests {
         try await first.stop()
         let stopped = try await first.repository.segments(ofJob: job)
         try #require(stopped.contains { $0.state == .leased },
-                     "no segment was being encoded at the restart; the test needs a slower encode: \(stopped.map(\.state))")
+                     "no segment was encoding at the restart; the test needs a slower encode: \(stopped.map(\.state))")
 
-        let second = try await CoordinatorUnderTest.start(database: first.database, spool: first.spool) { configuration in
+        let second = try await CoordinatorUnderTest.start(database: first.database, spool: first.spool) {
+            configuration in
             configure(&configuration)
             configuration.workersEndpoint = first.endpoints.workers
             configuration.apiEndpoint = first.endpoints.api
