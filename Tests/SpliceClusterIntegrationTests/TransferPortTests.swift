@@ -26,7 +26,10 @@ private struct DataLink {
     /// Other enrolled workers' keys (enrolled, not connected).
     let otherKeys: [CurveKeyPair]
 
-    static func start(options: TransferOptions, alsoEnrolled otherKeys: [CurveKeyPair] = []) async throws -> DataLink {
+    /// `immediate`: the DEALER's ZMQ_IMMEDIATE, on as a worker's is (sends fail while it has no
+    /// connection) or off (they wait for one).
+    static func start(options: TransferOptions, alsoEnrolled otherKeys: [CurveKeyPair] = [],
+                      immediate: Bool = false) async throws -> DataLink {
         let context = try WireContext()
         let serverKeys = try CurveKeyPair.generate(), workerKeys = try CurveKeyPair.generate()
         let zap = try await ZAPHandler.start(context: context,
@@ -36,7 +39,7 @@ private struct DataLink {
         let dealer = DataEndpoint(try await WireEndpoint.connect(
             router.wire.endpoints[0], type: .dealer, context: context,
             options: .dealer(routingID: RoutingID("w:" + workerKeys.publicKey.z85),
-                             curve: .client(keys: workerKeys, serverKey: serverKeys.publicKey), immediate: false)))
+                             curve: .client(keys: workerKeys, serverKey: serverKeys.publicKey), immediate: immediate)))
         let coordinator = TransferPort(endpoint: router, options: options, logger: testLogger)
         let worker = TransferPort(endpoint: dealer, options: options, logger: testLogger)
         let tasks = [Task { await coordinator.run() }, Task { await worker.run() }]
@@ -258,6 +261,44 @@ struct TransferPortTests {
         let resent = await restarted.bytesOut
         #expect(resent <= 40_000_000 - sentBefore + 2_000_000, "only what had not arrived was sent again (\(resent) bytes)")
         #expect(await worker.bytesIn == 40_000_000, "every chunk was accepted once")
+        await link.stop()
+    }
+
+    @Test("after the coordinator's side restarts, it fetches a result from a worker that has sent it nothing since")
+    func fetchesResultAfterCoordinatorRestart() async throws {
+        // The coordinator-restarted bug of Deploy/test-hosts.sh: a worker fetched its excerpt from
+        // the old coordinator, the coordinator restarted, the worker finished and offered its
+        // result. A CURVE ROUTER routes only to a route it has heard its key on, so the new one
+        // could not ask for the result until the worker spoke first on the data endpoint.
+        let dir = Fixtures.temporaryDirectory("transfer-restart")
+        var link = try await DataLink.start(options: Self.small, immediate: true)
+        let (excerpt, excerptSum) = try await randomFile(dir, "excerpt.splseg", bytes: 300_000)
+        let excerptID = try #require(TransferFileID("x-restart"))
+        await link.coordinator.offer(excerptID, path: excerpt.path)
+        _ = try await link.worker.fetch(excerptID, size: 300_000, checksum: excerptSum, from: .upstream,
+                                        to: dir.appendingPathComponent("scratch-excerpt.splseg"))
+
+        // The coordinator stops and a new one binds the same address, as after SIGTERM and a restart.
+        let boundTo = link.router.wire.endpoints[0]
+        link.tasks[0].cancel()
+        await link.router.close(linger: .zero)
+        try await Task.sleep(for: .milliseconds(300))
+        link.router = DataEndpoint(try await WireEndpoint.bind([boundTo], type: .router, context: link.context,
+                                                               options: .router(curve: .server(keys: link.serverKeys))))
+        link.coordinator = TransferPort(endpoint: link.router, options: Self.small, logger: testLogger)
+        let restarted = link.coordinator
+        link.tasks.append(Task { await restarted.run() })
+
+        // The worker's result, offered after the restart; the new coordinator fetches it, its
+        // checksum (by sha256sum) checked before it is moved into place.
+        let (result, resultSum) = try await randomFile(dir, "result.splseg", bytes: 400_000)
+        let resultID = try #require(TransferFileID("r-restart"))
+        await link.worker.offer(resultID, path: result.path)
+        let spooled = dir.appendingPathComponent("segment-00001.a1-restart.splseg")
+        let report = try await restarted.fetch(resultID, size: 400_000, checksum: resultSum, from: link.workerRoute,
+                                               to: spooled)
+        #expect(report.bytes == 400_000)
+        #expect(try Data(contentsOf: spooled) == Data(contentsOf: result))
         await link.stop()
     }
 

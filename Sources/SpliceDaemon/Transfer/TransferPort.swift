@@ -75,8 +75,11 @@ public actor TransferPort {
     /// one chunk read and sent at a time, so a peer's requests cannot make this side buffer more
     /// than a chunk) and hands CHUNKs and MISSINGs to the fetch waiting for them. Refused
     /// messages (garbage, wrong protocol, a CHUNK whose payload is not its length) are counted
-    /// and logged; nothing a peer sends stops the loop.
+    /// and logged; nothing a peer sends stops the loop. On a DEALER (a worker's side) it also
+    /// introduces this side after every handshake (``introduceOnEveryConnection()``).
     public func run() async {
+        let introductions = endpoint.wire.type == .dealer ? Task { await introduceOnEveryConnection() } : nil
+        defer { introductions?.cancel() }
         while !Task.isCancelled {
             let batch = await endpoint.receive(upTo: 64)
             if batch.isEmpty { break }
@@ -88,11 +91,55 @@ public actor TransferPort {
                     inbox[chunk.file]?.yield(.chunk(chunk, payload ?? Data(), from: peer))
                 case .message(.missing(let missing), _, let peer):
                     inbox[missing.file]?.yield(.missing(missing, from: peer))
+                case .rejected(let rejection, let peer) where rejection.reason == .probation:
+                    // A joining worker's introduction, sent before its JOIN enrolled its key.
+                    logger.debug("refused a message on the data endpoint", [
+                        "peer": peer.description, "reason": rejection.reason.rawValue, "detail": rejection.detail,
+                    ])
                 case .rejected(let rejection, let peer):
                     logger.warning("refused a message on the data endpoint", [
                         "peer": peer.description, "reason": rejection.reason.rawValue, "detail": rejection.detail,
                     ])
                 }
+            }
+        }
+    }
+
+    // MARK: - Introducing
+
+    /// The file a DEALER's introduction asks for: offered by no one, so every peer answers
+    /// MISSING, which no fetch waits for.
+    static let introduction = TransferFileID("introduction")!
+
+    /// Sends an introduction after each handshake of this side's DEALER: the first connection and
+    /// every reconnection (a restarted coordinator, a dropped connection).
+    ///
+    /// A CURVE ROUTER (the coordinator's data endpoint) learns which key a route belongs to only
+    /// from a message received on it, and refuses to send on a route it has not heard from. A
+    /// worker speaks on the data endpoint only to fetch an excerpt, so a coordinator that
+    /// restarted (or dropped the route) while a segment was running could not ask for its result
+    /// until the worker's next ASSIGN: every FETCH failed as an unknown peer and the fetch
+    /// stalled out. The introduction is a FETCH, which any peer speaking `splice-data` 1 answers.
+    private func introduceOnEveryConnection() async {
+        for await event in endpoint.wire.events where event.kind == .handshakeSucceeded {
+            await introduce()
+        }
+    }
+
+    private func introduce() async {
+        // With ZMQ_IMMEDIATE a send can fail until the socket has attached the connection the
+        // handshake event announced: tried again for a little while.
+        for attempt in 1...20 {
+            do {
+                let session = Int.random(in: WireLimits.transferSession)
+                try await endpoint.send(.fetch(Fetch(file: Self.introduction, offset: 0, length: 1, session: session)))
+                return
+            } catch {
+                if attempt == 20 {
+                    logger.debug("could not introduce this side on the data endpoint", ["error": error.message])
+                    return
+                }
+                try? await Task.sleep(for: .milliseconds(50))
             }
         }
     }
