@@ -52,7 +52,7 @@ media='SpliceMediaIntegrationTests\.'
 # do the in-process scenarios of a lost worker, a killed coordinator and a transfer sender that goes
 # away: beside the ~650 other tests on two cores their scripted peers missed their waits (two runs
 # in a row once the object-storage and quality suites joined the general pass; alone they pass).
-faults='SpliceFaultTests\.|TransferFaultTests|TransferModeTests|SpliceAPITests\.|CoordinatorLossTests|CoordinatorRestartTests|TransferPortTests'
+faults='SpliceFaultTests\.|TransferFaultTests|TransferModeTests|TransferRestartTests|SpliceAPITests\.|CoordinatorLossTests|CoordinatorRestartTests|TransferPortTests'
 # The suites that run a whole cluster of real processes (a coordinator, workers, `splice submit`,
 # moto for the object-storage ones) without faults get a pass of their own as well: beside the ~600
 # in-process tests their coordinators missed 10 s API answers and their PostgreSQL calls timed out
