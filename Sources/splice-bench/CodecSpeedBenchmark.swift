@@ -85,26 +85,13 @@ enum CodecSpeedBenchmark {
                          "--pixel-format", "yuv420p"] + codec.splice
         let single = ["ffmpeg", "-y", "-v", "error", "-i", source, "-an", "-g", "250", "-pix_fmt", "yuv420p"]
             + codec.ffmpeg + [theirs]
-        var walls: [UInt64] = [], ffmpegWalls: [UInt64] = [], cpu: [Int64] = [], ffmpegCPU: [Int64] = []
-        for i in 0..<runs {
-            var t: MeasuredProcess.Measurement, f: MeasuredProcess.Measurement
-            if i % 2 == 0 {
-                t = try MeasuredProcess.run(transcode)
-                f = try MeasuredProcess.run(single)
-            } else {
-                f = try MeasuredProcess.run(single)
-                t = try MeasuredProcess.run(transcode)
-            }
-            walls.append(t.wallNanoseconds)
-            ffmpegWalls.append(f.wallNanoseconds)
-            cpu.append(t.cpuMicroseconds)
-            ffmpegCPU.append(f.cpuMicroseconds)
+        let pairs = try PairedRuns.run(transcode, against: single, runs: runs) { i, t, f in
             print("\(codec.name) run \(i + 1)/\(runs): splice \(Stats.milliseconds(t.wallNanoseconds)) "
                   + "(cpu \(t.cpuMicroseconds / 1000) ms), ffmpeg \(Stats.milliseconds(f.wallNanoseconds)) "
                   + "(cpu \(f.cpuMicroseconds / 1000) ms)")
         }
-        let (w, fw) = (Stats.median(walls), Stats.median(ffmpegWalls))
-        let (c, fc) = (Stats.median(cpu), Stats.median(ffmpegCPU))
+        let (w, fw) = pairs.medianWall
+        let (c, fc) = pairs.medianCPU
         let size = QualityBenchmark.size(ours), theirSize = QualityBenchmark.size(theirs)
         let psnr = try wholePSNR(ours, source: source, in: dir), theirPSNR = try wholePSNR(theirs, source: source, in: dir)
         func cores(_ cpu: Int64, _ wall: UInt64) -> String { String(format: "%.2f", Double(cpu) * 1000 / Double(max(wall, 1))) }

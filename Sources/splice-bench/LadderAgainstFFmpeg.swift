@@ -34,29 +34,17 @@ enum LadderAgainstFFmpeg {
                    "-f", "hls", "-hls_time", "6", "-hls_playlist_type", "vod", "-hls_segment_type", "fmp4",
                    "-var_stream_map", rungs.indices.map { "v:\($0)" }.joined(separator: " "),
                    "-master_pl_name", "master.m3u8", theirs.appendingPathComponent("rung_%v.m3u8").path]
-        var walls: [UInt64] = [], ffmpegWalls: [UInt64] = [], cpu: [Int64] = [], ffmpegCPU: [Int64] = []
-        for i in 0..<runs {
+        let pairs = try PairedRuns.run(splice, against: ffmpeg, runs: runs, prepare: {
             for folder in [ours, theirs] {
                 try? fm.removeItem(at: folder)
                 try fm.createDirectory(at: folder, withIntermediateDirectories: true)
             }
-            var t: MeasuredProcess.Measurement, f: MeasuredProcess.Measurement
-            if i % 2 == 0 {
-                t = try MeasuredProcess.run(splice)
-                f = try MeasuredProcess.run(ffmpeg)
-            } else {
-                f = try MeasuredProcess.run(ffmpeg)
-                t = try MeasuredProcess.run(splice)
-            }
-            walls.append(t.wallNanoseconds)
-            ffmpegWalls.append(f.wallNanoseconds)
-            cpu.append(t.cpuMicroseconds)
-            ffmpegCPU.append(f.cpuMicroseconds)
+        }) { i, t, f in
             print("ladder run \(i + 1)/\(runs): splice \(Stats.milliseconds(t.wallNanoseconds)) (cpu \(t.cpuMicroseconds / 1000) ms), "
                   + "ffmpeg \(Stats.milliseconds(f.wallNanoseconds)) (cpu \(f.cpuMicroseconds / 1000) ms)")
         }
-        let (w, fw) = (Stats.median(walls), Stats.median(ffmpegWalls))
-        let (c, fc) = (Stats.median(cpu), Stats.median(ffmpegCPU))
+        let (w, fw) = pairs.medianWall
+        let (c, fc) = pairs.medianCPU
         let (bytes, theirBytes) = (folderBytes(ours), folderBytes(theirs))
         print("")
         print("ladder against one ffmpeg (the shared real clips end to end, 960×540 30 fps 22 s, video only, "

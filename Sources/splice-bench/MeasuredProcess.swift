@@ -86,3 +86,44 @@ enum BenchmarkClip {
                                      "-c:a", "aac", "-b:a", "192k", "-ac", "2", path])
     }
 }
+
+/// Two commands measured side by side: run `runs` times, alternated (ours first on even runs,
+/// theirs first on odd ones) so a drift in the machine's load falls on both; each side's
+/// measurements in run order, and their medians.
+struct PairedRuns {
+    var ours: [MeasuredProcess.Measurement] = []
+    var theirs: [MeasuredProcess.Measurement] = []
+
+    /// Runs `ours` and `theirs` `runs` times; `prepare` before each run, `after` with each run's pair.
+    static func run(_ ours: [String], against theirs: [String], runs: Int, prepare: () throws -> Void = {},
+                    after: (_ run: Int, _ ours: MeasuredProcess.Measurement, _ theirs: MeasuredProcess.Measurement) throws -> Void)
+        throws -> PairedRuns
+    {
+        var pairs = PairedRuns()
+        for i in 0..<runs {
+            try prepare()
+            let o: MeasuredProcess.Measurement, t: MeasuredProcess.Measurement
+            if i % 2 == 0 {
+                o = try MeasuredProcess.run(ours)
+                t = try MeasuredProcess.run(theirs)
+            } else {
+                t = try MeasuredProcess.run(theirs)
+                o = try MeasuredProcess.run(ours)
+            }
+            pairs.ours.append(o)
+            pairs.theirs.append(t)
+            try after(i, o, t)
+        }
+        return pairs
+    }
+
+    /// The median wall time of each side, ns.
+    var medianWall: (ours: UInt64, theirs: UInt64) {
+        (Stats.median(ours.map(\.wallNanoseconds)), Stats.median(theirs.map(\.wallNanoseconds)))
+    }
+
+    /// The median CPU time of each side, µs.
+    var medianCPU: (ours: Int64, theirs: Int64) {
+        (Stats.median(ours.map(\.cpuMicroseconds)), Stats.median(theirs.map(\.cpuMicroseconds)))
+    }
+}

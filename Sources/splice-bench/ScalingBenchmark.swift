@@ -76,25 +76,12 @@ enum ScalingBenchmark {
                          "--keyframe-interval", "250", "--pixel-format", "yuv420p"] + codec.splice
         let single = ["ffmpeg", "-y", "-v", "error", "-i", source, "-an", "-g", "250", "-pix_fmt", "yuv420p"]
             + codec.ffmpeg + [theirs]
-        var walls: [UInt64] = [], ffmpegWalls: [UInt64] = [], cpu: [Int64] = [], ffmpegCPU: [Int64] = []
-        for i in 0..<runs {
-            var t: MeasuredProcess.Measurement, f: MeasuredProcess.Measurement
-            if i % 2 == 0 {
-                t = try MeasuredProcess.run(transcode)
-                f = try MeasuredProcess.run(single)
-            } else {
-                f = try MeasuredProcess.run(single)
-                t = try MeasuredProcess.run(transcode)
-            }
-            walls.append(t.wallNanoseconds)
-            ffmpegWalls.append(f.wallNanoseconds)
-            cpu.append(t.cpuMicroseconds)
-            ffmpegCPU.append(f.cpuMicroseconds)
+        let pairs = try PairedRuns.run(transcode, against: single, runs: runs) { i, t, f in
             print("\(codec.name) run \(i + 1)/\(runs): splice \(lanes) lanes \(Stats.milliseconds(t.wallNanoseconds)), "
                   + "ffmpeg 1 thread \(Stats.milliseconds(f.wallNanoseconds))")
         }
-        let (w, fw) = (Stats.median(walls), Stats.median(ffmpegWalls))
-        let (c, fc) = (Stats.median(cpu), Stats.median(ffmpegCPU))
+        let (w, fw) = pairs.medianWall
+        let (c, fc) = pairs.medianCPU
         let size = (try? FileManager.default.attributesOfItem(atPath: ours)[.size] as? Int) ?? 0
         let theirSize = (try? FileManager.default.attributesOfItem(atPath: theirs)[.size] as? Int) ?? 0
         return [

@@ -74,32 +74,19 @@ enum TranscodeBenchmark {
                          + " > " + quote(summaryPath)]
         let single = ["ffmpeg", "-y", "-i", source, "-c:v", "libx264", "-preset", "medium", "-crf", "23", "-g", "250",
                       "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "128k", theirs]
-        var walls: [UInt64] = [], ffmpegWalls: [UInt64] = [], ourCPU: [Int64] = [], theirCPU: [Int64] = []
         var segments = 0
-        for i in 0..<runs {
-            var t: MeasuredProcess.Measurement, f: MeasuredProcess.Measurement
-            if i % 2 == 0 {
-                t = try MeasuredProcess.run(transcode)
-                f = try MeasuredProcess.run(single)
-            } else {
-                f = try MeasuredProcess.run(single)
-                t = try MeasuredProcess.run(transcode)
-            }
-            walls.append(t.wallNanoseconds)
-            ffmpegWalls.append(f.wallNanoseconds)
-            ourCPU.append(t.cpuMicroseconds)
-            theirCPU.append(f.cpuMicroseconds)
+        let pairs = try PairedRuns.run(transcode, against: single, runs: runs) { i, t, f in
             let summary = try JSONDecoder().decode(Summary.self, from: Data(contentsOf: URL(fileURLWithPath: summaryPath)))
             segments = summary.segments.count
             print("\(c.name) run \(i + 1)/\(runs): transcode \(Stats.milliseconds(t.wallNanoseconds)) "
                   + "(\(segments) segments), ffmpeg \(Stats.milliseconds(f.wallNanoseconds))")
         }
-        let w = Stats.median(walls), fw = Stats.median(ffmpegWalls)
+        let (w, fw) = pairs.medianWall
         let size = (try fm.attributesOfItem(atPath: ours)[.size] as? Int) ?? 0
         let theirSize = (try fm.attributesOfItem(atPath: theirs)[.size] as? Int) ?? 0
         // Cores busy: CPU time over wall time, each side's median run.
-        let ourCores = Stats.ratio(Stats.median(ourCPU), Int64(w / 1000))
-        let theirCores = Stats.ratio(Stats.median(theirCPU), Int64(fw / 1000))
+        let ourCores = Stats.ratio(pairs.medianCPU.ours, Int64(w / 1000))
+        let theirCores = Stats.ratio(pairs.medianCPU.theirs, Int64(fw / 1000))
         var lines = [
             "  \(c.name)\(c.segmentSeconds.map { " (--segment-seconds \($0))" } ?? ""): \(segments) segments",
             "    wall        transcode \(Stats.milliseconds(w))  ffmpeg \(Stats.milliseconds(fw))  ratio \(Stats.ratio(w, fw))",
