@@ -44,4 +44,13 @@ struct ClusterJobOptions {
 struct BenchmarkUsageError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+
+    /// Throws naming the `chosen` codecs that are not among `known`.
+    static func check(codecs chosen: [String], known: [String]) throws {
+        let unknown = chosen.filter { !known.contains($0) }
+        guard unknown.isEmpty else {
+            throw BenchmarkUsageError("unknown codec \(unknown.joined(separator: ", ")); one of "
+                                      + known.joined(separator: ", "))
+        }
+    }
 }

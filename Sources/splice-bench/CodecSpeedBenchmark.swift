@@ -55,11 +55,7 @@ enum CodecSpeedBenchmark {
                 runs = n
             }
         }
-        let unknown = chosen.filter { name in !codecs.contains { $0.name == name } }
-        guard unknown.isEmpty else {
-            throw BenchmarkUsageError("unknown codec \(unknown.joined(separator: ", ")); one of "
-                                      + codecs.map(\.name).joined(separator: ", "))
-        }
+        try BenchmarkUsageError.check(codecs: chosen, known: codecs.map(\.name))
         let fm = FileManager.default
         let dir = fm.temporaryDirectory.appendingPathComponent("splice-bench-codecs-\(getpid())")
         try fm.createDirectory(at: dir, withIntermediateDirectories: true)

@@ -48,11 +48,7 @@ enum ScalingBenchmark {
             default: if let n = Int(word) { runs = n }
             }
         }
-        let unknown = chosen.filter { name in !codecs.contains { $0.name == name } }
-        guard unknown.isEmpty else {
-            throw BenchmarkUsageError("unknown codec \(unknown.joined(separator: ", ")); one of "
-                                 + codecs.map(\.name).joined(separator: ", "))
-        }
+        try BenchmarkUsageError.check(codecs: chosen, known: codecs.map(\.name))
         let fm = FileManager.default
         let dir = fm.temporaryDirectory.appendingPathComponent("splice-bench-scaling-\(getpid())")
         try fm.createDirectory(at: dir, withIntermediateDirectories: true)
