@@ -184,6 +184,36 @@ struct Nginx {
         return UInt16(bigEndian: address.sin_port)
     }
 
+    /// A free port below the kernel's ephemeral range, for a listener that starts later: a port
+    /// from ``freePort()`` is in that range, and in the seconds before its listener starts an
+    /// outgoing connection anywhere on the machine may be given it as its local port (seen once:
+    /// a webhook receiver started after a job ran failed with EADDRINUSE). Ports below the range
+    /// are never handed out that way.
+    static func portForLater() throws -> UInt16 {
+        let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))
+            .flatMap { $0.split(whereSeparator: \.isWhitespace).first }.flatMap { UInt16($0) } ?? 32768
+        let low: UInt16 = 10000
+        guard range > low + 100 else { return try freePort() }
+        for _ in 0..<200 {
+            let port = UInt16.random(in: low..<range)
+            if bindable(port) { return port }
+        }
+        throw TestFailure("no free port below \(range)")
+    }
+
+    /// Whether a TCP socket can bind 127.0.0.1:`port` now.
+    static func bindable(_ port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
     static func connects(_ port: UInt16) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }

@@ -68,7 +68,7 @@ struct WebhookFaultTests {
 
     @Test("the receiver down for a while, then back: every event delivered, once, signed")
     func receiverDown() async throws {
-        let port = try Nginx.freePort()
+        let port = try Nginx.portForLater()
         let api = try await Self.cluster(port: port)
         let job = try await Self.submit(api, "down.mp4")
         // The job runs to its end while nobody listens: the attempts fail and are recorded.
@@ -96,7 +96,7 @@ struct WebhookFaultTests {
 
     @Test("the coordinator SIGKILLed while a delivery is in flight: sent again after its restart, same event id")
     func killedInFlight() async throws {
-        let port = try Nginx.freePort()
+        let port = try Nginx.portForLater()
         var api = try await Self.cluster(port: port)
         // The first delivery is read and never answered: it is in flight when the coordinator dies.
         let receiver = try await Self.receiver(port: port, ["--hang", "1"])
@@ -120,7 +120,7 @@ struct WebhookFaultTests {
 
     @Test("a receiver answering 500: tried again after a growing, jittered wait until it answers 200")
     func receiverFails() async throws {
-        let port = try Nginx.freePort()
+        let port = try Nginx.portForLater()
         let api = try await Self.cluster(port: port)
         let receiver = try await Self.receiver(port: port, ["--fail", "4"])
         let job = try await Self.submit(api, "fails.mp4")
