@@ -18,6 +18,11 @@ public struct SegmentResult: Sendable, Codable, Hashable {
     /// For a video segment: the bytes of its video packets, their bit rate over the segment's
     /// span, and the encoder's mean frame QP, so a starved segment shows.
     public var figures: SegmentFigures?
+    /// When `transcode` started and finished the segment, µs after its first segment started (nil
+    /// elsewhere): with several lanes, the gaps show where a lane waited — the tail, when one lane
+    /// ends before the others.
+    public var startedMicroseconds: Int64?
+    public var finishedMicroseconds: Int64?
 }
 
 /// Encodes one segment of a ``SegmentPlan``: video frames presented in the segment's range (the

@@ -173,6 +173,8 @@ public final class Transcoder: Sendable {
         var pending = Self.longestFirst(plan.segments)[...]
         var running = 0
         var results: [SegmentResult] = []
+        let clock = ContinuousClock()
+        let origin = clock.now
         try await withThrowingTaskGroup(of: SegmentResult.self) { group in
             func startNext() {
                 guard let index = pending.popFirst() else { return }
@@ -181,10 +183,14 @@ public final class Transcoder: Sendable {
                 running += 1
                 let url = work.appendingPathComponent(String(format: "segment-%05d.splseg", index))
                 group.addTask { [self] in
-                    try await exporter.export(segment: index, to: url, codecThreads: threads) { fraction in
+                    let started = clock.now
+                    var result = try await exporter.export(segment: index, to: url, codecThreads: threads) { fraction in
                         self.state.withLock { $0.fractions[index] = fraction }
                         self.publish()
                     }
+                    result.startedMicroseconds = Int64(self.nanoseconds(started - origin) / 1000)
+                    result.finishedMicroseconds = Int64(self.nanoseconds(clock.now - origin) / 1000)
+                    return result
                 }
             }
             for _ in 0..<min(options.jobs, pending.count) { startNext() }
