@@ -99,6 +99,25 @@ struct SegmentPlannerTests {
         }
     }
 
+    @Test func withSeveralLanesACutStaysWhereTheWorkIsEqualRatherThanMoveOntoAKeyframe() throws {
+        // Keyframes every 2 s, 22 s, an 11 s target. One lane: the cut at 11 s moves onto a keyframe
+        // a second away (it saves a lead-in and unbalances nothing). Two lanes: it stays within a
+        // hundredth of a segment of where the two cost the same (moving it a second would leave one
+        // lane a second of work alone at the end), and decodes its lead-in.
+        let keys = stride(from: 0, to: 22, by: 2).map { MediaTime(seconds: Int64($0)) }
+        let one = try plan(Self.asset(seconds: 22), keyframes: keys, target: 11, framing: nil, lanes: 1)
+        #expect(one.videoSegments.count == 2)
+        #expect(one.videoSegments.compactMap(\.videoEnd).allSatisfy { keys.contains($0) })
+        let two = try plan(Self.asset(seconds: 22), keyframes: keys, target: 11, framing: nil, lanes: 2)
+        #expect(two.videoSegments.count == 2)
+        let cut = try #require(two.videoSegments.first?.videoEnd)
+        #expect(!keys.contains(cut))
+        let costs = two.videoSegments.compactMap(\.cost)
+        #expect(costs.count == 2 && abs(costs[0] - costs[1]) <= costs[0] / 100, "\(costs)")
+        // (1 + r)·c = (1 + r)·(22 − c) + r·(c − 10) with r = 0.1: c = 23.2 / 2.1 ≈ 11.05 s.
+        #expect(cut > MediaTime(value: 10_900, timescale: 1000) && cut < MediaTime(value: 11_200, timescale: 1000), "\(cut)")
+    }
+
     @Test func oneKeyframeStillCutsAndLaterSegmentsAreShorterForTheirLeadIn() throws {
         let p = try plan(Self.asset(seconds: 20), keyframes: [.zero], framing: nil, lanes: 2)
         #expect(p.videoSegments.count == 2)
