@@ -169,6 +169,25 @@ struct TranscodeTests {
         try await checkAACPackets(o, consumedSamples: try await AudioAnalysis.decodeMono(source).count)
     }
 
+    // Four lanes, three segments of a 3 s clip: the last starts with two lanes idle and gets two
+    // encoder threads, its neighbours one each. x265 once wrote its thread settings into the
+    // codec headers (its options SEI, and wavefront parallelism off without a thread pool) and
+    // the stitch refused the segments as encoded with different settings.
+    @Test func hevcSegmentsWithDifferentThreadCountsStillShareTheirHeaders() async throws {
+        let source = try await Fixtures.clip(Self.clip(seconds: 3, fps: "25", rate: 48000, width: 96, height: 64))
+        let o = try await transcode(source, audio: nil, video: VideoSettings(codec: .hevc, preset: "ultrafast"),
+                                    segmentSeconds: 1, jobs: 4)
+        #expect(o.summary.plan.videoSegments.count == 3)
+        #expect(o.summary.stitch.videoFrames == 75)
+        // The summary says when each segment ran: all three at once, on lanes of their own.
+        let spans = o.summary.segments.compactMap { s in s.startedMicroseconds.flatMap { a in s.finishedMicroseconds.map { (a, $0) } } }
+        #expect(spans.count == 3 && spans.allSatisfy { $0.0 >= 0 && $0.0 <= $0.1 }, "\(spans)")
+        #expect(spans.map(\.0).max()! < spans.map(\.1).min()!, "\(spans)")
+        try await checkVideo(o)
+        let v = try #require(await Probe(o.output).first("video"))
+        #expect(v.codec_name == "hevc")
+    }
+
     @Test func theLongGOPFileIsCutBetweenItsSparseKeyframesExactly() async throws {
         let source = Fixtures.shared("h264_1080p30_362s_videoonly.mp4")
         let range = MediaTimeRange(start: .zero, duration: MediaTime(seconds: 40))

@@ -20,8 +20,11 @@ struct VideoEncoderDescriptor: Sendable {
         var preset: String?
         var profile: String?
         var level: String?
+        /// Encoder threads: 1 for a segment lane with its own core budget, more for a segment
+        /// that has cores to itself, 0 for the encoder's own choice.
+        var threads: Int
         /// One thread only (a segment lane with its own core budget).
-        var singleThreaded: Bool
+        var singleThreaded: Bool { threads == 1 }
         /// Segments: every keyframe a clean entry point.
         var closedGOP: Bool
         /// The rate tolerance a bit-rate segment keeps to (``RateControl/segmentRateTolerance(length:)``).

@@ -163,7 +163,7 @@ struct VideoEncoding: Sendable, Hashable, Codable {
         // (``RateControl/segmentBufferFill``), not at the encoders' 90 %; all of them alike, as x265
         // writes its parameters into the codec headers the stitcher compares.
         var request = VideoEncoderDescriptor.EncoderRequest(
-            preset: settings.preset, profile: settings.profile, level: settings.level, singleThreaded: threads == 1,
+            preset: settings.preset, profile: settings.profile, level: settings.level, threads: threads,
             closedGOP: closedGOP)
         if closedGOP && settings.bitrate != nil, let length = segmentLength {
             request.rateTolerance = RateControl.segmentRateTolerance(length: length)

@@ -164,12 +164,12 @@ struct TargetQualityEncode {
     /// Private options every segment of a target job is encoded with, so segments at different
     /// CRFs still share their codec headers (the stitcher requires it): x264 otherwise codes the
     /// CRF into the picture parameter set's initial QP (`stitchable` keeps it at 26; given as
-    /// `x264opts`, which libx264 applies besides the resolved `x264-params`), and x265 writes its
-    /// whole option string, CRF included, into an SEI of its headers (`info=0` leaves it out).
+    /// `x264opts`, which libx264 applies besides the resolved `x264-params`). (x265 would write its
+    /// whole option string, CRF included, into an SEI of its headers; every x265 segment leaves it
+    /// out, ``VideoEncoderDescriptor/x265``.)
     static func stitchingOptions(_ encoding: VideoEncoding) -> [String: String] {
         switch encoding.encoderName {
         case "libx264": ["x264opts": "stitchable=1"]
-        case "libx265": ["x265-params": (encoding.options["x265-params"].map { $0 + ":" } ?? "") + "info=0"]
         default: [:]
         }
     }
