@@ -46,7 +46,13 @@ struct PackageModelTests {
         let grid = MediaTime(seconds: 6)
         var planner = SegmentPlanner(targetDuration: MediaTime(seconds: 10))
         #expect(seconds(planner.gridCuts(asset: asset, zero: .zero, end: nil, hasRange: false, grid: grid)) == [12, 24])
+        // Four lanes: five 6 s streaming segments would end after 12 s; four equal Splice segments
+        // of 7.5 s end after 7.5 s (each cut between grid marks costs an extra IDR picture).
         planner.lanes = 4
+        #expect(planner.gridCuts(asset: asset, zero: .zero, end: nil, hasRange: false, grid: grid).dropFirst().compactMap(\.0)
+                == [15, 30, 45].map { MediaTime(value: $0, timescale: 2) })
+        // Five lanes: one streaming segment each, on the grid, end as soon as any split can.
+        planner.lanes = 5
         #expect(seconds(planner.gridCuts(asset: asset, zero: .zero, end: nil, hasRange: false, grid: grid)) == [6, 12, 18, 24])
         // A remainder under the minimum joins the segment before (its IDR is still forced on the grid).
         let short = SegmentPlannerTests.asset(seconds: 12)

@@ -157,8 +157,34 @@ struct SegmentPlannerTests {
         let ladder = try plan(Self.asset(seconds: 30), keyframes: keys, framing: nil, lanes: 2,
                               package: PackageRequest(ladder: [LadderRung(width: 640, height: 360, bitrate: 1_000_000)],
                                                       segmentDuration: MediaTime(seconds: 6)))
-        #expect(ladder.videoSegments.count == 3)
-        #expect(ladder.videoSegments.map(\.videoWarmUp) == [nil, RateControl.warmUp, RateControl.warmUp])
+        // Five 6 s streaming segments do not share out over two lanes: 12 + 12 + 6 s with 2 s of
+        // warm-up for the second and third end after 20 s, five of 6 s after 22 s; four Splice
+        // segments of equal work — 9 s, then 7 s each plus its warm-up — after 18 s.
+        #expect(ladder.videoSegments.count == 4)
+        #expect(ladder.videoSegments.map(\.videoWarmUp) == [nil, RateControl.warmUp, RateControl.warmUp, RateControl.warmUp])
+        #expect(bounds(ladder, end: 30) == [0, 9, 16, 23, 30].map { MediaTime(seconds: $0) })
+        #expect(Set(ladder.videoSegments.compactMap(\.cost)) == [9_000_000])
+    }
+
+    @Test func aStreamingPackageKeepsItsCutsOnTheGridWhereTheLanesShareThemEvenly() throws {
+        let keys = stride(from: 0, to: 40, by: 2).map { MediaTime(seconds: Int64($0)) }
+        let package = PackageRequest(ladder: [LadderRung(width: 640, height: 360, bitrate: 1_000_000)],
+                                     segmentDuration: MediaTime(seconds: 6))
+        // 22 s: 12 s, and 10 s with its 2 s warm-up, is even work: cut on the grid.
+        let even = try plan(Self.asset(seconds: 22), keyframes: keys, framing: nil, lanes: 2, package: package)
+        #expect(bounds(even, end: 22) == [0, 12, 22].map { MediaTime(seconds: $0) })
+        // 24 s: 12 s against 12 + 2 s would leave a lane idle 2 s; the first is longer by the
+        // warm-up the second encodes, and the cut falls between grid marks.
+        let uneven = try plan(Self.asset(seconds: 24), keyframes: keys, framing: nil, lanes: 2, package: package)
+        #expect(bounds(uneven, end: 24) == [0, 13, 24].map { MediaTime(seconds: $0) })
+        #expect(uneven.videoSegments.compactMap(\.cost) == [13_000_000, 13_000_000])
+        // Four lanes on 24 s: one streaming segment each (6 s, then 6 + 2 s) ends after 8 s, 7 %
+        // later than four of equal work (7.5 s), so equal work again.
+        let four = try plan(Self.asset(seconds: 24), keyframes: keys, framing: nil, lanes: 4, package: package)
+        #expect(Set(four.videoSegments.compactMap(\.cost)).count == 1, "\(four.videoSegments.compactMap(\.cost))")
+        // One lane: whole streaming segments as before, whatever the remainder.
+        let one = try plan(Self.asset(seconds: 24), keyframes: keys, framing: nil, lanes: 1, package: package)
+        #expect(bounds(one, end: 24) == [0, 12, 24].map { MediaTime(seconds: $0) })
     }
 
     @Test func noSegmentIsShorterThanOneSecond() throws {

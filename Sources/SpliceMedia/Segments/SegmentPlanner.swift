@@ -114,7 +114,8 @@ public struct SegmentPlanner: Sendable {
             let encoded = package?.renditions ?? request.video.map { [$0] } ?? []
             let warmUp = encoded.contains(where: RateControl.warmsUp) ? RateControl.warmUp : nil
             let videoStart = video.track.startTime ?? .zero
-            let cuts = package.map { gridCuts(asset: asset, zero: zero, end: end, hasRange: request.range != nil, grid: $0.segmentDuration) }
+            let cuts = package.map { gridCuts(asset: asset, zero: zero, end: end, hasRange: request.range != nil,
+                                              grid: $0.segmentDuration, warmUp: warmUp) }
                 ?? videoCuts(asset: asset, keyframes: keyframes, zero: zero, end: end, hasRange: request.range != nil)
             for (start, stop, cost) in cuts {
                 var spec = SegmentSpec(index: segments.count, videoStart: start, videoEnd: stop)
@@ -193,22 +194,66 @@ public struct SegmentPlanner: Sendable {
     /// the output's zero), as many per Splice segment as come nearest the target while still
     /// filling the lanes; the rest of the video joins the last segment when it would be shorter
     /// than the minimum. Costs are the lengths (no lead-in: every cut gets an IDR anyway).
+    ///
+    /// Whole streaming segments do not always share out evenly: 30 s on a 6 s grid is 12 + 12 + 6 s,
+    /// and each Splice segment after the first also encodes its rate control's `warmUp` (a ladder's
+    /// rungs have bit rates), so two lanes carry 12 + 8 s and 14 s. When the lanes would end more
+    /// than 3 % later than with segments of equal work, and one streaming segment per Splice
+    /// segment does no better, the video is cut for equal work instead (as many segments as the
+    /// target gives, filled up to a multiple of the lanes, none shorter than the minimum; the first
+    /// longer by the warm-up the others encode), each cut kept on the grid when one lies within a
+    /// hundredth of a segment: a cut between grid marks costs one more IDR picture in its
+    /// streaming segment (the grid's own IDRs are forced wherever a segment starts).
     func gridCuts(asset: Asset, zero: MediaTime, end: MediaTime?, hasRange: Bool,
-                  grid: MediaTime) -> [(MediaTime?, MediaTime?, Int64?)] {
+                  grid: MediaTime, warmUp: MediaTime? = nil) -> [(MediaTime?, MediaTime?, Int64?)] {
         let start = hasRange ? zero : (asset.videoTrack?.startTime ?? .zero)
         let videoEnd = end ?? asset.videoTrack.flatMap { t in t.duration.map { (t.startTime ?? .zero) + $0 } } ?? asset.duration
         guard let videoEnd, videoEnd > start else { return [(hasRange ? zero : nil, end, nil)] }
         let gridCount = max(1, (videoEnd - zero).count(of: grid, rounding: .up))
         var perSegment = max(1, targetDuration.count(of: grid, rounding: .nearest))
         while perSegment > 1 && (gridCount + perSegment - 1) / perSegment < Int64(lanes) { perSegment -= 1 }
-        var cuts: [MediaTime] = []
-        var n = perSegment
-        while zero + grid * n < videoEnd {
-            let cut = zero + grid * n
-            if videoEnd - cut >= minimumDuration { cuts.append(cut) }
-            n += perSegment
-        }
         let micros = { (t: MediaTime) in max(1, t.converted(to: 1_000_000).value) }
+        func onGrid(every units: Int64) -> [MediaTime] {
+            var cuts: [MediaTime] = []
+            var n = units
+            while zero + grid * n < videoEnd {
+                let cut = zero + grid * n
+                if videoEnd - cut >= minimumDuration { cuts.append(cut) }
+                n += units
+            }
+            return cuts
+        }
+        // The work of each segment: its length, and the warm-up every one after the first encodes.
+        let warm = warmUp.map { micros($0) } ?? 0
+        func work(_ cuts: [MediaTime]) -> [Int64] {
+            zip([start] + cuts, cuts + [videoEnd]).map { from, to in
+                micros(to - from) + (from > start ? min(warm, micros(from - start)) : 0)
+            }
+        }
+        var cuts = onGrid(every: perSegment)
+        if lanes > 1 {
+            let total = micros(videoEnd - start)
+            let atMost = max(1, Int(total / max(1, micros(minimumDuration))))
+            let nearest = Int((total + micros(targetDuration) / 2) / micros(targetDuration))
+            let count = min(atMost, (max(nearest, lanes) + lanes - 1) / lanes * lanes)
+            // Equal work: the first segment `share` long, each later one `share − warm`.
+            let share = (total + Int64(count - 1) * warm + Int64(count) - 1) / Int64(count)
+            let even = Int64((count + lanes - 1) / lanes) * share
+            let ends = { (c: [MediaTime]) in VideoCuts.makespan(of: work(c), lanes: self.lanes) }
+            if count > 1, share - warm >= micros(minimumDuration), ends(cuts) * 100 > even * 103 {
+                let single = onGrid(every: 1)
+                if ends(single) * 100 <= even * 103 {
+                    cuts = single
+                } else {
+                    let tolerance = MediaTime(value: share / 100, timescale: 1_000_000)
+                    cuts = (1..<count).map { i in
+                        let cut = start + MediaTime(value: share + Int64(i - 1) * (share - warm), timescale: 1_000_000)
+                        let mark = zero + grid * max(0, (cut - zero).count(of: grid, rounding: .nearest))
+                        return (mark > cut ? mark - cut : cut - mark) <= tolerance && mark > start && mark < videoEnd ? mark : cut
+                    }
+                }
+            }
+        }
         return (0...cuts.count).map { i in
             let from = i == 0 ? start : cuts[i - 1], to = i == cuts.count ? videoEnd : cuts[i]
             return (i == 0 ? (hasRange ? zero : nil) : cuts[i - 1], i == cuts.count ? end : cuts[i], micros(to - from))
