@@ -9,14 +9,17 @@
 /// and chooses cuts so that the segments cost the same and their number fills the lanes: the
 /// count nearest `length ÷ target` (at least one per lane while no segment would be shorter than
 /// the minimum), rounded up to a multiple of the lanes, so every round of dispatch keeps every
-/// lane busy and the last round ends together. With one lane a cut within `snap` of a source
-/// keyframe moves onto it (no lead-in to decode there, and a natural place for an I-frame); with
-/// keyframes at least as dense as the target this reduces to cutting at keyframes. With several
-/// lanes a cut moves by a hundredth of its segment at most: moving a cut by a second moves a
-/// second of work onto one lane, and where the lanes end together that second is the job's wall
-/// (a 22 s clip cut for two lanes at its keyframe at 12 s instead of at 11 s left one lane idle for
-/// 9 % of the job). With one keyframe (camera files, screen recordings, long-GOP mezzanines) it
-/// still cuts, and the later segments are shorter so that their longer lead-ins cost no more.
+/// lane busy and the last round ends together. A cut within `snap` of a source keyframe moves onto
+/// it (no lead-in to decode there, and a natural place for an I-frame); with keyframes at least as
+/// dense as the target this reduces to cutting at keyframes. With one lane that always pays. With
+/// several, moving a cut by a second moves a second of work onto one lane, and where the lanes end
+/// together that second is the job's wall (a 22 s clip cut for two lanes at its keyframe at 12 s
+/// instead of at 11 s left one lane idle for 9 % of the job), while the lead-ins the snaps save are
+/// worth a tenth of an encode each (decoding a 960×540 H.264 source before each cut cost x264
+/// medium 4 % more CPU): the cuts snap when the lanes, costs and lead-ins counted, end no later than
+/// with cuts kept within a hundredth of a segment of equal work. With one keyframe (camera files,
+/// screen recordings, long-GOP mezzanines) it still cuts, and the later segments are shorter so
+/// that their longer lead-ins cost no more.
 ///
 /// Everything is exact media time; costs are compared in integer microseconds.
 struct VideoCuts {
@@ -31,9 +34,10 @@ struct VideoCuts {
     var lanes: Int
     /// Decoding cost over encoding cost, in thousandths (x264 medium at 1080p: about 100).
     var decodeCostPerMille: Int64 = VideoCuts.defaultDecodeCostPerMille
-    /// How close to a keyframe a cut moves onto it, as a fraction of the segment length (thousandths):
-    /// with one lane every snap saves a lead-in and costs nothing; with several it unbalances them.
-    var snapPerMille: Int64 { lanes > 1 ? 10 : 150 }
+    /// How close to a keyframe a cut moves onto it, as a fraction of the segment length (thousandths),
+    /// and how close when snapping would make the lanes end later.
+    var snapPerMille: Int64 = 150
+    var nearPerMille: Int64 = 10
 
     /// Measured on this project's 2-core machine: decoding 1080p H.264 single-threaded costs about a
     /// tenth of encoding it with x264 medium (1.5 s against 13.5 s of CPU for 10 s of video).
@@ -97,14 +101,18 @@ struct VideoCuts {
             let middle = low + (high - low) / 2
             if let made = cuts(costing: middle, limit: count), made.count <= count - 1 { high = middle } else { low = middle }
         }
-        let chosen = snapped(cuts(costing: high, limit: count) ?? [])
-        var costs: [Int64] = []
-        var from = start
-        for cut in chosen + [end] {
-            costs.append(cost(from: from, to: cut))
-            from = cut
-        }
-        return (chosen, costs)
+        let even = cuts(costing: high, limit: count) ?? []
+        let onKeyframes = snapped(even, perMille: snapPerMille)
+        let wide = (cuts: onKeyframes, costs: costs(of: onKeyframes))
+        guard lanes > 1 else { return wide }
+        let balanced = snapped(even, perMille: nearPerMille)
+        let near = (cuts: balanced, costs: costs(of: balanced))
+        return Self.makespan(of: wide.costs, lanes: lanes) <= Self.makespan(of: near.costs, lanes: lanes) ? wide : near
+    }
+
+    /// Each segment's cost between `cuts`.
+    private func costs(of cuts: [MediaTime]) -> [Int64] {
+        zip([start] + cuts, cuts + [end]).map { cost(from: $0, to: $1) }
     }
 
     /// How many segments: the target's count, filled up to a multiple of the lanes, with none
@@ -139,14 +147,14 @@ struct VideoCuts {
         return cuts
     }
 
-    /// Each cut moved onto a keyframe that lies within `snap` of its segment's length, keeping
-    /// the cuts in order and at least `minimum` apart.
-    private func snapped(_ cuts: [MediaTime]) -> [MediaTime] {
+    /// Each cut moved onto a keyframe that lies within `perMille` thousandths of its segment's
+    /// length, keeping the cuts in order and at least `minimum` apart.
+    private func snapped(_ cuts: [MediaTime], perMille: Int64) -> [MediaTime] {
         var result: [MediaTime] = []
         var previous = start
         for (i, cut) in cuts.enumerated() {
             let next = i + 1 < cuts.count ? cuts[i + 1] : end
-            let tolerance = MediaTime(value: micros(cut - previous) * snapPerMille / 1000, timescale: 1_000_000)
+            let tolerance = MediaTime(value: micros(cut - previous) * perMille / 1000, timescale: 1_000_000)
             let nearest = nearestKeyframe(to: cut)
             var chosen = cut
             if let nearest, distance(nearest, cut) <= tolerance, nearest - previous >= minimum, next - nearest >= minimum {
