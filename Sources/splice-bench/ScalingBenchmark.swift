@@ -12,9 +12,6 @@ import Foundation
 /// the machine's other work. Codecs: x264 (medium CRF 23), x265 (medium CRF 28), svt (SVT-AV1
 /// preset 8 CRF 35), vp9 (cpu-used 4 CRF 31), aom (libaom-av1 cpu-used 6 CRF 32); video only, a
 /// keyframe at most every 250 frames on both sides. Run it with N no larger than the cores.
-/// x265 lanes keep a pool of two threads (wavefront rows on the second use a core another lane has
-/// freed, and without a pool x265 turns wavefronts off); ffmpeg's x265 gets a pool of one, so both
-/// code the same bitstream features on one thread while every lane is busy.
 enum ScalingBenchmark {
     struct Codec {
         var name: String
@@ -27,7 +24,7 @@ enum ScalingBenchmark {
               ffmpeg: ["-c:v", "libx264", "-preset", "medium", "-crf", "23", "-threads", "1"]),
         Codec(name: "x265", splice: ["--video-codec", "hevc", "--preset", "medium", "--crf", "28"],
               ffmpeg: ["-c:v", "libx265", "-preset", "medium", "-crf", "28",
-                       "-x265-params", "pools=1:frame-threads=1:log-level=error"]),
+                       "-x265-params", "pools=none:frame-threads=1:log-level=error"]),
         Codec(name: "svt", splice: ["--video-codec", "av1", "--video-encoder", "libsvtav1", "--preset", "8", "--crf", "35"],
               ffmpeg: ["-c:v", "libsvtav1", "-preset", "8", "-crf", "35", "-svtav1-params", "lp=1"]),
         Codec(name: "vp9", splice: ["--video-codec", "vp9", "--preset", "4", "--crf", "31"],

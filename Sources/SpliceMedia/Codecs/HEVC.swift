@@ -10,25 +10,28 @@ extension VideoCodecDescriptor {
 extension VideoEncoderDescriptor {
     /// x265 writes its parameters into the codec headers, which the stitcher compares: every
     /// segment's must be alike, so they are always given in one order, and nothing that follows
-    /// the segment's threads may reach the headers — a segment that found cores to itself (the
-    /// last of a short clip, or alone on a worker) gets more threads than its neighbours:
+    /// a segment's threads may reach the headers — a segment that found cores to itself (the last
+    /// of a short clip, or alone on a worker) gets more threads than its neighbours (a single-pass
+    /// export keeps x265's defaults):
     /// - `info=0`: x265's SEI of its options, which names its thread settings, stays out;
-    /// - wavefront parallelism (`entropy_coding_sync`, in the PPS) is always on: x265 turns it off
-    ///   without a thread pool (`pools=none`), so every segment gets a pool. A lane's is two
-    ///   threads with one frame at a time: WPP rows on the second thread use a core another lane
-    ///   has freed, so the lane still encoding when the others have finished speeds up instead of
-    ///   leaving cores idle (a 22 s 960×540 clip in four segments on two lanes: 10.4 s against
-    ///   11.4 s with one thread, one FFmpeg 10.7 s). Segments with more threads get a pool that size.
+    /// - `wpp=0`: wavefront parallelism (`entropy_coding_sync`, in the PPS) is off in every
+    ///   segment; x265 turns it off itself without a thread pool (a lane's `pools=none`) and on
+    ///   with one. Off, not on: on two lanes of a 22 s 960×540 clip, lanes with a pool of two and
+    ///   wavefronts kept 1.94 of 2 cores busy instead of 1.81 but spent 4–8 % more CPU and wrote
+    ///   2 % more bytes for the same PSNR, and finished no sooner. Segments with more threads get a
+    ///   pool that size, for x265's frame threads.
     static let x265 = VideoEncoderDescriptor(name: "libx265", defaultQuality: 28, constantQualityNeedsZeroBitrate: false) { request in
         var setup = EncoderSetup()
         setup.options["preset"] = request.preset ?? "medium"
         if let profile = request.profile { setup.options["profile"] = profile }
         setup.options["forced-idr"] = "1"
-        var params = ["log-level=error", "info=0"]
+        var params = ["log-level=error"]
+        // Segments (every one a closed GOP): the headers must not depend on the threads.
+        if request.closedGOP { params.append(contentsOf: ["info=0", "wpp=0"]) }
         if let fill = request.bufferFill { params.append("vbv-init=\(fill)") }
         if let level = request.level { params.append("level-idc=\(level)") }
         if request.singleThreaded {
-            params.append(contentsOf: ["pools=2", "frame-threads=1"])
+            params.append(contentsOf: ["pools=none", "frame-threads=1"])
         } else if request.threads > 1 {
             params.append("pools=\(request.threads)")
         }
