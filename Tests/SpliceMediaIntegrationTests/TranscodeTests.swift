@@ -179,10 +179,11 @@ struct TranscodeTests {
                                     segmentSeconds: 1, jobs: 4)
         #expect(o.summary.plan.videoSegments.count == 3)
         #expect(o.summary.stitch.videoFrames == 75)
-        // The summary says when each segment ran: all three at once, on lanes of their own.
+        // The summary says when each segment ran: on lanes of their own, so more than one at a time.
         let spans = o.summary.segments.compactMap { s in s.startedMicroseconds.flatMap { a in s.finishedMicroseconds.map { (a, $0) } } }
         #expect(spans.count == 3 && spans.allSatisfy { $0.0 >= 0 && $0.0 <= $0.1 }, "\(spans)")
-        #expect(spans.map(\.0).max()! < spans.map(\.1).min()!, "\(spans)")
+        let firstDone = spans.map(\.1).min() ?? 0
+        #expect(spans.filter { $0.0 < firstDone }.count >= 2, "\(spans)")
         try await checkVideo(o)
         let v = try #require(await Probe(o.output).first("video"))
         #expect(v.codec_name == "hevc")
