@@ -13,7 +13,8 @@ import Foundation
 /// Prints per codec the median wall ratio (splice ÷ ffmpeg), the CPU ratio, the cores each side
 /// keeps busy, the size ratio and both outputs' PSNR against the source (ffmpeg's `psnr` filter, the
 /// mean squared error's PSNR over all frames), so "the same settings" can be checked: the goals hold
-/// only where sizes agree within 2 % and PSNR within 0.1 dB.
+/// only where sizes agree within 2 % and PSNR within 0.1 dB. From splice's `--json` summary, where
+/// its lanes waited (``LaneTimeline``): lanes busy over the encode and how far apart they ended.
 enum CodecSpeedBenchmark {
     struct Codec {
         var name: String
@@ -76,15 +77,21 @@ enum CodecSpeedBenchmark {
                                 in dir: URL) throws -> [String] {
         let ours = dir.appendingPathComponent("\(codec.name)-splice.mkv").path
         let theirs = dir.appendingPathComponent("\(codec.name)-ffmpeg.mkv").path
-        let transcode = [Binaries.splice, "transcode", source, ours, "-y", "--jobs", "\(jobs)", "--no-audio",
-                         "--segment-seconds", "\(segmentSeconds)", "--keyframe-interval", "250",
-                         "--pixel-format", "yuv420p"] + codec.splice
+        // The summary (--json, through sh) tells where the lanes waited.
+        let summary = dir.appendingPathComponent("\(codec.name)-summary.json").path
+        let transcode = ["/bin/sh", "-c", ([Binaries.splice, "transcode", source, ours, "-y", "--jobs", "\(jobs)", "--no-audio",
+                                            "--segment-seconds", "\(segmentSeconds)", "--keyframe-interval", "250",
+                                            "--pixel-format", "yuv420p", "--json"] + codec.splice)
+                            .map(TranscodeBenchmark.quote).joined(separator: " ") + " > " + TranscodeBenchmark.quote(summary)]
         let single = ["ffmpeg", "-y", "-v", "error", "-i", source, "-an", "-g", "250", "-pix_fmt", "yuv420p"]
             + codec.ffmpeg + [theirs]
+        var timelines: [LaneTimeline] = []
         let pairs = try PairedRuns.run(transcode, against: single, runs: runs) { i, t, f in
+            let timeline = try LaneTimeline(summaryAt: summary, lanes: jobs)
+            if let timeline { timelines.append(timeline) }
             print("\(codec.name) run \(i + 1)/\(runs): splice \(Stats.milliseconds(t.wallNanoseconds)) "
-                  + "(cpu \(t.cpuMicroseconds / 1000) ms), ffmpeg \(Stats.milliseconds(f.wallNanoseconds)) "
-                  + "(cpu \(f.cpuMicroseconds / 1000) ms)")
+                  + "(cpu \(t.cpuMicroseconds / 1000) ms\(timeline.flatMap { LaneTimeline.describe([$0]) }.map { "; lanes " + $0 } ?? "")), "
+                  + "ffmpeg \(Stats.milliseconds(f.wallNanoseconds)) (cpu \(f.cpuMicroseconds / 1000) ms)")
         }
         let (w, fw) = pairs.medianWall
         let (c, fc) = pairs.medianCPU
@@ -95,6 +102,7 @@ enum CodecSpeedBenchmark {
             "  \(codec.name): wall \(Stats.ratio(w, fw))×, CPU \(Stats.ratio(c, fc))× one ffmpeg",
             "    wall  splice \(Stats.milliseconds(w))  ffmpeg \(Stats.milliseconds(fw))",
             "    CPU   splice \(c / 1000) ms (\(cores(c, w)) cores busy)  ffmpeg \(fc / 1000) ms (\(cores(fc, fw)) cores busy)",
+            "    lanes splice " + (LaneTimeline.describe(timelines).map { $0 + " (medians)" } ?? "gave no timings in its summary"),
             "    size  splice \(size / 1024) KiB  ffmpeg \(theirSize / 1024) KiB  ratio \(Stats.ratio(size, theirSize))",
             "    PSNR  splice " + String(format: "%.3f", psnr) + " dB  ffmpeg " + String(format: "%.3f", theirPSNR)
                 + " dB  difference " + String(format: "%+.3f", psnr - theirPSNR) + " dB",
