@@ -32,7 +32,7 @@ struct TranscodeTests {
     func transcode(_ source: String, container: String = "mp4", audio: AudioSettings? = AudioSettings(codec: .aac),
                    video: VideoSettings? = VideoSettings(codec: .h264, quality: 26, preset: "ultrafast"),
                    segmentSeconds: Int64, audioSegmentSeconds: Int64? = -1, range: MediaTimeRange? = nil, jobs: Int = 2,
-                   keep: URL? = nil) async throws -> Outcome {
+                   keep: URL? = nil, handover: LaneHandover? = nil) async throws -> Outcome {
         let dir = Fixtures.temporaryDirectory("transcode")
         let output = dir.appendingPathComponent("stitched.\(container)")
         let type = try #require(OutputFileType(pathExtension: container))
@@ -41,8 +41,9 @@ struct TranscodeTests {
         let request = TranscodeRequest(video: video, audio: audio, fileType: type, range: range,
                                        segmentDuration: MediaTime(seconds: segmentSeconds),
                                        audioSegmentDuration: audioSegments.map { MediaTime(seconds: $0) })
+        // Handovers depend on timing; the tests that count segments plan them without.
         let transcoder = Transcoder(options: .init(source: source, output: output, request: request, jobs: jobs,
-                                                   keepSegmentsIn: keep))
+                                                   keepSegmentsIn: keep, handover: handover))
         let summary = try await transcoder.run()
         let single = dir.appendingPathComponent("single.\(container)")
         let session = ExportSession(asset: try await Asset.open(source), outputURL: single)
@@ -187,6 +188,98 @@ struct TranscodeTests {
         try await checkVideo(o)
         let v = try #require(await Probe(o.output).first("video"))
         #expect(v.codec_name == "hevc")
+    }
+
+    // MARK: - Handing over to an idle lane
+
+    /// 8 s: four of a plain test pattern moving (cheap to encode), then four of it under heavy
+    /// noise (dear), a keyframe every second. Cut for two lanes at 4 s, the plain lane ends long
+    /// before the other.
+    static func unevenClip() async throws -> String {
+        try await Fixtures.generated("uneven-cost.mov", ffmpeg: [
+            "-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=4",
+            "-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=4,noise=alls=80:allf=t+u",
+            "-f", "lavfi", "-i", Fixtures.sweepSource(rate: 48000, seconds: "8"),
+            "-filter_complex", "[0:v][1:v]concat=n=2:v=1:a=0,format=yuv420p[v]", "-map", "[v]", "-map", "2:a",
+            "-c:v", "libx264", "-preset", "ultrafast", "-g", "25", "-keyint_min", "25", "-sc_threshold", "0",
+            "-c:a", "pcm_s16le"])
+    }
+
+    /// A segment told before it starts that its range ends earlier stops there, and a segment
+    /// for the rest — added to the plan after it — stitches with it into exactly the source's
+    /// frames: the mechanism a handover uses, without its timing.
+    @Test func aSegmentWhoseEndMovesStopsThereAndTheRestStitchesInExactly() async throws {
+        let source = try await Self.unevenClip()
+        let dir = Fixtures.temporaryDirectory("moved-end")
+        let request = TranscodeRequest(video: VideoSettings(codec: .h264, quality: 26, preset: "ultrafast"), audio: nil,
+                                       fileType: .mp4, segmentDuration: MediaTime(seconds: 4))
+        var plan = try await SegmentPlanner.plan(source: source, request: request, lanes: 2)
+        try #require(plan.videoSegments.count == 2)
+        let last = try #require(plan.segments.last)
+        // The second segment (4 s to the end) stops at 6.2 s, on a picture; a new one takes the rest.
+        let cut = MediaTime(value: 155, timescale: 25)
+        let end = SegmentEnd(end: last.videoEnd)
+        #expect(end.moveEnd(to: cut))
+        var taken = SegmentSpec(index: last.index + 1, videoStart: cut, videoEnd: last.videoEnd)
+        taken.cost = last.cost
+        var files: [Int: String] = [:]
+        for spec in plan.segments {
+            let url = dir.appendingPathComponent("s\(spec.index).splseg")
+            let r = try await SegmentExporter(plan: plan).export(segment: spec.index, to: url,
+                                                                 end: spec.index == last.index ? end : nil)
+            files[spec.index] = r.path
+            if spec.index == last.index { #expect(r.videoFrames == 55) }
+        }
+        plan.segments[plan.segments.count - 1].videoEnd = cut
+        plan.segments.append(taken)
+        let rest = try await SegmentExporter(plan: plan).export(segment: taken.index,
+                                                                to: dir.appendingPathComponent("rest.splseg"))
+        #expect(rest.videoFrames == 45)
+        files[taken.index] = rest.path
+        let output = dir.appendingPathComponent("out.mp4")
+        let stitched = try await Stitcher(plan: plan).stitch(segments: files, to: output)
+        #expect(stitched.videoFrames == 200)
+        #expect(try await frameTimes(output.path) == (try await frameTimes(source)))
+        // The new segment opens with a keyframe where the cut is.
+        let keyframes = try await Probe.packets(output.path, select: "v:0").filter(\.isKeyframe).compactMap(\.pts)
+        let tb = try #require(await Probe(output.path).first("video")?.time_base).split(separator: "/").compactMap { Int64($0) }
+        let keyframeNumbers = Set(keyframes.map { $0 * 25 * tb[0] / tb[1] })
+        #expect(keyframeNumbers.isSuperset(of: [0, 100, 155]), "\(keyframeNumbers.sorted())")
+    }
+
+    /// On two lanes, the lane that encoded the plain half falls idle while the noise is still being
+    /// encoded: it takes over the second part of that segment, and the output is still exactly
+    /// the source's frames and audio, as one pass would make them.
+    @Test func aLaneThatFallsIdleTakesOverTheRestOfTheLongestSegment() async throws {
+        let source = try await Self.unevenClip()
+        let keep = Fixtures.temporaryDirectory("handover-kept")
+        let handover = LaneHandover(minimumRemaining: .milliseconds(200), minimumLength: MediaTime(value: 1, timescale: 2),
+                                    startUp: .zero)
+        let o = try await transcode(source, video: VideoSettings(codec: .h264, quality: 23, preset: "medium"),
+                                    segmentSeconds: 4, audioSegmentSeconds: nil, keep: keep, handover: handover)
+        let video = o.summary.plan.videoSegments
+        #expect(!o.summary.handovers.isEmpty, "no handover: \(o.summary.segments.map { ($0.index, $0.startedMicroseconds ?? 0, $0.finishedMicroseconds ?? 0) })")
+        #expect(video.count == 2 + o.summary.handovers.count)
+        for h in o.summary.handovers {
+            // The new segment starts on a picture where the one it came from ends, right after it.
+            let from = try #require(video.firstIndex { $0.index == h.segment })
+            #expect(video[from].videoEnd == h.at)
+            #expect(video[from + 1].index == h.newSegment && video[from + 1].videoStart == h.at)
+            #expect((h.at * 25).converted(to: 1).reduced.timescale == 1, "\(h.at) is not on a picture")
+            #expect(h.at > MediaTime(seconds: 4))
+        }
+        // Each segment encoded exactly its range.
+        let frames = Dictionary(uniqueKeysWithValues: o.summary.segments.map { ($0.index, $0.videoFrames) })
+        for spec in video {
+            let from = spec.videoStart ?? .zero, to = spec.videoEnd ?? MediaTime(seconds: 8)
+            #expect(frames[spec.index] == Int((to - from).count(of: MediaTime(value: 1, timescale: 25))), "segment \(spec.index)")
+        }
+        #expect(o.summary.stitch.videoFrames == 200)
+        try await checkVideo(o)
+        try await checkAudio(o)
+        // The kept plan is the one the segments were made for.
+        let kept = try JSONDecoder().decode(SegmentPlan.self, from: Data(contentsOf: keep.appendingPathComponent("plan.json")))
+        #expect(kept == o.summary.plan)
     }
 
     @Test func theLongGOPFileIsCutBetweenItsSparseKeyframesExactly() async throws {

@@ -75,6 +75,8 @@ struct ExportPlan: Sendable {
 
     /// Video frames presented in this window are written; copied tracks are cut to it.
     var videoWindow: Window
+    /// The video window's end while it may still move forward (``SegmentEnd``); nil: fixed.
+    var movableEnd: SegmentEnd?
     /// Rate-control warm-up (``RateControl/warmUp``): frames presented this long before the window
     /// are encoded and their packets dropped; the window's first frame is then a forced IDR.
     var videoWarmUp: MediaTime = .zero

@@ -39,8 +39,10 @@ public struct SegmentExporter: Sendable {
     /// Encodes segment `index` into `output` (written beside it and renamed into place; nothing
     /// is left on failure or cancellation). `codecThreads` 1 suits several segments in parallel.
     /// With `excerpt` (the segment's ``SourceExcerpt``), reads that instead of the plan's source:
-    /// the result is the same, byte for byte.
+    /// the result is the same, byte for byte. With `end`, a video segment stops where `end` says
+    /// when it is moved (the rest of its range handed to another segment; ``SegmentEnd``).
     public func export(segment index: Int, to output: URL, from excerpt: URL? = nil, codecThreads: Int = 1,
+                       end: SegmentEnd? = nil,
                        progress: @escaping @Sendable (Double) -> Void = { _ in }) async throws -> SegmentResult {
         guard let spec = plan.segments.first(where: { $0.index == index }) else {
             throw MediaError(.internalError, "plan \(plan.id) has no segment \(index)")
@@ -56,6 +58,7 @@ public struct SegmentExporter: Sendable {
                 var exportPlan = try ExportPlan.segment(plan, spec: spec, asset: asset, destination: output.path,
                                                         codecThreads: codecThreads)
                 exportPlan.excerpt = excerpt?.path
+                if !spec.isAudio { exportPlan.movableEnd = end }
                 let quality = spec.isAudio ? nil : plan.quality
                 exportPlan.measuresQuality = quality?.measures == true
                 var search: TargetQualityEncode.Outcome?
@@ -73,6 +76,9 @@ public struct SegmentExporter: Sendable {
                 } else {
                     result = try ExportPipeline(plan: exportPlan, isCancelled: { flag.isSet }, onProgress: progress).run()
                 }
+                // The span it ended up covering (its end may have moved).
+                var covered = spec
+                if let end, !spec.isAudio { covered.videoEnd = end.end }
                 guard let checksum = result.checksum else {
                     throw MediaError(.internalError, "segment \(index) was written to '\(output.path)' without its checksum")
                 }
@@ -86,7 +92,7 @@ public struct SegmentExporter: Sendable {
                                                  meanQP: result.meanQP.map { ($0 * 100).rounded() / 100 },
                                                  crf: search?.crf, quality: result.quality?.summary(),
                                                  encodes: search?.encodes)
-                    if let span = plan.approximateDuration(of: spec), span > .zero {
+                    if let span = plan.approximateDuration(of: covered), span > .zero {
                         let micros = span.converted(to: 1_000_000, rounding: .nearest).value
                         figures.videoBitsPerSecond = MediaTime.rescale(result.videoBytes * 8, multiplier: 1_000_000,
                                                                        divisor: max(1, micros))

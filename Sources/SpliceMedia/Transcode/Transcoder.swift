@@ -18,19 +18,28 @@ public final class Transcoder: Sendable {
         public var jobs: Int
         /// Keep the plan and segment files here instead of deleting them.
         public var keepSegmentsIn: URL?
+        /// When a lane falls idle with nothing left to start, the running segment with the most
+        /// left hands part of it to that lane (``LaneHandover``); nil: never. Made only for
+        /// constant-quality video without a frame rate, a package or a quality target, where a
+        /// segment may end at any picture without changing how the others are encoded.
+        public var handover: LaneHandover?
 
         public init(source: String, output: URL, request: TranscodeRequest,
-                    jobs: Int = ProcessInfo.processInfo.activeProcessorCount, keepSegmentsIn: URL? = nil) {
-            self.init(source: source, output: output.path, request: request, jobs: jobs, keepSegmentsIn: keepSegmentsIn)
+                    jobs: Int = ProcessInfo.processInfo.activeProcessorCount, keepSegmentsIn: URL? = nil,
+                    handover: LaneHandover? = LaneHandover()) {
+            self.init(source: source, output: output.path, request: request, jobs: jobs, keepSegmentsIn: keepSegmentsIn,
+                      handover: handover)
         }
 
         public init(source: String, output: String, request: TranscodeRequest,
-                    jobs: Int = ProcessInfo.processInfo.activeProcessorCount, keepSegmentsIn: URL? = nil) {
+                    jobs: Int = ProcessInfo.processInfo.activeProcessorCount, keepSegmentsIn: URL? = nil,
+                    handover: LaneHandover? = LaneHandover()) {
             self.source = source
             self.output = output
             self.request = request
             self.jobs = max(1, jobs)
             self.keepSegmentsIn = keepSegmentsIn
+            self.handover = handover
         }
     }
 
@@ -42,10 +51,24 @@ public final class Transcoder: Sendable {
         public var fraction: Double
     }
 
+    /// A running segment that handed the rest of its range to a new one (``LaneHandover``).
+    public struct Handover: Sendable, Codable, Hashable {
+        /// The segment that stopped early, and the one that took its pictures from `at` on.
+        public var segment: Int
+        public var newSegment: Int
+        /// Asset time.
+        public var at: MediaTime
+        /// When, µs after the first segment started.
+        public var atMicroseconds: Int64
+    }
+
     /// What a transcode did, with timings for reports and benchmarks.
     public struct Summary: Sendable, Codable {
+        /// The plan as stitched: with the segments handovers added, if any.
         public var plan: SegmentPlan
         public var segments: [SegmentResult]
+        /// The handovers made, in order.
+        public var handovers: [Handover]
         public var stitch: StitchSummary
         /// The streaming package written, when the request asked for one.
         public var package: PackageSummary?
@@ -59,6 +82,8 @@ public final class Transcoder: Sendable {
     private struct State: Sendable {
         var fractions: [Int: Double] = [:]
         var weights: [Int: Int64] = [:]
+        /// What part of its span a segment still covers after handing the rest over.
+        var scales: [Int: Double] = [:]
         var completed = 0
         var total = 0
         var stitching = false
@@ -98,12 +123,12 @@ public final class Transcoder: Sendable {
             throw MediaError(.invalidSettings, "--verify reads the stitched output back as a file; an object output "
                 + "(\(options.output)) cannot be verified yet: write to a path, or leave --verify out")
         }
-        let plan = try await SegmentPlanner.plan(source: options.source, request: options.request, lanes: options.jobs)
+        let planned = try await SegmentPlanner.plan(source: options.source, request: options.request, lanes: options.jobs)
         let t1 = clock.now
         state.withLock { s in
-            s.total = plan.segments.count
-            for spec in plan.segments {
-                s.weights[spec.index] = max(1, spec.cost ?? plan.approximateDuration(of: spec)?.converted(to: 1000).value ?? 1)
+            s.total = planned.segments.count
+            for spec in planned.segments {
+                s.weights[spec.index] = max(1, spec.cost ?? planned.approximateDuration(of: spec)?.converted(to: 1000).value ?? 1)
             }
         }
         publish()
@@ -117,7 +142,7 @@ public final class Transcoder: Sendable {
             // folder when the output goes to storage.
             let folder = StorageRegistry.isStored(options.output) ? fm.temporaryDirectory
                 : URL(fileURLWithPath: options.output).deletingLastPathComponent()
-            work = folder.appendingPathComponent(".splice-\(plan.id.prefix(8))")
+            work = folder.appendingPathComponent(".splice-\(planned.id.prefix(8))")
         }
         do {
             try fm.createDirectory(at: work, withIntermediateDirectories: true)
@@ -128,10 +153,17 @@ public final class Transcoder: Sendable {
         if options.keepSegmentsIn != nil {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try encoder.encode(plan).write(to: work.appendingPathComponent("plan.json"))
+            try encoder.encode(planned).write(to: work.appendingPathComponent("plan.json"))
         }
 
-        let results = try await encodeSegments(plan, into: work)
+        let (stitched, results, handovers) = try await encodeSegments(planned, into: work)
+        let plan = stitched
+        if !handovers.isEmpty, options.keepSegmentsIn != nil {
+            // The kept plan is the one the segments were made for (`splice stitch` reads it).
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(plan).write(to: work.appendingPathComponent("plan.json"))
+        }
         let t2 = clock.now
         state.withLock { $0.stitching = true }
         publish()
@@ -158,55 +190,156 @@ public final class Transcoder: Sendable {
             quality = report
         }
         let t3 = clock.now
-        return Summary(plan: plan, segments: results.sorted { $0.index < $1.index }, stitch: stitch, package: package,
+        return Summary(plan: plan, segments: results.sorted { $0.index < $1.index }, handovers: handovers,
+                       stitch: stitch, package: package,
                        quality: quality,
                        planNanoseconds: nanoseconds(t1 - t0), encodeNanoseconds: nanoseconds(t2 - t1),
                        stitchNanoseconds: nanoseconds(t3 - t2))
     }
 
+    /// What a lane's task reports: a segment done, or time to look again for a handover.
+    private enum LaneEvent: Sendable {
+        case finished(SegmentResult)
+        case tick
+    }
+
     /// Encodes the segments `jobs` at a time, the most expensive first (so the lanes end
     /// together on the cheap ones), each encoder single-threaded while every lane is busy; a
-    /// segment started when fewer are left than there are idle lanes gets their threads.
-    private func encodeSegments(_ plan: SegmentPlan, into work: URL) async throws -> [SegmentResult] {
-        let exporter = SegmentExporter(plan: plan)
+    /// segment started when fewer are left than there are idle lanes gets their threads. Once
+    /// nothing is left to start, a lane that falls idle takes over the second part of what the
+    /// running segment with the most left still has to do (``LaneHandover``): the plan returned
+    /// has the segments that added, in their place.
+    private func encodeSegments(_ planned: SegmentPlan, into work: URL) async throws
+        -> (SegmentPlan, [SegmentResult], [Handover]) {
+        var plan = planned
         let jobs = options.jobs
+        let handover = jobs > 1 && Self.canHandOver(plan) ? options.handover : nil
+        let videoEnd = handover == nil ? nil : try await Self.videoEnd(of: plan)
         var pending = Self.longestFirst(plan.segments)[...]
         var running = 0
+        /// The movable ends of the video segments running, by index.
+        var ends: [Int: SegmentEnd] = [:]
+        var ticking = false
         var results: [SegmentResult] = []
+        var handovers: [Handover] = []
         let clock = ContinuousClock()
         let origin = clock.now
-        try await withThrowingTaskGroup(of: SegmentResult.self) { group in
-            func startNext() {
-                guard let index = pending.popFirst() else { return }
-                let idle = jobs - running
-                let threads = jobs == 1 ? 0 : max(1, idle / (pending.count + 1))
+        try await withThrowingTaskGroup(of: LaneEvent.self) { group in
+            func start(_ index: Int, threads: Int) {
                 running += 1
                 let url = work.appendingPathComponent(String(format: "segment-%05d.splseg", index))
-                group.addTask { [self] in
+                let exporter = SegmentExporter(plan: plan)
+                var end: SegmentEnd?
+                if handover != nil, let spec = plan.segments.first(where: { $0.index == index }), !spec.isAudio {
+                    end = SegmentEnd(end: spec.videoEnd)
+                    ends[index] = end
+                }
+                group.addTask { [self, end] in
                     let started = clock.now
-                    var result = try await exporter.export(segment: index, to: url, codecThreads: threads) { fraction in
+                    var result = try await exporter.export(segment: index, to: url, codecThreads: threads, end: end) { fraction in
                         self.state.withLock { $0.fractions[index] = fraction }
                         self.publish()
                     }
                     result.startedMicroseconds = Int64(self.nanoseconds(started - origin) / 1000)
                     result.finishedMicroseconds = Int64(self.nanoseconds(clock.now - origin) / 1000)
-                    return result
+                    return .finished(result)
+                }
+            }
+            func startNext() {
+                guard let index = pending.popFirst() else { return }
+                let idle = jobs - running
+                start(index, threads: jobs == 1 ? 0 : max(1, idle / (pending.count + 1)))
+            }
+            /// Hands part of a running segment to an idle lane; false when none pays.
+            func handOver() -> Bool {
+                guard let handover, running < jobs, pending.isEmpty else { return false }
+                let candidates = ends.compactMap { index, end in
+                    (end.end ?? videoEnd).map { LaneHandover.Running(index: index, end: $0, position: end.position) }
+                }
+                guard let decision = handover.choose(candidates), let end = ends[decision.index],
+                      let before = end.end ?? videoEnd, end.moveEnd(to: decision.at),
+                      let slot = plan.segments.firstIndex(where: { $0.index == decision.index }) else { return false }
+                var parent = plan.segments[slot]
+                let newIndex = (plan.segments.map(\.index).max() ?? 0) + 1
+                var taken = SegmentSpec(index: newIndex, videoStart: decision.at, videoEnd: parent.videoEnd)
+                let from = parent.videoStart ?? plan.outputZero
+                // The parent keeps (at − from) of its (before − from); costs and progress split alike.
+                let kept = Self.micros(decision.at - from), whole = max(1, Self.micros(before - from))
+                if let cost = parent.cost {
+                    parent.cost = max(1, MediaTime.rescale(cost, multiplier: kept, divisor: whole))
+                    taken.cost = max(1, cost - parent.cost!)
+                }
+                parent.videoEnd = decision.at
+                plan.segments[slot] = parent
+                plan.segments.insert(taken, at: slot + 1)
+                handovers.append(Handover(segment: decision.index, newSegment: newIndex, at: decision.at,
+                                          atMicroseconds: Int64(nanoseconds(clock.now - origin) / 1000)))
+                state.withLock { s in
+                    let weight = s.weights[decision.index] ?? 1
+                    let keeps = max(1, MediaTime.rescale(weight, multiplier: kept, divisor: whole))
+                    s.weights[decision.index] = keeps
+                    s.weights[newIndex] = max(1, weight - keeps)
+                    // The parent's progress is still reported over the span it started with.
+                    s.scales[decision.index] = (s.scales[decision.index] ?? 1) * Double(kept) / Double(whole)
+                    s.total += 1
+                }
+                start(newIndex, threads: 1)
+                return true
+            }
+            /// Looks again shortly while a lane is idle and a running segment might still hand over.
+            func tickIfIdle() {
+                guard handover != nil, !ticking, running < jobs, pending.isEmpty, !ends.isEmpty else { return }
+                ticking = true
+                group.addTask {
+                    try? await Task.sleep(for: .milliseconds(250))
+                    return .tick
                 }
             }
             for _ in 0..<min(options.jobs, pending.count) { startNext() }
-            while let result = try await group.next() {
-                running -= 1
-                results.append(result)
-                state.withLock {
-                    $0.fractions[result.index] = 1
-                    $0.completed += 1
+            while let event = try await group.next() {
+                switch event {
+                case .tick:
+                    ticking = false
+                case .finished(let result):
+                    running -= 1
+                    ends[result.index] = nil
+                    results.append(result)
+                    state.withLock {
+                        $0.fractions[result.index] = 1
+                        $0.completed += 1
+                    }
+                    publish()
+                    startNext()
                 }
-                publish()
-                startNext()
+                while handOver() {}
+                tickIfIdle()
+                // Done: a look-again still asleep need not be waited for.
+                if running == 0 && pending.isEmpty && ticking { group.cancelAll() }
             }
         }
-        return results
+        return (plan, results, handovers)
     }
+
+    /// Whether a segment of `plan` may stop at any picture and hand the rest over without the
+    /// join showing: constant-quality video with no rate-control warm-up, no constant frame rate
+    /// (pictures placed on a grid from the segment's start), no streaming grid, no quality target
+    /// (its CRF is chosen for the segment's whole range).
+    static func canHandOver(_ plan: SegmentPlan) -> Bool {
+        guard let video = plan.videoSettings, video.bitrate == nil, video.maxBitrate == nil, video.frameRate == nil,
+              plan.package == nil, plan.quality?.target == nil else { return false }
+        return !plan.segments.contains { $0.videoWarmUp != nil }
+    }
+
+    /// Where the video ends, for the open end of the last segment: the requested range's end, or
+    /// the video track's (as the planner cut it).
+    static func videoEnd(of plan: SegmentPlan) async throws -> MediaTime? {
+        if let end = plan.outputEnd { return end }
+        let source = plan.source
+        let asset = try await BlockingThread.run("splice.transcode.probe") { try Asset(probing: source) }
+        return asset.videoTrack.flatMap { t in t.duration.map { (t.startTime ?? .zero) + $0 } } ?? asset.duration
+    }
+
+    private static func micros(_ t: MediaTime) -> Int64 { t.converted(to: 1_000_000, rounding: .down).value }
 
     /// Segment indexes, the most expensive first (plan order among equals, and for plans without costs).
     static func longestFirst(_ segments: [SegmentSpec]) -> [Int] {
@@ -220,7 +353,8 @@ public final class Transcoder: Sendable {
         state.withLock { s in
             let totalWeight = s.weights.values.reduce(0, +)
             let done = s.weights.reduce(Int64(0)) { sum, entry in
-                sum + Int64((s.fractions[entry.key] ?? 0) * 1000) * entry.value / 1000
+                let fraction = min(1, (s.fractions[entry.key] ?? 0) / (s.scales[entry.key] ?? 1))
+                return sum + Int64(fraction * 1000) * entry.value / 1000
             }
             let encodeFraction = totalWeight > 0 ? Double(done) / Double(totalWeight) : 0
             let progress = Progress(completedSegments: s.completed, totalSegments: s.total,

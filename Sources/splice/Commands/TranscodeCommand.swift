@@ -18,6 +18,9 @@ struct TranscodeCommand: Command {
     static let keepSegments = Option<String>("keep-segments", valueName: "dir",
         help: "Keep the plan and segment files in this folder (for inspection or `splice stitch`).")
     static let json = Flag("json", help: "Print a JSON summary (segments, CPU time, timings) instead of a line.")
+    static let noHandover = Flag("no-handover",
+        help: "Never split a running segment to give part of it to a lane that fell idle (each segment then "
+            + "keeps its planned range).")
 
     static let configuration = CommandConfiguration(
         name: "transcode", abstract: "Transcode one file on this machine, segment-parallel.",
@@ -41,7 +44,7 @@ struct TranscodeCommand: Command {
             the temporary folder, then every rendition's files are uploaded and the master playlist \
             last.
             """,
-        arguments: [input, output, segmentSeconds, audioSegmentSeconds, jobs, keepSegments, json] + ExportOptions.arguments
+        arguments: [input, output, segmentSeconds, audioSegmentSeconds, jobs, keepSegments, json, noHandover] + ExportOptions.arguments
             + PackageOptions.arguments + QualityOptions.jobArguments + OutputOptions.arguments, environment: [.ffmpegLog, .objectStorage])
 
     let input: String
@@ -50,6 +53,7 @@ struct TranscodeCommand: Command {
     let jobs: Int
     let keepSegments: String?
     let json: Bool
+    let handsOver: Bool
     let destination: OutputOptions
     /// What to make, checked once here.
     let request: TranscodeRequest
@@ -61,6 +65,7 @@ struct TranscodeCommand: Command {
         jobs = try arguments.value(Self.jobs)
         keepSegments = arguments[Self.keepSegments]
         json = arguments[Self.json]
+        handsOver = !arguments[Self.noHandover]
         destination = try OutputOptions(arguments)
         var request = try ExportOptions(arguments).request(output: output, segmentDuration: segmentSeconds,
                                                            audioSegmentDuration: arguments[Self.audioSegmentSeconds],
@@ -81,7 +86,7 @@ struct TranscodeCommand: Command {
     func run(_ context: CommandContext) async throws -> ExitCode {
         let transcoder = Transcoder(options: Transcoder.Options(
             source: input, output: output, request: request, jobs: jobs,
-            keepSegmentsIn: keepSegments.map { URL(fileURLWithPath: $0) }))
+            keepSegmentsIn: keepSegments.map { URL(fileURLWithPath: $0) }, handover: handsOver ? LaneHandover() : nil))
         let bar = ProgressBar(label: OutputOptions.name(of: output), output: context.errorOutput)
         let progress = Task {
             for await p in transcoder.progressUpdates {
@@ -126,7 +131,9 @@ struct TranscodeCommand: Command {
                                      + "renditions: \(names); \(package.bytes / 1024) KiB")
         } else {
             let audio = summary.stitch.audioPackets > 0 ? ", \(summary.stitch.audioPackets) audio packets" : ""
-            context.output.writeLine("wrote \(output): \(summary.plan.segments.count) segments, "
+            let handed = summary.handovers.isEmpty ? ""
+                : " (\(summary.handovers.count) handed over to idle lanes)"
+            context.output.writeLine("wrote \(output): \(summary.plan.segments.count) segments\(handed), "
                                      + "\(summary.stitch.videoFrames) video frames\(audio), \(summary.stitch.bytes / 1024) KiB")
         }
         return .success

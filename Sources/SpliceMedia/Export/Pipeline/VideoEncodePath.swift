@@ -14,7 +14,10 @@ final class VideoEncodePath: TrackPath {
     /// The current frame's converted picture per rendition, while it is handed down the ladder.
     private var pictures: [Frame?]
     private let inputTimeBase: Rational
-    private let window: ExportPlan.Window
+    /// The window; its end moves forward when the transcoder hands the rest of the segment to
+    /// another lane (``SegmentEnd``).
+    private var window: ExportPlan.Window
+    private let movableEnd: SegmentEnd?
     /// Pictures presented from here on are encoded; those before ``window`` only warm the rate control.
     private let encodeStart: MediaTime
     private let origin: MediaTime
@@ -74,6 +77,7 @@ final class VideoEncodePath: TrackPath {
         pictures = Array(repeating: nil, count: renditions.count)
         inputTimeBase = Rational(stream.pointee.time_base)
         window = plan.videoWindow
+        movableEnd = plan.movableEnd
         encodeStart = plan.videoWindow.start - plan.videoWarmUp
         origin = plan.origin
         outputZero = plan.outputZero
@@ -85,6 +89,7 @@ final class VideoEncodePath: TrackPath {
     }
 
     func endOfInput() throws(MediaError) {
+        defer { movableEnd?.close() }
         guard !isDone, !decoderDrained else { return }
         decoderDrained = true
         try decoder.decode(nil, into: decoded, while: { true }) { frame throws(MediaError) in try accept(frame) }
@@ -97,6 +102,12 @@ final class VideoEncodePath: TrackPath {
         let t = MediaTime(value: ts, timeBase: inputTimeBase) - origin
         if t < encodeStart { return }
         if let end = window.end, t >= end {
+            movableEnd?.close()
+            isDone = true
+            return
+        }
+        if let movableEnd, t >= window.start, !movableEnd.admits(t) {
+            window.end = movableEnd.end
             isDone = true
             return
         }
@@ -116,6 +127,7 @@ final class VideoEncodePath: TrackPath {
             pictures[i] = try rendition.accept(input, at: t - outputZero, warmingUp: t < window.start,
                                                startsChunk: startsChunk)
         }
+        movableEnd?.encoded(renditions[0].packetsWritten)
     }
 
     /// Each rendition's bytes and measured quality (a probe run's outcome per CRF).
@@ -138,6 +150,7 @@ final class VideoEncodePath: TrackPath {
     }
 
     func finish(checkCancelled: () throws(MediaError) -> Void) throws(MediaError) {
+        movableEnd?.close()
         for rendition in renditions {
             let endSlot = window.end.map { ($0 - outputZero).value(in: Rational(rendition.encoderTimeBase), rounding: .nearest) }
             try rendition.finish(endSlot: endSlot, checkCancelled: checkCancelled)

@@ -32,6 +32,8 @@ final class VideoRendition {
     private var heldStartsChunk = false
 
     private(set) var framesWritten = 0
+    /// Packets the encoder has given back (pictures encoded, the warm-up's left out).
+    private(set) var packetsWritten = 0
     /// Bytes of the packets written, and the encoder's QP summed over them (where it reports one).
     private(set) var bytesWritten: Int64 = 0
     private var qpSum: Int64 = 0
@@ -170,6 +172,7 @@ final class VideoRendition {
         if isWarmUp(packet.pts) { return }
         try meter?.measure(packet)
         bytesWritten += Int64(packet.size)
+        packetsWritten += 1
         if let qp = packet.encoderQP {
             qpSum += Int64(qp)
             qpCount += 1
