@@ -1,6 +1,7 @@
 import Foundation
 import SpliceCore
 import SpliceMedia
+import SpliceTestSupport
 import Testing
 @testable import SpliceDaemon
 
@@ -10,9 +11,8 @@ struct PartialFileTests {
     static let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) })
 
     func destination() -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("splice-partial-\(UUID().uuidString)")
-        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        return dir.appendingPathComponent("segment.splseg")
+        // Under the test process's scratch folder, removed when the process ends.
+        Fixtures.temporaryDirectory("partial").appendingPathComponent("segment.splseg")
     }
 
     func checksum(_ data: Data) -> SHA256Digest {

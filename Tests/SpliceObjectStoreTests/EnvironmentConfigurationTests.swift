@@ -5,11 +5,20 @@ import Testing
 /// `ObjectStoreConfiguration.fromEnvironment`: the AWS precedence rules over a HOME of its own.
 @Suite("Configuration from AWS_* and ~/.aws, in the AWS tools' order")
 struct EnvironmentConfigurationTests {
+    /// The test process's HOMEs, removed when it ends.
+    static let homes: URL = {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("aws-homes-\(getpid())")
+        atexit {
+            try? FileManager.default.removeItem(at: FileManager.default.temporaryDirectory.appendingPathComponent("aws-homes-\(getpid())"))
+        }
+        return url
+    }()
+
     /// A fresh HOME with `~/.aws/config` and `~/.aws/credentials` holding `config` and `credentials`.
     static func home(config: String? = AWSConfigFileTests.config, credentials: String? = AWSConfigFileTests.credentials)
         throws -> String
     {
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent("aws-home-\(UUID().uuidString)")
+        let home = homes.appendingPathComponent(UUID().uuidString)
         try FileManager.default.createDirectory(at: home.appendingPathComponent(".aws"), withIntermediateDirectories: true)
         if let config { try config.write(to: home.appendingPathComponent(".aws/config"), atomically: true, encoding: .utf8) }
         if let credentials {
