@@ -17,16 +17,17 @@ final class WorkerTransfer: Sendable {
     private let ports: [TransferPort]
     private let endpoints: [DataEndpoint]
     /// A scratch directory this process made (removed at exit) rather than one it was given (emptied).
-    private let ownsScratch: Bool
+    private let ownScratch: ScratchDirectory?
     private let pumps: [Task<Void, Never>]
     /// `--scratch-limit`, and the bytes each running attempt has reserved against it.
     private let limit: Int64?
     private let reserved = Mutex<[LeaseToken: Int64]>([:])
 
-    private init(scratch: URL, ownsScratch: Bool, endpoints: [DataEndpoint], ports: [TransferPort], limit: Int64?) {
+    private init(scratch: URL, ownScratch: ScratchDirectory?, endpoints: [DataEndpoint], ports: [TransferPort],
+                 limit: Int64?) {
         self.limit = limit
         self.scratch = scratch
-        self.ownsScratch = ownsScratch
+        self.ownScratch = ownScratch
         self.endpoints = endpoints
         self.ports = ports
         pumps = ports.map { port in Task.detached { await port.run() } }
@@ -36,19 +37,19 @@ final class WorkerTransfer: Sendable {
     static func start(_ configuration: WorkerConfiguration, context: WireContext, logger: Logger) async throws
         -> WorkerTransfer
     {
-        let (scratch, owned) = try prepareScratch(configuration.scratch)
+        let (scratch, owned) = try prepareScratch(configuration.scratch, logger: logger)
         var endpoints: [DataEndpoint] = []
         do {
             for (index, address) in configuration.effectiveDataEndpoints.enumerated() {
                 endpoints.append(DataEndpoint(try await WireEndpoint.connect(
                     address, type: .dealer, context: context, options: configuration.wireOptions(coordinator: index))))
             }
-            return WorkerTransfer(scratch: scratch, ownsScratch: owned, endpoints: endpoints,
+            return WorkerTransfer(scratch: scratch, ownScratch: owned, endpoints: endpoints,
                                   ports: endpoints.map { TransferPort(endpoint: $0, logger: logger) },
                                   limit: configuration.scratchLimit)
         } catch {
             for endpoint in endpoints { await endpoint.close(linger: .zero) }
-            empty(scratch, remove: owned)
+            if let owned { owned.remove() } else { empty(scratch) }
             throw error
         }
     }
@@ -102,17 +103,17 @@ final class WorkerTransfer: Sendable {
     func close() async {
         for pump in pumps { pump.cancel() }
         for endpoint in endpoints { await endpoint.close(linger: .zero) }
-        Self.empty(scratch, remove: ownsScratch)
+        if let ownScratch { ownScratch.remove() } else { Self.empty(scratch) }
     }
 
-    private static func prepareScratch(_ given: URL?) throws(WorkerError) -> (URL, owned: Bool) {
+    private static func prepareScratch(_ given: URL?, logger: Logger) throws(WorkerError) -> (URL, ScratchDirectory?) {
         guard let given else {
-            var template = Array((NSTemporaryDirectory() + "/splice-scratch-XXXXXX").utf8CString)
-            guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-                throw WorkerError(.spoolUnusable, "cannot create a scratch directory under \(NSTemporaryDirectory()): "
-                                  + String(cString: strerror(errno)) + "; pass one with --scratch")
+            let (made, removed) = try ScratchDirectory.make()
+            if !removed.isEmpty {
+                logger.info("removed scratch directories that workers killed earlier left behind",
+                            ["removed": removed.count, "folder": NSTemporaryDirectory()])
             }
-            return (URL(fileURLWithPath: String(cString: made), isDirectory: true), true)
+            return (made.url, made)
         }
         let root = given.standardizedFileURL
         do {
@@ -123,16 +124,13 @@ final class WorkerTransfer: Sendable {
         guard access(root.path, W_OK) == 0 else {
             throw WorkerError(.spoolUnusable, "the scratch directory \(root.path) is not writable")
         }
-        empty(root, remove: false)
-        return (root, false)
+        empty(root)
+        return (root, nil)
     }
 
-    private static func empty(_ directory: URL, remove: Bool) {
+    /// Removes everything in a scratch directory the worker was given.
+    private static func empty(_ directory: URL) {
         let manager = FileManager.default
-        if remove {
-            try? manager.removeItem(at: directory)
-            return
-        }
         for name in (try? manager.contentsOfDirectory(atPath: directory.path)) ?? [] {
             try? manager.removeItem(at: directory.appendingPathComponent(name))
         }
