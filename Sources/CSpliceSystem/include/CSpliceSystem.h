@@ -11,4 +11,5 @@
 #include "splice_socket.h"
 #include "splice_cpu.h"
 #include "splice_memory.h"
+#include "splice_thread.h"
 #endif

@@ -77,6 +77,11 @@ struct ExportPlan: Sendable {
     var videoWindow: Window
     /// The video window's end while it may still move forward (``SegmentEnd``); nil: fixed.
     var movableEnd: SegmentEnd?
+    /// Where helper threads of the run (a ladder's rung encoders) add their CPU time; nil: not counted.
+    var helperCPU: ThreadCPUTally?
+    /// Whether several renditions encode on threads of their own (``RenditionThread``) where the
+    /// output allows it.
+    var rungsSideBySide = true
     /// Rate-control warm-up (``RateControl/warmUp``): frames presented this long before the window
     /// are encoded and their packets dropped; the window's first frame is then a forced IDR.
     var videoWarmUp: MediaTime = .zero

@@ -59,7 +59,7 @@ struct TargetQualityEncode {
     /// to `plan.destination`.
     func run(_ plan: ExportPlan, segment: ExportPlan.Window, isCancelled: @escaping () -> Bool,
              progress: @escaping (Double) -> Void) throws(MediaError) -> Outcome {
-        let cpuStart = threadCPUMicroseconds()
+        let cpuStart = threadCPUMicroseconds() + (plan.helperCPU?.microseconds ?? 0)
         let probes = probeCRFs()
         var probePlan = plan
         probePlan.output = .discard
@@ -67,7 +67,7 @@ struct TargetQualityEncode {
         probePlan.measuresQuality = false
         probePlan.probe = ExportPlan.Probe(crfs: probes, chunks: Self.chunks(of: segment))
         let probed = try ExportPipeline(plan: probePlan, isCancelled: isCancelled, onProgress: { progress($0 * 0.2) }).run()
-        let probeCPU = threadCPUMicroseconds() - cpuStart
+        let probeCPU = threadCPUMicroseconds() + (plan.helperCPU?.microseconds ?? 0) - cpuStart
         let points = zip(probes, probed.probes).compactMap { crf, outcome in
             outcome.quality.flatMap { target.score($0) }.map { (crf: crf, score: target.linear($0)) }
         }

@@ -31,6 +31,9 @@ public struct SegmentResult: Sendable, Codable, Hashable {
 /// parameters — and the codec headers the stitcher compares — are identical.
 public struct SegmentExporter: Sendable {
     public let plan: SegmentPlan
+    /// Whether a ladder's rungs (or a quality target's probes) encode on threads of their own
+    /// (``RenditionThread``); false only to compare against one after another.
+    var rungsSideBySide = true
 
     public init(plan: SegmentPlan) {
         self.plan = plan
@@ -58,6 +61,9 @@ public struct SegmentExporter: Sendable {
                 var exportPlan = try ExportPlan.segment(plan, spec: spec, asset: asset, destination: output.path,
                                                         codecThreads: codecThreads)
                 exportPlan.excerpt = excerpt?.path
+                exportPlan.rungsSideBySide = rungsSideBySide
+                let helperCPU = ThreadCPUTally()
+                exportPlan.helperCPU = helperCPU
                 if !spec.isAudio { exportPlan.movableEnd = end }
                 let quality = spec.isAudio ? nil : plan.quality
                 exportPlan.measuresQuality = quality?.measures == true
@@ -85,7 +91,7 @@ public struct SegmentExporter: Sendable {
                 let bytes = (try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int64) ?? 0
                 var segment = SegmentResult(index: index, path: output.path, checksum: checksum, bytes: bytes,
                                             videoFrames: result.videoFrames, audioSamples: result.audioSamples,
-                                            cpuMicroseconds: threadCPUMicroseconds() - cpuStart)
+                                            cpuMicroseconds: threadCPUMicroseconds() - cpuStart + helperCPU.microseconds)
                 segment.probeCPUMicroseconds = search?.probeCPUMicroseconds
                 if result.videoFrames > 0 {
                     var figures = SegmentFigures(videoBytes: result.videoBytes,

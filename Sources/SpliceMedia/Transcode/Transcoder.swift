@@ -23,6 +23,9 @@ public final class Transcoder: Sendable {
         /// constant-quality video without a frame rate, a package or a quality target, where a
         /// segment may end at any picture without changing how the others are encoded.
         public var handover: LaneHandover?
+        /// Whether a ladder's rungs encode on threads of their own (``RenditionThread``); false
+        /// only to compare against encoding them one after another.
+        var rungsSideBySide = true
 
         public init(source: String, output: URL, request: TranscodeRequest,
                     jobs: Int = ProcessInfo.processInfo.activeProcessorCount, keepSegmentsIn: URL? = nil,
@@ -228,7 +231,8 @@ public final class Transcoder: Sendable {
             func start(_ index: Int, threads: Int) {
                 running += 1
                 let url = work.appendingPathComponent(String(format: "segment-%05d.splseg", index))
-                let exporter = SegmentExporter(plan: plan)
+                var exporter = SegmentExporter(plan: plan)
+                exporter.rungsSideBySide = options.rungsSideBySide
                 var end: SegmentEnd?
                 if handover != nil, let spec = plan.segments.first(where: { $0.index == index }), !spec.isAudio {
                     end = SegmentEnd(end: spec.videoEnd)

@@ -50,7 +50,7 @@ final class ExportPipeline {
         let cueStreams = plan.cueStreams
         demuxer.discardAll(except: plan.streamsRead)
 
-        let writer: any PacketWriter
+        var writer: any PacketWriter
         var muxer: Muxer?
         var segmentWriter: SegmentFileWriter?
         switch plan.output {
@@ -68,6 +68,11 @@ final class ExportPipeline {
         case .discard:
             writer = DiscardingWriter()
         }
+        // Several renditions (a ladder's rungs, a quality target's probes) encode on threads of
+        // their own. Only into a segment file or nothing: every write then goes through `writer`
+        // (a file's copied and subtitle tracks write to the muxer directly).
+        let sideBySide = plan.rungsSideBySide && muxer == nil && (!plan.ladder.isEmpty || (plan.probe?.crfs.count ?? 0) > 1)
+        if sideBySide { writer = SerializedPacketWriter(writer) }
 
         // Paths: audio and video first (they drive the run), then the riders.
         var paths: [any TrackPath] = []
@@ -79,7 +84,8 @@ final class ExportPipeline {
             switch route {
             case .encode(let encoding):
                 let path = try VideoEncodePath(plan: plan, encoding: encoding, demuxer: demuxer, streamIndex: v,
-                                               writer: writer, extraOptions: plan.extraVideoOptions)
+                                               writer: writer, extraOptions: plan.extraVideoOptions,
+                                               sideBySide: sideBySide)
                 videoEncode = path
                 videoOutput = path.outputIndex
                 pictureSize = (encoding.width, encoding.height)

@@ -1,4 +1,5 @@
 internal import CFFmpeg
+import Foundation
 
 /// One track's route through a pipeline run: demuxed packets in, muxed packets out.
 protocol TrackPath: AnyObject {
@@ -58,4 +59,44 @@ final class DiscardingWriter: PacketWriter {
     func write(_ packet: Packet, stream: Int, timeBase: AVRational) throws(MediaError) { packet.unref() }
 
     func finish() throws(MediaError) {}
+}
+
+/// A writer shared by threads: a ladder's rungs write their packets from their own encoder
+/// threads (``RenditionThread``) while audio writes from the decoding thread. Every call goes to
+/// the wrapped writer under one lock; each stream's packets keep their order (one thread writes
+/// each stream), the order between streams is the order they arrive in.
+final class SerializedPacketWriter: PacketWriter, @unchecked Sendable {
+    // `writer` is only touched under `lock`; hence @unchecked Sendable.
+    private let writer: any PacketWriter
+    private let lock = NSLock()
+
+    init(_ writer: any PacketWriter) {
+        self.writer = writer
+    }
+
+    var wantsGlobalHeader: Bool { lock.withLock { writer.wantsGlobalHeader } }
+
+    func addStream(encoder: CodecContext, frameRate: Rational?) throws(MediaError) -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return try writer.addStream(encoder: encoder, frameRate: frameRate)
+    }
+
+    func writeHeader(metadata: [String: String], options: [String: String]) throws(MediaError) {
+        lock.lock()
+        defer { lock.unlock() }
+        try writer.writeHeader(metadata: metadata, options: options)
+    }
+
+    func write(_ packet: Packet, stream: Int, timeBase: AVRational) throws(MediaError) {
+        lock.lock()
+        defer { lock.unlock() }
+        try writer.write(packet, stream: stream, timeBase: timeBase)
+    }
+
+    func finish() throws(MediaError) {
+        lock.lock()
+        defer { lock.unlock() }
+        try writer.finish()
+    }
 }

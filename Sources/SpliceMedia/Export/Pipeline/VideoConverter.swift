@@ -66,9 +66,8 @@ final class VideoConverter {
         }
         if !allocated { try allocate() }
         let target = encoding.rotation == 0 ? output : canvas
-        if av_frame_make_writable(target.pointer) < 0 || av_frame_make_writable(output.pointer) < 0 {
-            throw MediaError(.internalError, "cannot get a writable picture buffer (out of memory)")
-        }
+        try renew(target)
+        if target !== output { try renew(output) }
         if padded { fillBlack(target) }
         let rect = PixelRect(x: encoding.contentX, y: encoding.contentY, width: encoding.contentWidth, height: encoding.contentHeight)
         try scaler.scale(frame, into: target, rect: rect)
@@ -88,6 +87,21 @@ final class VideoConverter {
         output.pointer.pointee.color_trc = encoding.colorTransfer.map { AVColorTransferCharacteristic(UInt32($0)) } ?? f.color_trc
         output.pointer.pointee.color_range = AVCOL_RANGE_MPEG
         return output
+    }
+
+    /// Gives `frame` buffers of its own when another reference still holds the last picture (an
+    /// encoder thread that has not encoded it yet, ``RenditionThread``). Fresh buffers, not
+    /// `av_frame_make_writable`'s copy: every pixel is written again (black first when padded).
+    private func renew(_ frame: Frame) throws(MediaError) {
+        guard av_frame_is_writable(frame.pointer) == 0 else { return }
+        let f = frame.pointer.pointee
+        let (format, width, height) = (f.format, f.width, f.height)
+        av_frame_unref(frame.pointer)
+        frame.pointer.pointee.format = format
+        frame.pointer.pointee.width = width
+        frame.pointer.pointee.height = height
+        let ret = av_frame_get_buffer(frame.pointer, 0)
+        if ret < 0 { throw FFmpeg.error(.internalError, "cannot allocate a \(width)x\(height) picture", ret) }
     }
 
     private func fillBlack(_ frame: Frame) {

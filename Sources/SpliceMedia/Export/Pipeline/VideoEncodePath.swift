@@ -8,6 +8,9 @@ final class VideoEncodePath: TrackPath {
     let streamIndex: Int
     private let decoder: CodecContext
     private let renditions: [VideoRendition]
+    /// One encoder thread per rendition when there are several and the writer is shared safely
+    /// (``encodesSideBySide``); empty: the decoding thread encodes every rendition itself.
+    private let threads: [RenditionThread]
     /// For each rendition, the earlier rendition whose converted picture it scales from (nil: the
     /// decoded picture); see ``pictureSources(_:)``.
     private let sources: [Int?]
@@ -43,8 +46,10 @@ final class VideoEncodePath: TrackPath {
     /// The output stream of the first rendition.
     var outputIndex: Int { renditions[0].outputIndex }
 
+    /// `sideBySide`: encode each rendition on a thread of its own when there are several; the
+    /// writer must then take packets from any thread (``SerializedPacketWriter``).
     init(plan: ExportPlan, encoding: VideoEncoding, demuxer: Demuxer, streamIndex: Int, writer: any PacketWriter,
-         extraOptions: [String: String]) throws(MediaError) {
+         extraOptions: [String: String], sideBySide: Bool = false) throws(MediaError) {
         let stream = demuxer.stream(streamIndex)
         self.streamIndex = streamIndex
         decoder = try CodecContext.decoder(for: stream, location: plan.location, threads: plan.codecThreads)
@@ -74,6 +79,9 @@ final class VideoEncodePath: TrackPath {
                                                  measuresQuality: plan.measuresQuality && renditions.isEmpty))
         }
         self.renditions = renditions
+        threads = !sideBySide || renditions.count < 2 ? [] : renditions.enumerated().map { i, rendition in
+            RenditionThread(rendition: rendition, name: "splice-rung-\(i)", tally: plan.helperCPU)
+        }
         pictures = Array(repeating: nil, count: renditions.count)
         inputTimeBase = Rational(stream.pointee.time_base)
         window = plan.videoWindow
@@ -124,8 +132,13 @@ final class VideoEncodePath: TrackPath {
         outputTime = t - outputZero
         for (i, rendition) in renditions.enumerated() {
             let input = sources[i].flatMap { pictures[$0] } ?? frame
-            pictures[i] = try rendition.accept(input, at: t - outputZero, warmingUp: t < window.start,
-                                               startsChunk: startsChunk)
+            let picture = try rendition.convert(input)
+            pictures[i] = picture
+            if threads.isEmpty {
+                try rendition.encode(picture, at: t - outputZero, warmingUp: t < window.start, startsChunk: startsChunk)
+            } else {
+                try threads[i].submit(picture, at: t - outputZero, warmingUp: t < window.start, startsChunk: startsChunk)
+            }
         }
         movableEnd?.encoded(renditions[0].packetsWritten)
     }
@@ -151,9 +164,20 @@ final class VideoEncodePath: TrackPath {
 
     func finish(checkCancelled: () throws(MediaError) -> Void) throws(MediaError) {
         movableEnd?.close()
-        for rendition in renditions {
-            let endSlot = window.end.map { ($0 - outputZero).value(in: Rational(rendition.encoderTimeBase), rounding: .nearest) }
-            try rendition.finish(endSlot: endSlot, checkCancelled: checkCancelled)
+        func endSlot(_ rendition: VideoRendition) -> Int64? {
+            window.end.map { ($0 - outputZero).value(in: Rational(rendition.encoderTimeBase), rounding: .nearest) }
         }
+        guard !threads.isEmpty else {
+            for rendition in renditions { try rendition.finish(endSlot: endSlot(rendition), checkCancelled: checkCancelled) }
+            return
+        }
+        // Every thread flushes its encoder at once; then wait for each.
+        for thread in threads { thread.finish(endSlot: endSlot(thread.rendition)) }
+        for thread in threads { try thread.waitForExit(checkCancelled: checkCancelled) }
+    }
+
+    deinit {
+        // A failed or cancelled run: the threads stop without finishing (no-op once they have).
+        for thread in threads { thread.stop() }
     }
 }

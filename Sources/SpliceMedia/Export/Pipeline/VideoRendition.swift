@@ -1,4 +1,5 @@
 internal import CFFmpeg
+import Synchronization
 
 /// One encoded picture stream fed by a shared decoder: convert (scale, pad, rotate) → encode →
 /// write. ``VideoEncodePath`` drives one for an ordinary export and one per rung of a streaming
@@ -33,7 +34,9 @@ final class VideoRendition {
 
     private(set) var framesWritten = 0
     /// Packets the encoder has given back (pictures encoded, the warm-up's left out).
-    private(set) var packetsWritten = 0
+    var packetsWritten: Int { packetCount.load(ordering: .relaxed) }
+    /// ``packetsWritten``, readable from the decoding thread while a ``RenditionThread`` encodes.
+    private let packetCount = Atomic<Int>(0)
     /// Bytes of the packets written, and the encoder's QP summed over them (where it reports one).
     private(set) var bytesWritten: Int64 = 0
     private var qpSum: Int64 = 0
@@ -83,14 +86,18 @@ final class VideoRendition {
         sink = StreamSink(writer: writer, index: try writer.addStream(encoder: encoder, frameRate: encoding.nominalFrameRate))
     }
 
-    /// Takes one decoded picture presented at `relative` (output time); `warmingUp` when it lies
-    /// before the window and only warms the rate control. Returns the converted picture it encoded
-    /// (valid until the next call), which smaller rungs may scale from. `startsChunk`: the picture
-    /// opens a quality probe's chunk and is coded as an IDR picture.
-    @discardableResult
-    func accept(_ frame: Frame, at relative: MediaTime, warmingUp: Bool, startsChunk: Bool = false) throws(MediaError)
-        -> Frame {
-        let picture = try converter.convert(frame)
+    /// The encoder-ready picture for one decoded picture (valid until the next call; smaller rungs
+    /// may scale from it). Kept apart from ``encode(_:at:warmingUp:startsChunk:)`` so that a ladder
+    /// converts on the decoding thread and encodes each rung on a thread of its own
+    /// (``RenditionThread``).
+    func convert(_ frame: Frame) throws(MediaError) -> Frame {
+        try converter.convert(frame)
+    }
+
+    /// Encodes one converted picture presented at `relative` (output time); `warmingUp` when it
+    /// lies before the window and only warms the rate control. `startsChunk`: the picture opens a
+    /// quality probe's chunk and is coded as an IDR picture. Sets the picture's pts and type.
+    func encode(_ picture: Frame, at relative: MediaTime, warmingUp: Bool, startsChunk: Bool = false) throws(MediaError) {
         if constantRate != nil {
             let slot = relative.value(in: Rational(encoderTimeBase), rounding: .nearest)
             if !warmingUp && keepFrom == nil { keepFrom = max(slot, nextSlot) }
@@ -101,7 +108,7 @@ final class VideoRendition {
             held = Frame(owning: clone)
             heldStartsChunk = startsChunk
             nextSlot = max(nextSlot, slot)
-            return picture
+            return
         }
         var pts = relative.value(in: Rational(encoderTimeBase), rounding: .nearest)
         if pts <= lastPts { pts = lastPts + 1 }
@@ -109,7 +116,6 @@ final class VideoRendition {
         if !warmingUp && keepFrom == nil { keepFrom = pts }
         forcesNext = startsChunk
         try encode(picture, pts: pts)
-        return picture
     }
 
     private func emitHeld(_ frame: Frame, upTo slot: Int64) throws(MediaError) {
@@ -172,7 +178,7 @@ final class VideoRendition {
         if isWarmUp(packet.pts) { return }
         try meter?.measure(packet)
         bytesWritten += Int64(packet.size)
-        packetsWritten += 1
+        packetCount.add(1, ordering: .relaxed)
         if let qp = packet.encoderQP {
             qpSum += Int64(qp)
             qpCount += 1
