@@ -72,6 +72,21 @@ struct LaneHandoverTests {
         #expect(decision.at == Self.at(168))
     }
 
+    @Test func aBitRateWarmUpIsPartOfTheNewLanesStartUp() throws {
+        let handover = LaneHandover(minimumRemaining: .seconds(1), minimumLength: MediaTime(seconds: 1),
+                                    startUp: .milliseconds(400))
+        let slow = Self.running(3, from: 0, to: 100, encoded: 76, end: 250, perPicture: .milliseconds(40))
+        // The new lane also encodes 2 s (50 pictures) before its own first one:
+        // 25 + k = 10 + 50 + 149 − k, k = 92.
+        let decision = try #require(handover.choose([slow], warmUp: MediaTime(seconds: 2)))
+        #expect(decision.at == Self.at(193))
+        // 69 pictures to feed and 25 held: without a warm-up the new segment gets 42 pictures
+        // (k = 27); with it, 17 — under the second it must have — so none is made.
+        let shorter = Self.running(3, from: 0, to: 100, encoded: 76, end: 170, perPicture: .milliseconds(40))
+        #expect(handover.choose([shorter])?.at == Self.at(128))
+        #expect(handover.choose([shorter], warmUp: MediaTime(seconds: 2)) == nil)
+    }
+
     @Test func noHandoverWhenTooLittleIsLeftOrAPieceWouldBeTooShort() {
         let handover = LaneHandover(minimumRemaining: .seconds(2), minimumLength: MediaTime(seconds: 1),
                                     startUp: .milliseconds(300))

@@ -72,8 +72,10 @@ public struct LaneHandover: Sendable, Hashable {
         public var at: MediaTime
     }
 
-    /// The handover to make for one idle lane, or nil when none pays.
-    public func choose(_ running: [Running]) -> Decision? {
+    /// The handover to make for one idle lane, or nil when none pays. `warmUp`: the video a new
+    /// segment encodes before its own first picture to settle a bit rate's control
+    /// (``RateControl/warmUp``), part of the new lane's start-up.
+    public func choose(_ running: [Running], warmUp: MediaTime = .zero) -> Decision? {
         let candidates = running.compactMap { r in r.left.map { (r, $0) } }
         guard let (segment, left) = candidates.max(by: { ($0.1.toFeed + $0.1.backlog) * $0.1.microsPerPicture
                                                          < ($1.1.toFeed + $1.1.backlog) * $1.1.microsPerPicture }),
@@ -81,8 +83,9 @@ public struct LaneHandover: Sendable, Hashable {
               (left.toFeed + left.backlog) * left.microsPerPicture >= Running.micros(minimumRemaining) else { return nil }
         // The running lane encodes its backlog and `keep` more pictures; the new lane starts up and
         // encodes the rest. They end together when
-        //     (backlog + keep) · c = startUp + (toFeed − keep) · c.
-        let startUpPictures = Running.micros(startUp) / left.microsPerPicture
+        //     (backlog + keep) · c = startUp + warm-up pictures · c + (toFeed − keep) · c.
+        let warmUpPictures = warmUp > .zero ? warmUp.count(of: left.step, rounding: .up) : 0
+        let startUpPictures = Running.micros(startUp) / left.microsPerPicture + warmUpPictures
         let keep = max(1, (left.toFeed - left.backlog + startUpPictures) / 2)
         let at = (last + left.step * (keep + 1)).reduced
         guard keep < left.toFeed, segment.end - at >= minimumLength else { return nil }

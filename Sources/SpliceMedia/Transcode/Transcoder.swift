@@ -19,9 +19,10 @@ public final class Transcoder: Sendable {
         /// Keep the plan and segment files here instead of deleting them.
         public var keepSegmentsIn: URL?
         /// When a lane falls idle with nothing left to start, the running segment with the most
-        /// left hands part of it to that lane (``LaneHandover``); nil: never. Made only for
-        /// constant-quality video without a frame rate, a package or a quality target, where a
-        /// segment may end at any picture without changing how the others are encoded.
+        /// left hands part of it to that lane (``LaneHandover``); nil: never. Made for video
+        /// without a constant frame rate, a package or a quality target, where a segment may end
+        /// at any picture without changing how the others are encoded; with a bit rate the new
+        /// segment warms its rate control up as every later segment does (``RateControl``).
         public var handover: LaneHandover?
         /// Whether a ladder's rungs encode on threads of their own (``RenditionThread``); false
         /// only to compare against encoding them one after another.
@@ -218,6 +219,9 @@ public final class Transcoder: Sendable {
         let jobs = options.jobs
         let handover = jobs > 1 && Self.canHandOver(plan) ? options.handover : nil
         let videoEnd = handover == nil ? nil : try await Self.videoEnd(of: plan)
+        // A handover's new segment warms a bit rate up over the video before it, as far back as
+        // the output's zero at most (the range's start, as the planner's segments).
+        let warmUp = Self.handoverWarmUp(plan), videoStart = plan.outputZero
         var pending = Self.longestFirst(plan.segments)[...]
         var running = 0
         /// The movable ends of the video segments running, by index.
@@ -260,7 +264,7 @@ public final class Transcoder: Sendable {
                 let candidates = ends.compactMap { index, end in
                     (end.end ?? videoEnd).map { LaneHandover.Running(index: index, end: $0, position: end.position) }
                 }
-                guard let decision = handover.choose(candidates), let end = ends[decision.index],
+                guard let decision = handover.choose(candidates, warmUp: warmUp), let end = ends[decision.index],
                       let before = end.end ?? videoEnd, end.moveEnd(to: decision.at),
                       let slot = plan.segments.firstIndex(where: { $0.index == decision.index }) else { return false }
                 var parent = plan.segments[slot]
@@ -272,6 +276,13 @@ public final class Transcoder: Sendable {
                 if let cost = parent.cost {
                     parent.cost = max(1, MediaTime.rescale(cost, multiplier: kept, divisor: whole))
                     taken.cost = max(1, cost - parent.cost!)
+                }
+                // A bit rate's control warms up over the video before the new segment, as the
+                // planner's later segments do (never before the video's start).
+                if warmUp > .zero, decision.at > videoStart {
+                    let lead = MediaTime.min(warmUp, decision.at - videoStart)
+                    taken.videoWarmUp = lead
+                    taken.cost = taken.cost.map { $0 + Self.micros(lead) }
                 }
                 parent.videoEnd = decision.at
                 plan.segments[slot] = parent
@@ -325,13 +336,20 @@ public final class Transcoder: Sendable {
     }
 
     /// Whether a segment of `plan` may stop at any picture and hand the rest over without the
-    /// join showing: constant-quality video with no rate-control warm-up, no constant frame rate
-    /// (pictures placed on a grid from the segment's start), no streaming grid, no quality target
-    /// (its CRF is chosen for the segment's whole range).
+    /// join showing: encoded video with no constant frame rate (pictures placed on a grid from the
+    /// segment's start), no streaming grid (a package's rungs switch on it), no quality target (its
+    /// CRF is chosen for the segment's whole range). A bit rate may: the new segment warms up
+    /// (``handoverWarmUp(_:)``) and starts its buffer model where every segment does.
     static func canHandOver(_ plan: SegmentPlan) -> Bool {
-        guard let video = plan.videoSettings, video.bitrate == nil, video.maxBitrate == nil, video.frameRate == nil,
-              plan.package == nil, plan.quality?.target == nil else { return false }
-        return !plan.segments.contains { $0.videoWarmUp != nil }
+        guard let video = plan.videoSettings, video.frameRate == nil, plan.package == nil,
+              plan.quality?.target == nil else { return false }
+        return true
+    }
+
+    /// The rate-control warm-up a segment made by a handover encodes first: what the planner gives
+    /// every later segment (``RateControl/warmUp``) when the video has a bit rate, else none.
+    static func handoverWarmUp(_ plan: SegmentPlan) -> MediaTime {
+        plan.videoSettings.map(RateControl.warmsUp) == true ? RateControl.warmUp : .zero
     }
 
     /// Where the video ends, for the open end of the last segment: the requested range's end, or
