@@ -348,6 +348,24 @@ struct TranscodeTests {
                 "video bit rate \(ours), one pass \(single), for a \(target) target")
     }
 
+    /// Matroska gives no track a duration of its own, and the file's is its longest track's: a
+    /// video that stops four seconds before its audio was planned up to the audio's end, its last
+    /// segment had no picture, and the job failed ("no decodable video frame … the source may be
+    /// damaged"). The planner now reads where the video's packets end.
+    @Test func aMatroskaVideoThatStopsBeforeItsAudioIsCutWithinItsPictures() async throws {
+        let source = try await Fixtures.generated("video-stops-early.mkv", ffmpeg: [
+            "-f", "lavfi", "-i", "testsrc2=s=160x120:r=25:d=4",
+            "-f", "lavfi", "-i", Fixtures.sweepSource(rate: 48000, seconds: "8"),
+            "-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-g", "25", "-c:a", "pcm_s16le"])
+        let o = try await transcode(source, segmentSeconds: 1)
+        let plan = o.summary.plan
+        #expect(plan.videoTrackEnd == MediaTime(seconds: 4))
+        #expect(plan.videoSegments.compactMap(\.videoStart).allSatisfy { $0 < MediaTime(seconds: 4) })
+        #expect(o.summary.stitch.videoFrames == 100)
+        try await checkVideo(o)
+        try await checkAudio(o)
+    }
+
     @Test func theLongGOPFileIsCutBetweenItsSparseKeyframesExactly() async throws {
         let source = Fixtures.shared("h264_1080p30_362s_videoonly.mp4")
         let range = MediaTimeRange(start: .zero, duration: MediaTime(seconds: 40))

@@ -7,19 +7,27 @@ internal import CFFmpeg
 struct MediaScan: Sendable {
     var keyframes: [MediaTime]
     var audio: [Int: AudioTrackTimeline]
+    /// Where the video's last packet ends (asset time), when the container gives the track no
+    /// duration: its packets are then read even where an index has the keyframes.
+    var videoEnd: MediaTime?
 
     /// Scans `location`. `video` is the track whose keyframes are wanted (nil: none); `audio`
     /// the tracks to place.
     static func scan(location: String, origin: MediaTime, video: Int?, audio: [Int]) throws(MediaError) -> MediaScan {
         let demuxer = try Demuxer(location: location)
         var keyframes: [Int64] = []
-        var readVideo = false
+        var readVideo = false, readsVideoEnd = false
+        var videoEnd: Int64?
         if let video {
-            if let fromIndex = KeyframeIndex.indexTimestamps(demuxer: demuxer, stream: demuxer.stream(video)) {
+            let st = demuxer.stream(video)
+            if let fromIndex = KeyframeIndex.indexTimestamps(demuxer: demuxer, stream: st) {
                 keyframes = fromIndex
             } else {
                 readVideo = true
             }
+            // Matroska and WebM give no track its own duration; the file's is the longest track's,
+            // and a video that stops before its audio would be planned past its last frame.
+            readsVideoEnd = st.pointee.duration == FFmpeg.noPTS || st.pointee.duration <= 0
         }
         var timelines: [Int: AudioTrackTimeline] = [:]
         var sizers: [Int: AudioPacketSizer] = [:]
@@ -30,16 +38,17 @@ struct MediaScan: Sendable {
             sizers[index] = AudioPacketSizer(stream: st)
         }
         var keep = Set(audio)
-        if readVideo, let video { keep.insert(video) }
+        if readVideo || readsVideoEnd, let video { keep.insert(video) }
         if !keep.isEmpty {
             demuxer.discardAll(except: keep)
             let packet = Packet()
             while try demuxer.read(into: packet) {
                 let index = Int(packet.streamIndex)
-                if readVideo, index == video {
-                    if packet.isKeyframe, !packet.isDiscard {
-                        let ts = packet.pts != FFmpeg.noPTS ? packet.pts : packet.dts
-                        if ts != FFmpeg.noPTS { keyframes.append(ts) }
+                if index == video {
+                    let ts = packet.pts != FFmpeg.noPTS ? packet.pts : packet.dts
+                    if readVideo, packet.isKeyframe, !packet.isDiscard, ts != FFmpeg.noPTS { keyframes.append(ts) }
+                    if readsVideoEnd, ts != FFmpeg.noPTS, !packet.isDiscard {
+                        videoEnd = max(videoEnd ?? .min, ts + max(0, packet.pointer.pointee.duration))
                     }
                 } else if let sizer = sizers[index] {
                     timelines[index]!.append(sizer.info(packet))
@@ -49,11 +58,13 @@ struct MediaScan: Sendable {
         for index in timelines.keys { timelines[index]!.finish() }
         var seen = Set<Int64>()
         var times: [MediaTime] = []
+        var end: MediaTime?
         if let video {
             let tb = Rational(demuxer.stream(video).pointee.time_base)
             times = keyframes.sorted().filter { seen.insert($0).inserted }.map { MediaTime(value: $0, timeBase: tb) - origin }
+            end = videoEnd.map { MediaTime(value: $0, timeBase: tb) - origin }
         }
-        return MediaScan(keyframes: times, audio: timelines)
+        return MediaScan(keyframes: times, audio: timelines, videoEnd: end)
     }
 }
 

@@ -194,6 +194,10 @@ public struct SegmentPlan: Sendable, Codable, Hashable {
     public var outputEnd: MediaTime?
     /// The asset's duration when known, for progress.
     public var assetDuration: MediaTime?
+    /// Where the source's video ends (asset time), read from its packets when the container
+    /// gives the track no duration of its own (Matroska, WebM: their duration is the longest
+    /// track's); nil: the track's duration says it.
+    public var videoTrackEnd: MediaTime?
     public var targetDuration: MediaTime
     public var segments: [SegmentSpec]
     /// The source video stream (encoded in segments, or copied).
@@ -254,7 +258,7 @@ public struct SegmentPlan: Sendable, Codable, Hashable {
     private enum CodingKeys: String, CodingKey {
         case id, source, videoSettings, audioSettings, outputFileType, optimizesForNetworkUse, metadata, outputZero,
              outputEnd, assetDuration, targetDuration, segments, videoTrack, videoDescription, audioTracks, passThrough, chapters, timecode,
-             videoHDR, annotations, notices, package, quality
+             videoHDR, annotations, notices, package, quality, videoTrackEnd
     }
 
     /// Decodes a plan; the fields added for multi-track outputs may be missing.
@@ -283,6 +287,7 @@ public struct SegmentPlan: Sendable, Codable, Hashable {
         notices = try c.decodeIfPresent([String].self, forKey: .notices) ?? []
         package = try c.decodeIfPresent(PlannedPackage.self, forKey: .package)
         quality = try c.decodeIfPresent(QualityRequest.self, forKey: .quality)
+        videoTrackEnd = try c.decodeIfPresent(MediaTime.self, forKey: .videoTrackEnd)
     }
 
     /// Encodes the plan; the stitcher-only lists are left out when empty (as ``forWorkers()``
@@ -298,6 +303,7 @@ public struct SegmentPlan: Sendable, Codable, Hashable {
         try c.encode(metadata, forKey: .metadata)
         try c.encode(outputZero, forKey: .outputZero)
         try c.encodeIfPresent(outputEnd, forKey: .outputEnd)
+        try c.encodeIfPresent(videoTrackEnd, forKey: .videoTrackEnd)
         try c.encodeIfPresent(assetDuration, forKey: .assetDuration)
         try c.encode(targetDuration, forKey: .targetDuration)
         try c.encode(segments, forKey: .segments)

@@ -59,7 +59,7 @@ public struct SegmentPlanner: Sendable {
                 inputs.append(AudioInput(track: track, framing: try encoding.framing(), timeline: timeline))
             }
             return try planner.plan(asset: asset, tracks: tracks, keyframes: scan.keyframes, audio: inputs,
-                                    request: request, metadata: metadata)
+                                    request: request, metadata: metadata, videoTrackEnd: scan.videoEnd)
         }
     }
 
@@ -71,8 +71,10 @@ public struct SegmentPlanner: Sendable {
     }
 
     /// The pure planning step: no I/O, deterministic but for the plan's id.
+    /// `videoTrackEnd`: where the video's packets end, when the container gives the track no
+    /// duration (``MediaScan/videoEnd``).
     func plan(asset: Asset, tracks: OutputTracks, keyframes: [MediaTime], audio: [AudioInput], request: TranscodeRequest,
-              metadata: [String: String]) throws -> SegmentPlan {
+              metadata: [String: String], videoTrackEnd: MediaTime? = nil) throws -> SegmentPlan {
         guard targetDuration >= minimumDuration, minimumDuration > .zero else {
             throw SettingsError(field: "segment-seconds", value: "\(targetDuration)", allowed: "at least \(minimumDuration)")
         }
@@ -115,8 +117,9 @@ public struct SegmentPlanner: Sendable {
             let warmUp = encoded.contains(where: RateControl.warmsUp) ? RateControl.warmUp : nil
             let videoStart = video.track.startTime ?? .zero
             let cuts = package.map { gridCuts(asset: asset, zero: zero, end: end, hasRange: request.range != nil,
-                                              grid: $0.segmentDuration, warmUp: warmUp) }
-                ?? videoCuts(asset: asset, keyframes: keyframes, zero: zero, end: end, hasRange: request.range != nil)
+                                              grid: $0.segmentDuration, warmUp: warmUp, videoTrackEnd: videoTrackEnd) }
+                ?? videoCuts(asset: asset, keyframes: keyframes, zero: zero, end: end, hasRange: request.range != nil,
+                             videoTrackEnd: videoTrackEnd)
             for (start, stop, cost) in cuts {
                 var spec = SegmentSpec(index: segments.count, videoStart: start, videoEnd: stop)
                 spec.cost = cost
@@ -187,6 +190,7 @@ public struct SegmentPlanner: Sendable {
             chapters: Chapter.retimed(asset.chapters, zero: zero, end: end), timecode: timecode, videoHDR: hdr,
             annotations: request.annotations, notices: notices, package: package)
         plan.quality = request.quality
+        plan.videoTrackEnd = videoTrackEnd
         return plan
     }
 
@@ -205,9 +209,9 @@ public struct SegmentPlanner: Sendable {
     /// hundredth of a segment: a cut between grid marks costs one more IDR picture in its
     /// streaming segment (the grid's own IDRs are forced wherever a segment starts).
     func gridCuts(asset: Asset, zero: MediaTime, end: MediaTime?, hasRange: Bool,
-                  grid: MediaTime, warmUp: MediaTime? = nil) -> [(MediaTime?, MediaTime?, Int64?)] {
+                  grid: MediaTime, warmUp: MediaTime? = nil, videoTrackEnd: MediaTime? = nil) -> [(MediaTime?, MediaTime?, Int64?)] {
         let start = hasRange ? zero : (asset.videoTrack?.startTime ?? .zero)
-        let videoEnd = end ?? asset.videoTrack.flatMap { t in t.duration.map { (t.startTime ?? .zero) + $0 } } ?? asset.duration
+        let videoEnd = Self.videoEnd(asset: asset, end: end, scanned: videoTrackEnd)
         guard let videoEnd, videoEnd > start else { return [(hasRange ? zero : nil, end, nil)] }
         let gridCount = max(1, (videoEnd - zero).count(of: grid, rounding: .up))
         var perSegment = max(1, targetDuration.count(of: grid, rounding: .nearest))
@@ -262,12 +266,21 @@ public struct SegmentPlanner: Sendable {
 
     // MARK: - Video
 
+    /// Where the video to cut ends: the requested range's end (no later than the video's), else
+    /// the video track's (its duration, or where its packets were seen to end when the container
+    /// gives it none), else the file's.
+    static func videoEnd(asset: Asset, end: MediaTime?, scanned: MediaTime?) -> MediaTime? {
+        let track = asset.videoTrack.flatMap { t in t.duration.map { (t.startTime ?? .zero) + $0 } } ?? scanned
+        guard let end else { return track ?? asset.duration }
+        return track.map { MediaTime.min(end, $0) } ?? end
+    }
+
     /// Video segment bounds: `[start, end)` pairs in asset time (nil: open), each with its cost
     /// (``VideoCuts``).
     private func videoCuts(asset: Asset, keyframes: [MediaTime], zero: MediaTime, end: MediaTime?,
-                           hasRange: Bool) -> [(MediaTime?, MediaTime?, Int64?)] {
+                           hasRange: Bool, videoTrackEnd: MediaTime?) -> [(MediaTime?, MediaTime?, Int64?)] {
         let start = hasRange ? zero : (asset.videoTrack?.startTime ?? .zero)
-        let videoEnd = end ?? asset.videoTrack.flatMap { t in t.duration.map { (t.startTime ?? .zero) + $0 } } ?? asset.duration
+        let videoEnd = Self.videoEnd(asset: asset, end: end, scanned: videoTrackEnd)
         guard let videoEnd, videoEnd > start else { return [(hasRange ? zero : nil, end, nil)] }
         let chosen = VideoCuts(start: start, end: videoEnd, keyframes: keyframes, target: targetDuration,
                                minimum: minimumDuration, lanes: lanes).choose()

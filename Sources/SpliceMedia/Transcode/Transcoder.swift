@@ -352,13 +352,19 @@ public final class Transcoder: Sendable {
         plan.videoSettings.map(RateControl.warmsUp) == true ? RateControl.warmUp : .zero
     }
 
-    /// Where the video ends, for the open end of the last segment: the requested range's end, or
-    /// the video track's (as the planner cut it).
+    /// Where the video ends, for the open end of the last segment: as the planner cut it — the
+    /// requested range's end, no later than the video track's (its duration, or where its packets
+    /// end when the container gives it none, ``SegmentPlan/videoTrackEnd``).
     static func videoEnd(of plan: SegmentPlan) async throws -> MediaTime? {
-        if let end = plan.outputEnd { return end }
-        let source = plan.source
-        let asset = try await BlockingThread.run("splice.transcode.probe") { try Asset(probing: source) }
-        return asset.videoTrack.flatMap { t in t.duration.map { (t.startTime ?? .zero) + $0 } } ?? asset.duration
+        var track = plan.videoTrackEnd
+        if track == nil {
+            let source = plan.source
+            let asset = try await BlockingThread.run("splice.transcode.probe") { try Asset(probing: source) }
+            track = asset.videoTrack.flatMap { t in t.duration.map { (t.startTime ?? .zero) + $0 } }
+            if track == nil && plan.outputEnd == nil { return asset.duration }
+        }
+        guard let end = plan.outputEnd else { return track }
+        return track.map { MediaTime.min(end, $0) } ?? end
     }
 
     private static func micros(_ t: MediaTime) -> Int64 { t.converted(to: 1_000_000, rounding: .down).value }
