@@ -31,7 +31,7 @@ public struct SegmentResult: Sendable, Codable, Hashable {
 /// parameters — and the codec headers the stitcher compares — are identical.
 public struct SegmentExporter: Sendable {
     public let plan: SegmentPlan
-    /// Whether a ladder's rungs (or a quality target's probes) encode on threads of their own
+    /// Whether a ladder's rungs encode on threads of their own
     /// (``RenditionThread``); false only to compare against one after another.
     var rungsSideBySide = true
 

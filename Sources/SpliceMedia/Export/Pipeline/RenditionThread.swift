@@ -3,8 +3,7 @@ internal import CSpliceSystem
 import Foundation
 
 /// Encodes one ``VideoRendition`` on a thread of its own, fed converted pictures by the decoding
-/// thread through a short queue, so that the rungs of a ladder (or a quality target's probes)
-/// encode side by side instead of one after another. A lane of a ladder then keeps more than one
+/// thread through a short queue, so that the rungs of a ladder encode side by side instead of one after another. A lane of a ladder then keeps more than one
 /// core busy when there is one to spare — at the end of a job, when the other lanes have finished
 /// — and on a worker with cores to spare for its one segment.
 ///
