@@ -34,7 +34,8 @@ public struct WorkerConfiguration: Sendable {
     /// A join token (`splice workers join-token create`): presented once, before HELLO, so that
     /// the coordinator enrolls ``curve``'s key; nil when the key is enrolled by hand.
     public var joinToken: String?
-    /// How often JOIN is sent again while no coordinator answers it.
+    /// How often JOIN is sent again while no coordinator answers it (the first few asks come
+    /// sooner: 100 ms, 200 ms… up to this).
     public var joinRetryInterval: Duration = .seconds(2)
     /// How long the connection to the coordinator of the session may stay lost before the worker
     /// looks for the active coordinator again.

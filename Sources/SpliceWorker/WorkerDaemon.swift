@@ -207,18 +207,29 @@ public actor WorkerDaemon: Service {
 
     /// Presents the join token to every coordinator (the active one answers) until one answers
     /// JOINED: enrolled (or already enrolled) goes on to HELLO; refused throws
-    /// ``WorkerErrorCode/joinRefused`` with the coordinator's reason. No answer is asked again
-    /// every ``WorkerConfiguration/joinRetryInterval``, logged now and then; `shutdown()` ends it.
+    /// ``WorkerErrorCode/joinRefused`` with the coordinator's reason. No answer is asked again,
+    /// after 100 ms at first and twice as long each time up to
+    /// ``WorkerConfiguration/joinRetryInterval``: the worker's socket queues only to a connection
+    /// that is up (`ZMQ_IMMEDIATE`), so the JOIN sent as the daemon starts, before its connection
+    /// has completed, went nowhere and the worker waited the whole interval (2 s) to ask again.
+    /// Logged now and then; `shutdown()` ends it. A JOIN answered twice spends one token use: the
+    /// second answer is "already enrolled".
     private func join(_ token: String, over endpoints: [WorkerEndpoint]) async throws(WorkerError) {
         let message = WorkerMessage.join(Join(token: token, workerName: configuration.name))
         logger.info("joining the cluster with a join token", [
             "coordinator": configuration.coordinatorEndpoint, "key": configuration.curve?.keys.publicKey.z85 ?? "-",
         ])
         var asked = 0
+        let longest = configuration.joinRetryInterval
+        var wait = min(longest, .milliseconds(100))
+        var waited = Duration.zero, warnedAt = Duration.zero
         while !stopRequested && !Task.isCancelled {
             for endpoint in endpoints { try? await endpoint.send(message) }
             asked += 1
-            if let answer = await Self.joined(from: endpoints, within: configuration.joinRetryInterval) {
+            let answer = await Self.joined(from: endpoints, within: wait)
+            waited += wait
+            wait = min(longest, wait * 2)
+            if let answer {
                 switch answer.outcome {
                 case .joined:
                     logger.info("joined the cluster: the coordinator enrolled this worker's key",
@@ -234,7 +245,9 @@ public actor WorkerDaemon: Service {
                                       + (answer.detail ?? "create a new one with `splice workers join-token create`"))
                 }
             }
-            if asked == 1 || asked % 15 == 0 {
+            // Once a whole interval has gone unanswered, then every 15 intervals.
+            if waited >= longest && (warnedAt == .zero || waited - warnedAt >= longest * 15) {
+                warnedAt = waited
                 logger.warning("no answer to the join token yet; still asking", [
                     "coordinator": configuration.coordinatorEndpoint, "attempts": asked,
                     "hint": "is the coordinator reachable, --server-key its public key, and is one coordinator active?",
