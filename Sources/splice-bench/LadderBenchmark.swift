@@ -17,6 +17,7 @@ enum LadderBenchmark {
         var runs = 3, seconds = 12, preset = "medium"
         var againstFFmpeg = false
         var segmentSeconds: Int?
+        var repeats = 1
         var words = arguments[...]
         while let word = words.popFirst() {
             switch word {
@@ -24,11 +25,13 @@ enum LadderBenchmark {
             case "--preset": preset = words.popFirst() ?? preset
             case "--against-ffmpeg": againstFFmpeg = true
             case "--segment-seconds": segmentSeconds = words.popFirst().flatMap { Int($0) }
+            case "--repeat": repeats = max(1, words.popFirst().flatMap { Int($0) } ?? 1)
             default: if let n = Int(word) { runs = n }
             }
         }
         if againstFFmpeg { return try LadderAgainstFFmpeg.run(
-            runs: runs, preset: arguments.contains("--preset") ? preset : "veryfast", segmentSeconds: segmentSeconds) }
+            runs: runs, preset: arguments.contains("--preset") ? preset : "veryfast", segmentSeconds: segmentSeconds,
+            repeats: repeats) }
         let fm = FileManager.default
         let dir = fm.temporaryDirectory.appendingPathComponent("splice-bench-ladder-\(getpid())")
         try fm.createDirectory(at: dir, withIntermediateDirectories: true)

@@ -4,7 +4,7 @@ import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let usage = "usage: splice-bench export [runs] | transcode [runs] | store [options] | cluster [options] | codec [iterations]"
-    + " | ratecontrol [--codec C]… | ladder [runs] [--seconds N] [--preset NAME] [--against-ffmpeg [--segment-seconds N]] | transfer [options] | transfer --cluster [--runs N]"
+    + " | ratecontrol [--codec C]… | ladder [runs] [--seconds N] [--preset NAME] [--against-ffmpeg [--segment-seconds N] [--repeat N]] | transfer [options] | transfer --cluster [--runs N]"
     + " | s3 [--megabytes N] [--runs N] | s3 --cluster [--runs N] [--seconds N] [--preset NAME] | http [--jobs N] [--seconds N] [--connections N] [--streams N] | quality [--part target|verify|cluster]… [--target ssim:X] [--runs N] [--seconds N] [--preset NAME]"
     + " | failover [--kills N] [--leader-lease-seconds S] [--workers N]"
     + " | prune [--jobs N] [--segments N] [--events N] [--batch N] [--fast]"
