@@ -195,11 +195,12 @@ struct TranscodeTests {
     /// 8 s: four of a plain test pattern moving (cheap to encode), then four of it under heavy
     /// noise (dear), a keyframe every second. Cut for two lanes at 4 s, the plain lane ends long
     /// before the other.
-    static func unevenClip() async throws -> String {
-        try await Fixtures.generated("uneven-cost.mov", ffmpeg: [
-            "-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=4",
-            "-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=4,noise=alls=80:allf=t+u",
-            "-f", "lavfi", "-i", Fixtures.sweepSource(rate: 48000, seconds: "8"),
+    /// `plain`: the cheap half's lavfi source (320x240 at 25 fps); each half `seconds` long.
+    static func unevenClip(plain: String = "testsrc2", seconds: Int = 4) async throws -> String {
+        try await Fixtures.generated("uneven-cost-\(plain.prefix { $0 != "=" })-\(seconds).mov", ffmpeg: [
+            "-f", "lavfi", "-i", "\(plain)\(plain.contains("=") ? ":" : "=")s=320x240:r=25:d=\(seconds)",
+            "-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=\(seconds),noise=alls=80:allf=t+u",
+            "-f", "lavfi", "-i", Fixtures.sweepSource(rate: 48000, seconds: "\(2 * seconds)"),
             "-filter_complex", "[0:v][1:v]concat=n=2:v=1:a=0,format=yuv420p[v]", "-map", "[v]", "-map", "2:a",
             "-c:v", "libx264", "-preset", "ultrafast", "-g", "25", "-keyint_min", "25", "-sc_threshold", "0",
             "-c:a", "pcm_s16le"])
@@ -289,13 +290,7 @@ struct TranscodeTests {
         // Longer and more uneven than the clip above (a still grey half, then noise): the new
         // segment's warm-up (50 pictures) is part of what the idle lane takes on, so there must be
         // well over that left to share.
-        let source = try await Fixtures.generated("uneven-cost-12s.mov", ffmpeg: [
-            "-f", "lavfi", "-i", "color=c=gray:s=320x240:r=25:d=6",
-            "-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=6,noise=alls=80:allf=t+u",
-            "-f", "lavfi", "-i", Fixtures.sweepSource(rate: 48000, seconds: "12"),
-            "-filter_complex", "[0:v][1:v]concat=n=2:v=1:a=0,format=yuv420p[v]", "-map", "[v]", "-map", "2:a",
-            "-c:v", "libx264", "-preset", "ultrafast", "-g", "25", "-keyint_min", "25", "-sc_threshold", "0",
-            "-c:a", "pcm_s16le"])
+        let source = try await Self.unevenClip(plain: "color=c=gray", seconds: 6)
         let handover = LaneHandover(minimumRemaining: .milliseconds(200), minimumLength: MediaTime(value: 1, timescale: 2),
                                     startUp: .zero)
         let target = 800_000
