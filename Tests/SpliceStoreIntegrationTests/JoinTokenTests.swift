@@ -84,6 +84,48 @@ import Testing
         #expect(outcomes.filter { $0 == .refused(.usedUp) }.count == 5)
     }
 
+    /// A worker asks again while its first JOIN may still be on the way (docs/protocol.md): both
+    /// can reach the store at once. The key joins once, the other ask hears it is enrolled — not
+    /// "used-up" for the use its own first ask just took — and nothing is refused in job_events.
+    @Test func oneKeyAskingTwiceAtOnceJoinsOnceAndIsNotRefused() async throws {
+        let store = try await StoreFixture(connections: 8)
+        for round in 0..<8 {
+            _ = try await store.repository.createJoinToken(name: "twice-\(round)", tokenHash: hash("splj_t\(round)"),
+                                                           uses: 1, lifetime: .seconds(3600))
+            let outcomes = try await withThrowingTaskGroup(of: JoinOutcome.self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        try await store.repository.join(tokenHash: self.hash("splj_t\(round)"),
+                                                        publicKey: "eager-\(round)", name: "eager-\(round)")
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let joined = outcomes.filter { if case .joined = $0 { true } else { false } }
+            let known = outcomes.filter { if case .alreadyEnrolled = $0 { true } else { false } }
+            #expect(joined.count == 1 && known.count == 1, "round \(round): \(outcomes)")
+        }
+        #expect(try await events(store, "worker_join_refused").isEmpty)
+        #expect(try await events(store, "worker_joined").count == 8)
+
+        // A refused key asking twice at once (and once more) is one refusal in the log; another
+        // reason for the same key is another.
+        let asks = try await withThrowingTaskGroup(of: JoinOutcome.self) { group in
+            for _ in 0..<3 {
+                group.addTask {
+                    try await store.repository.join(tokenHash: self.hash("splj_t0"), publicKey: "late", name: "late")
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(asks == Array(repeating: .refused(.usedUp), count: 3))
+        #expect(try await store.repository.join(tokenHash: hash("splj_none"), publicKey: "late", name: "late")
+            == .refused(.unknownToken))
+        #expect(try await events(store, "worker_join_refused") == [
+            "key=late token=twice-0 reason=used-up", "key=late token=- reason=unknown-token",
+        ])
+    }
+
     @Test func pruneRevokesOnlyWorkersGoneLongerThanTheCutoff() async throws {
         let store = try await StoreFixture()
         let gone = try await store.makeWorker("gone")

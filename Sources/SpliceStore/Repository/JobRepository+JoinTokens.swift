@@ -112,8 +112,13 @@ extension JobRepository {
     /// One transaction: a key already enrolled spends nothing; otherwise one use is taken by the
     /// statement that checks the token (so the last use goes to one worker only), the key is
     /// enrolled, and the join — or the refusal, with its reason — is appended to job_events.
+    /// Asks from one key are taken one at a time (a transaction-level advisory lock on the key):
+    /// a worker that asks again while its first JOIN is on the way hears that it is enrolled, not
+    /// that its token is used up by the use its first ask took.
     public func join(tokenHash: SHA256Digest, publicKey: String, name: String) async throws -> JoinOutcome {
         try await client.transaction { connection in
+            try await connection.query(
+                "SELECT pg_advisory_xact_lock(\(Self.joinLockClass), hashtext(\(publicKey)))")
             if let existing = try await connection.query("""
                 SELECT \(Worker.columns) FROM workers WHERE public_key = \(publicKey)
                 """).first.map(Worker.init(row:)) {
@@ -157,11 +162,23 @@ extension JobRepository {
         }
     }
 
+    /// The first key of the two-key advisory lock one key's joins take ("SJOI" in ASCII); the
+    /// second is the key's `hashtext` (a collision only makes two keys wait for each other).
+    static let joinLockClass: Int32 = 0x534A_4F49
+
+    /// A refusal of the same key, token and reason within this many seconds of the last one
+    /// recorded is the same attempt asked again (or a worker restarted in a loop): it is answered
+    /// but not appended to job_events again (Migrations/0012_join_refusals_by_key.sql).
+    static let refusalRepeatWindowSeconds = 10
+
     private static func recordJoin(refused: JoinRefusal, publicKey: String, token: String?,
                                    on connection: PostgresConnection) async throws {
         let detail = "key=\(publicKey) token=\(token ?? "-") reason=\(refused.rawValue)"
         try await connection.execute("""
-            INSERT INTO job_events (kind, detail) VALUES ('worker_join_refused', \(detail))
+            INSERT INTO job_events (kind, detail) SELECT 'worker_join_refused', \(detail)
+            WHERE NOT EXISTS (
+                SELECT 1 FROM job_events WHERE kind = 'worker_join_refused' AND detail = \(detail)
+                AND at > now() - make_interval(secs => \(Self.refusalRepeatWindowSeconds)))
             """)
     }
 
