@@ -109,7 +109,7 @@ struct ExportSchemaTests {
         let top = try Self.properties(root, in: schema)
         let nested: [(String, Any, JSONValue?)] = [
             ("video", request.video!, top["video"]), ("audio", request.audio!, top["audio"]),
-            ("range", request.range!, top["range"]), ("segmentDuration", request.segmentDuration, top["segmentDuration"]),
+            ("range", request.range!, top["range"]), ("segmentDuration", request.segmentDuration!, top["segmentDuration"]),
             ("package", request.package!, top["package"]),
             ("quality", request.quality!, top["quality"]),
             ("quality.thresholds", request.quality!.thresholds, try Self.properties(top["quality"]!, in: schema)["thresholds"]),

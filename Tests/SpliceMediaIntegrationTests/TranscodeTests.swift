@@ -293,7 +293,10 @@ struct TranscodeTests {
         let source = try await Self.unevenClip(plain: "color=c=gray", seconds: 6)
         let handover = LaneHandover(minimumRemaining: .milliseconds(200), minimumLength: MediaTime(value: 1, timescale: 2),
                                     startUp: .zero)
-        let target = 800_000
+        // 4 Mbit/s: at 0.8 the noise cost x264 hardly more than the grey (it quantises it coarsely),
+        // and once the plan's equal-work cut counted the second segment's warm-up the lanes ended
+        // 0.1 s apart — no handover to check.
+        let target = 4_000_000
         // Video only: an audio segment after the grey half kept the idle lane busy for ten seconds
         // under the test suite's load (the CRF test above checks the audio beside a handover).
         let o = try await transcode(source, audio: nil, video: VideoSettings(codec: .h264, bitrate: target, preset: "veryfast"),
@@ -332,8 +335,8 @@ struct TranscodeTests {
             #expect(mean(after) >= mean(before) - 1.0, "at \(at) s: \(mean(before)) dB before, \(mean(after)) dB after")
         }
         // The average rate: within 10 % of the target, or nearer to it than one pass at the same
-        // settings (over half plain, half noise x264 overshoots: 1.36 Mbit/s for 0.8; the
-        // segments, each keeping its own average, 1.03).
+        // settings (over half plain, half noise one pass strays: 1.36 Mbit/s for a 0.8 target;
+        // the segments, each keeping its own average, 1.03).
         func rate(_ path: String) async throws -> Int {
             let probe = try await ExternalTool.check("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
                                                                  "stream=bit_rate", "-of", "csv=p=0", path])

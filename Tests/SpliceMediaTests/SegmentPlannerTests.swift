@@ -37,12 +37,13 @@ struct SegmentPlannerTests {
         return t
     }
 
-    private func plan(_ asset: Asset, keyframes: [MediaTime], target: Int64 = 10, framing: AudioFraming? = aac,
+    /// `target` nil: the request leaves the length to the default (and the planner may lengthen it).
+    private func plan(_ asset: Asset, keyframes: [MediaTime], target: Int64? = 10, framing: AudioFraming? = aac,
                       range: MediaTimeRange? = nil, audioTarget: Int64? = nil, lanes: Int = 1,
                       video: VideoSettings = VideoSettings(codec: .h264), package: PackageRequest? = nil) throws -> SegmentPlan {
         let request = TranscodeRequest(video: asset.videoTrack == nil ? nil : video,
                                        audio: framing == nil ? nil : AudioSettings(codec: .aac), fileType: .mp4, range: range,
-                                       segmentDuration: MediaTime(seconds: target), package: package)
+                                       segmentDuration: target.map { MediaTime(seconds: $0) }, package: package)
         let tracks = try OutputTracks.resolve(
             OutputTracks.Request(video: request.video.map { .encode($0) } ?? .drop,
                                  audio: request.audio.map { .encode($0) } ?? .drop),
@@ -50,8 +51,9 @@ struct SegmentPlannerTests {
         let inputs = tracks.audio.map { track, _ in
             SegmentPlanner.AudioInput(track: track, framing: framing!, timeline: Self.timeline(seconds: asset.duration!.wholeSeconds))
         }
-        let planner = SegmentPlanner(targetDuration: MediaTime(seconds: target),
+        var planner = SegmentPlanner(targetDuration: request.targetSegmentDuration,
                                      audioTargetDuration: audioTarget.map { MediaTime(seconds: $0) }, lanes: lanes)
+        planner.lengthensWarmedSegments = request.segmentDuration == nil
         return try planner.plan(asset: asset, tracks: tracks, keyframes: keyframes, audio: inputs, request: request, metadata: [:])
     }
 
@@ -164,6 +166,58 @@ struct SegmentPlannerTests {
         #expect(ladder.videoSegments.map(\.videoWarmUp) == [nil, RateControl.warmUp, RateControl.warmUp, RateControl.warmUp])
         #expect(bounds(ladder, end: 30) == [0, 9, 16, 23, 30].map { MediaTime(seconds: $0) })
         #expect(Set(ladder.videoSegments.compactMap(\.cost)) == [9_000_000])
+    }
+
+    /// Each bit-rate segment after the first encodes a 2 s warm-up: where the length was not
+    /// asked for, few lanes get fewer, longer segments (docs/media.md, "Fewer segments where each
+    /// warms up").
+    @Test func aLengthNotAskedForGrowsWhereEverySegmentWarmsUp() throws {
+        let planner = SegmentPlanner(targetDuration: MediaTime(seconds: 10))
+        let warm = RateControl.warmUp
+        func length(_ seconds: Int64, lanes: Int) -> MediaTime {
+            planner.warmedTarget(length: MediaTime(seconds: seconds), warmUp: warm, lanes: lanes)
+        }
+        // 66 s on two lanes: 2 segments (1 warm-up) against 6 (5): 34 s and 38 s a lane.
+        #expect(length(66, lanes: 2) == MediaTime(seconds: 33))
+        // 22 s: the target's two segments are already one a lane.
+        #expect(length(22, lanes: 2) == MediaTime(seconds: 10))
+        // A two-hour film: on one lane or two, the longest segment (60 s); on sixteen, the first
+        // whole number of rounds no longer (128 segments); on 1,024 lanes the target (each round
+        // of the lanes costs its spread: more, shorter rounds win).
+        for lanes in [1, 2] { #expect(length(7200, lanes: lanes) == MediaTime(seconds: 60), "\(lanes) lanes") }
+        #expect(length(7200, lanes: 16) == MediaTime(value: 7200 * 1_000_000 / 128, timescale: 1_000_000))
+        #expect(length(7200, lanes: 1024) == MediaTime(seconds: 10))
+        // 64 lanes: between, a whole number of rounds.
+        let farm = length(7200, lanes: 64)
+        let count = (7200 * 1_000_000) / farm.converted(to: 1_000_000).value
+        #expect(farm > MediaTime(seconds: 10) && farm < MediaTime(seconds: 60) && count % 64 == 0, "\(farm), \(count)")
+
+        let keys = (0..<66).map { MediaTime(seconds: Int64($0)) }
+        let bitRate = VideoSettings(codec: .h264, bitrate: 2_000_000)
+        let lengthened = try plan(Self.asset(seconds: 66), keyframes: keys, target: nil, framing: nil, lanes: 2, video: bitRate)
+        #expect(bounds(lengthened, end: 66) == [0, 34, 66].map { MediaTime(seconds: $0) }, "\(bounds(lengthened, end: 66))")
+        #expect(lengthened.videoSegments.map(\.videoWarmUp) == [nil, warm])
+        #expect(lengthened.notices.contains { $0.contains("video segments of about 33 s") && $0.contains("--segment-seconds") },
+                "\(lengthened.notices)")
+        // Asked for, the length is kept; constant quality warms nothing up and keeps the target.
+        let asked = try plan(Self.asset(seconds: 66), keyframes: keys, target: 10, framing: nil, lanes: 2, video: bitRate)
+        #expect(asked.videoSegments.count == 8 && asked.notices.isEmpty)
+        let quality = try plan(Self.asset(seconds: 66), keyframes: keys, target: nil, framing: nil, lanes: 2)
+        #expect(quality.videoSegments.count == 8)
+        // A ladder (every rung a bit rate) on its 6 s grid: two segments of whole streaming segments.
+        let ladder = try plan(Self.asset(seconds: 66), keyframes: keys, target: nil, framing: nil, lanes: 2,
+                              package: PackageRequest(ladder: [LadderRung(width: 640, height: 360, bitrate: 1_000_000)],
+                                                      segmentDuration: MediaTime(seconds: 6)))
+        #expect(ladder.videoSegments.count == 2, "\(bounds(ladder, end: 66))")
+        // The request says whether its length was asked for, in JSON by the field's presence.
+        let unasked = TranscodeRequest(video: bitRate, audio: nil, fileType: .mp4)
+        let json = try JSONEncoder().encode(unasked)
+        #expect(!String(decoding: json, as: UTF8.self).contains("segmentDuration"))
+        let back = try JSONDecoder().decode(TranscodeRequest.self, from: json)
+        #expect(back == unasked && back.segmentDuration == nil && back.targetSegmentDuration == MediaTime(seconds: 10))
+        let given = TranscodeRequest(video: bitRate, audio: nil, fileType: .mp4, segmentDuration: MediaTime(seconds: 10))
+        #expect(try JSONDecoder().decode(TranscodeRequest.self, from: JSONEncoder().encode(given)).segmentDuration
+            == MediaTime(seconds: 10))
     }
 
     @Test func aStreamingPackageKeepsItsCutsOnTheGridWhereTheLanesShareThemEvenly() throws {

@@ -46,7 +46,7 @@ extension OpenAPIDocument {
       "$ref": "#/components/schemas/MediaTimeRange"
      },
      "segmentDuration": {
-      "description": "Target length of the video segments encoded in parallel, cut on source keyframes; at least 1 s. Default 10 s. CLI: --segment-seconds.",
+      "description": "Target length of the video segments encoded in parallel, cut on source keyframes; at least 1 s. Absent: 10 s, or longer (up to 60 s) for bit-rate video and ladders where the cluster has few slots, since each segment after the first encodes a 2 s rate-control warm-up; given, the length is kept. CLI: --segment-seconds.",
       "$ref": "#/components/schemas/MediaTime"
      },
      "audioSegmentDuration": {

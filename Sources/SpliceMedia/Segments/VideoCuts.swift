@@ -32,6 +32,10 @@ struct VideoCuts {
     var minimum: MediaTime
     /// Encoders that run at once.
     var lanes: Int
+    /// What each segment after the first also encodes of the video before it (a bit rate's
+    /// rate-control warm-up, ``RateControl/warmUp``; never before `start`): part of its cost, so
+    /// segments of equal work make the first the longer by it.
+    var warmUp: MediaTime?
     /// Decoding cost over encoding cost, in thousandths (x264 medium at 1080p: about 100).
     var decodeCostPerMille: Int64 = VideoCuts.defaultDecodeCostPerMille
     /// How close to a keyframe a cut moves onto it, as a fraction of the segment length (thousandths),
@@ -50,7 +54,16 @@ struct VideoCuts {
     /// cost nothing and every multiple of the lanes ties, so the target's count (filled up to a
     /// multiple of the lanes) is taken; where they are sparse, each extra segment decodes a longer
     /// lead-in and the count stops where that stops paying. No segment is shorter than `minimum`.
+    ///
+    /// Warm-ups do not choose the count (they would always favour fewer segments; whether the
+    /// target's length is kept is the planner's choice, ``SegmentPlanner/warmedTarget(length:warmUp:lanes:)``):
+    /// the count is chosen without them, and its cuts made with them, for equal work.
     func choose() -> (cuts: [MediaTime], costs: [Int64]) {
+        if warmUp != nil {
+            var plain = self
+            plain.warmUp = nil
+            return choose(count: plain.choose().cuts.count + 1)
+        }
         let length = micros(end - start)
         guard length > 0 else { return ([], [max(1, length)]) }
         let most = segmentCount(length: length)
@@ -134,10 +147,10 @@ struct VideoCuts {
         var cuts: [MediaTime] = []
         var from = start
         while cuts.count < limit {
-            let lead = micros(from - keyframe(atOrBefore: from))
+            let (warm, lead) = warmUpAndLeadIn(at: from)
             let r = decodeCostPerMille
-            // (1 + r)·len + r·lead = budget  →  len = (budget − r·lead) / (1 + r)
-            let len = (budget * 1000 - r * lead) / (1000 + r)
+            // (1 + r)·(len + warm) + r·lead = budget  →  len = (budget − r·lead) / (1 + r) − warm
+            let len = (budget * 1000 - r * lead) / (1000 + r) - warm
             guard len > 0 else { return nil }
             let cut = from + MediaTime(value: len, timescale: 1_000_000)
             guard cut < end else { break }
@@ -166,10 +179,18 @@ struct VideoCuts {
         return result
     }
 
-    /// The work of encoding `[from, to)`, in microseconds of encoding.
+    /// The work of encoding `[from, to)`, in microseconds of encoding: with the warm-up before
+    /// it, and the lead-in decoded from the keyframe before that.
     func cost(from: MediaTime, to: MediaTime) -> Int64 {
-        let len = micros(to - from), lead = micros(from - keyframe(atOrBefore: from))
-        return ((1000 + decodeCostPerMille) * len + decodeCostPerMille * lead) / 1000
+        let (warm, lead) = warmUpAndLeadIn(at: from)
+        return ((1000 + decodeCostPerMille) * (micros(to - from) + warm) + decodeCostPerMille * lead) / 1000
+    }
+
+    /// What a segment starting at `from` encodes before it (µs), and decodes before that.
+    private func warmUpAndLeadIn(at from: MediaTime) -> (warm: Int64, lead: Int64) {
+        let warm = from > start ? warmUp.map { MediaTime.min($0, from - start) } ?? .zero : .zero
+        let first = from - warm
+        return (micros(warm), micros(first - keyframe(atOrBefore: first)))
     }
 
     /// The keyframe nearest `time`, if any.

@@ -25,8 +25,13 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
     public var optimizesForNetworkUse: Bool
     /// Global tags for the output, over the source's own (``OutputMetadata``).
     public var metadata: [String: String]
-    /// Target segment length.
-    public var segmentDuration: MediaTime
+    /// Target segment length (`--segment-seconds`); nil: not asked for, ``defaultSegmentDuration``
+    /// — which the planner may lengthen where each segment's rate-control warm-up costs more than
+    /// shorter segments buy (``SegmentPlanner/warmedTarget(length:warmUp:lanes:)``). A length
+    /// asked for is kept.
+    public var segmentDuration: MediaTime?
+    /// The segment length planning starts from: the one asked for, else the default.
+    public var targetSegmentDuration: MediaTime { segmentDuration ?? Self.defaultSegmentDuration }
     /// Whether an existing output may be replaced (`-y`); never the source.
     public var overwrite: Bool
     /// Which audio tracks the output carries (`--audio-tracks`; default all).
@@ -61,7 +66,7 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
 
     public init(video: VideoSettings?, audio: AudioSettings?, fileType: OutputFileType, range: MediaTimeRange? = nil,
                 optimizesForNetworkUse: Bool = false, metadata: [String: String] = [:],
-                segmentDuration: MediaTime = TranscodeRequest.defaultSegmentDuration, overwrite: Bool = false,
+                segmentDuration: MediaTime? = nil, overwrite: Bool = false,
                 audioTracks: AudioTrackSelection = .all, copiesVideo: Bool = false, copiesAudio: Bool = false,
                 subtitles: TrackPolicy = .copy, dataTracks: TrackPolicy = .copy, annotations: [TimedAnnotation] = [],
                 audioSegmentDuration: MediaTime? = nil, package: PackageRequest? = nil, quality: QualityRequest? = nil) {
@@ -113,7 +118,6 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
         optimizesForNetworkUse = try container.decodeIfPresent(Bool.self, forKey: .optimizesForNetworkUse) ?? false
         metadata = try container.decodeIfPresent([String: String].self, forKey: .metadata) ?? [:]
         segmentDuration = try container.decodeIfPresent(MediaTime.self, forKey: .segmentDuration)
-            ?? Self.defaultSegmentDuration
         overwrite = try container.decodeIfPresent(Bool.self, forKey: .overwrite) ?? false
         subtitles = try container.decodeIfPresent(TrackPolicy.self, forKey: .subtitles) ?? .copy
         dataTracks = try container.decodeIfPresent(TrackPolicy.self, forKey: .dataTracks) ?? .copy
@@ -133,7 +137,7 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
         try container.encodeIfPresent(range, forKey: .range)
         try container.encode(optimizesForNetworkUse, forKey: .optimizesForNetworkUse)
         try container.encode(metadata, forKey: .metadata)
-        try container.encode(segmentDuration, forKey: .segmentDuration)
+        try container.encodeIfPresent(segmentDuration, forKey: .segmentDuration)
         try container.encode(overwrite, forKey: .overwrite)
         try container.encode(audioTracks, forKey: .audioTracks)
         try container.encode(copiesVideo, forKey: .copiesVideo)
@@ -171,9 +175,8 @@ public struct TranscodeRequest: Sendable, Codable, Hashable {
             throw SettingsError(field: "copy-video", value: "with copied or no audio",
                                 allowed: "combined with something to encode; `splice export` copies tracks without segments")
         }
-        guard segmentDuration >= Self.minimumSegmentDuration else {
-            throw SettingsError(field: "segment-seconds", value: "\(segmentDuration)",
-                                allowed: "at least 1 second")
+        if let segmentDuration, segmentDuration < Self.minimumSegmentDuration {
+            throw SettingsError(field: "segment-seconds", value: "\(segmentDuration)", allowed: "at least 1 second")
         }
         if let audioSegmentDuration, audioSegmentDuration < Self.minimumSegmentDuration {
             throw SettingsError(field: "audio-segment-seconds", value: "\(audioSegmentDuration)", allowed: "at least 1 second")
@@ -218,7 +221,8 @@ extension SegmentPlanner {
     /// tags (``OutputMetadata``).
     public static func plan(source: String, request: TranscodeRequest, lanes: Int = 1) async throws -> SegmentPlan {
         let asset = try await Asset.open(source)
-        var planner = SegmentPlanner(targetDuration: request.segmentDuration, lanes: lanes)
+        var planner = SegmentPlanner(targetDuration: request.targetSegmentDuration, lanes: lanes)
+        planner.lengthensWarmedSegments = request.segmentDuration == nil
         planner.audioTargetDuration = request.audioSegmentDuration
         return try await planner.plan(asset: asset, request: request,
                                       metadata: OutputMetadata.merging(source: asset.metadata, requested: request.metadata))

@@ -48,7 +48,8 @@ struct SubmitCommand: ClientCommand {
 
     let input: String
     let output: String
-    let segmentDuration: MediaTime
+    /// nil: not given (the default, which the planner may lengthen).
+    let segmentDuration: MediaTime?
     let priority: Int?
     let wait: Bool
     let json: Bool
@@ -67,7 +68,7 @@ struct SubmitCommand: ClientCommand {
     init(_ arguments: ParsedArguments) throws {
         input = try arguments.value(Self.input)
         output = try arguments.value(Self.output)
-        segmentDuration = try arguments.value(Self.segmentSeconds)
+        segmentDuration = arguments.contains(Self.segmentSeconds.spec) ? try arguments.value(Self.segmentSeconds) : nil
         priority = arguments[Self.priority]
         wait = arguments[Self.wait]
         json = arguments[Self.json]

@@ -9,7 +9,9 @@ struct TranscodeCommand: Command {
         help: "The file to write (.mp4, .mov, .mkv, .webm), or a streaming package: OUT.m3u8 (HLS) or OUT.mpd (DASH); "
             + "a path or an object location s3://BUCKET/KEY.") { $0 }
     static let segmentSeconds = Option<MediaTime>("segment-seconds", valueName: "time",
-        help: "Target segment length; cuts fall on source keyframes.", default: TranscodeRequest.defaultSegmentDuration)
+        help: "Target segment length; cuts fall on source keyframes. Not given, bit-rate video (and ladders) "
+            + "on few lanes gets fewer, longer segments, up to 60 s: each one after the first encodes a 2 s "
+            + "rate-control warm-up.", default: TranscodeRequest.defaultSegmentDuration)
     static let audioSegmentSeconds = Option<MediaTime>("audio-segment-seconds", valueName: "time",
         help: "Target length of audio segments, cut independently of the video (default: the longer of "
             + "--segment-seconds and 60; each AAC segment also encodes 12 s before its cut).")
@@ -49,7 +51,8 @@ struct TranscodeCommand: Command {
 
     let input: String
     let output: String
-    let segmentSeconds: MediaTime
+    /// nil: not given (the default, which the planner may lengthen).
+    let segmentSeconds: MediaTime?
     let jobs: Int
     let keepSegments: String?
     let json: Bool
@@ -61,7 +64,7 @@ struct TranscodeCommand: Command {
     init(_ arguments: ParsedArguments) throws {
         input = try arguments.value(Self.input)
         output = try arguments.value(Self.output)
-        segmentSeconds = try arguments.value(Self.segmentSeconds)
+        segmentSeconds = arguments.contains(Self.segmentSeconds.spec) ? try arguments.value(Self.segmentSeconds) : nil
         jobs = try arguments.value(Self.jobs)
         keepSegments = arguments[Self.keepSegments]
         json = arguments[Self.json]

@@ -256,7 +256,7 @@ struct ExportOptions: OptionGroup {
 
     /// The segment-parallel request for `output` (`transcode`, `submit`), checked once here.
     /// Copied tracks are not segmented: the stitcher takes them from the source.
-    func request(output: String, segmentDuration: MediaTime, audioSegmentDuration: MediaTime? = nil,
+    func request(output: String, segmentDuration: MediaTime?, audioSegmentDuration: MediaTime? = nil,
                  overwrite: Bool) throws -> TranscodeRequest {
         let (type, choices) = try validChoices(output: output)
         let encodesAudio = !choices.copyAudio && choices.audioSelection != .none
