@@ -51,10 +51,19 @@ final class ReplyRouter: Sendable {
 
 /// The replies (or a failure) that have arrived for one call, in order, and at most one task
 /// waiting for the next of them.
+///
+/// A wait ends in exactly one way, decided under the lock: a reply (``post(_:)`` takes the
+/// waiter), or its deadline or cancellation (they take it). Racing the wait against a timer in
+/// a task group lost a reply that came as the deadline passed: the reply was handed to the wait,
+/// the group returned the timer's nil and dropped it — and a coordinator answering only that send
+/// was never heard (the late-reply client test failed under load).
 final class ReplyMailbox: Sendable {
     private struct State {
         var queued: [Result<APIReply, SpliceClientError>] = []
-        var waiter: CheckedContinuation<Result<APIReply, SpliceClientError>?, Never>?
+        var waiter: (wait: UInt64, continuation: CheckedContinuation<Result<APIReply, SpliceClientError>?, Never>)?
+        /// The last wait begun, and the last one whose deadline passed (or was cancelled).
+        var begun: UInt64 = 0
+        var ended: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -66,33 +75,46 @@ final class ReplyMailbox: Sendable {
                 return nil as CheckedContinuation<Result<APIReply, SpliceClientError>?, Never>?
             }
             state.waiter = nil
-            return waiter
+            return waiter.continuation
         }
         waiter?.resume(returning: result)
     }
 
     /// The next reply, or nil when `timeout` passes (or the task is cancelled) first.
     func next(within timeout: Duration) async -> Result<APIReply, SpliceClientError>? {
-        await withDeadline(timeout) { await self.next() }
-    }
-
-    private func next() async -> Result<APIReply, SpliceClientError>? {
-        await withTaskCancellationHandler {
+        let wait = state.withLock { state in
+            state.begun += 1
+            return state.begun
+        }
+        let timer = Task { [self] in
+            try? await Task.sleep(for: timeout)
+            end(wait)
+        }
+        defer { timer.cancel() }
+        return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let ready = state.withLock { state -> Result<APIReply, SpliceClientError>?? in
                     if !state.queued.isEmpty { return .some(state.queued.removeFirst()) }
-                    if Task.isCancelled { return .some(nil) }
-                    state.waiter = continuation
+                    if state.ended >= wait || Task.isCancelled { return .some(nil) }
+                    state.waiter = (wait, continuation)
                     return .none
                 }
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
-            let waiter = state.withLock { state in
-                defer { state.waiter = nil }
-                return state.waiter
-            }
-            waiter?.resume(returning: nil)
+            end(wait)
         }
+    }
+
+    /// Ends wait number `wait` with nil, unless a reply already ended it (or it has not begun
+    /// waiting yet: then it sees `ended` and does not).
+    private func end(_ wait: UInt64) {
+        let waiter = state.withLock { state -> CheckedContinuation<Result<APIReply, SpliceClientError>?, Never>? in
+            state.ended = max(state.ended, wait)
+            guard let waiter = state.waiter, waiter.wait == wait else { return nil }
+            state.waiter = nil
+            return waiter.continuation
+        }
+        waiter?.resume(returning: nil)
     }
 }
