@@ -11,7 +11,12 @@ public struct SegmentResult: Sendable, Codable, Hashable {
     public var bytes: Int64
     public var videoFrames: Int
     public var audioSamples: Int64
-    /// CPU time the encode took on its thread (decoders and encoders single-threaded), µs.
+    /// CPU time the segment's own threads took, µs: the thread that decodes and exports it and a
+    /// ladder's rung threads. A codec's own worker threads are not in it — with one codec thread
+    /// a lane (`transcode --jobs` at the cores, `--codec-threads 1`) there are none, but a segment
+    /// given several threads (fewer lanes than cores, or an idle lane's threads) spends much of its
+    /// encoding there (a 6 s ladder segment with two: 0.2 s here against 2.9 s with one). The
+    /// run's whole CPU is ``Transcoder/Summary/cpuMicroseconds``.
     public var cpuMicroseconds: Int64
     /// Of that, what a quality target's probe encodes took, µs (nil without a target).
     public var probeCPUMicroseconds: Int64?
@@ -111,6 +116,13 @@ public struct SegmentExporter: Sendable {
             flag.set()
         }
     }
+}
+
+/// CPU time consumed by the whole process (every thread, living or exited), in microseconds.
+func processCPUMicroseconds() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)
+    return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
 }
 
 /// CPU time consumed by the calling thread, in microseconds.

@@ -81,6 +81,11 @@ public final class Transcoder: Sendable {
         public var planNanoseconds: UInt64
         public var encodeNanoseconds: UInt64
         public var stitchNanoseconds: UInt64
+        /// The CPU time the process spent during the run, every thread's: planning, stitching and
+        /// the codecs' own worker threads included, which the segments' figures leave out
+        /// (``SegmentResult/cpuMicroseconds``). The run's own when nothing else runs in the
+        /// process (`splice transcode`). Nil in summaries written before it was kept.
+        public var cpuMicroseconds: Int64?
     }
 
     private struct State: Sendable {
@@ -117,6 +122,7 @@ public final class Transcoder: Sendable {
         defer { finishObservers() }
         let clock = ContinuousClock()
         let t0 = clock.now
+        let cpuAtStart = processCPUMicroseconds()
         let options = self.options
         try await BlockingThread.run("splice.transcode.check") {
             try OutputDestination.check(output: options.output, inputs: [options.source],
@@ -198,7 +204,7 @@ public final class Transcoder: Sendable {
                        stitch: stitch, package: package,
                        quality: quality,
                        planNanoseconds: nanoseconds(t1 - t0), encodeNanoseconds: nanoseconds(t2 - t1),
-                       stitchNanoseconds: nanoseconds(t3 - t2))
+                       stitchNanoseconds: nanoseconds(t3 - t2), cpuMicroseconds: processCPUMicroseconds() - cpuAtStart)
     }
 
     /// What a lane's task reports: a segment done, or time to look again for a handover.
