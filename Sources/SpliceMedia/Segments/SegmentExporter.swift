@@ -11,12 +11,13 @@ public struct SegmentResult: Sendable, Codable, Hashable {
     public var bytes: Int64
     public var videoFrames: Int
     public var audioSamples: Int64
-    /// CPU time the segment's own threads took, µs: the thread that decodes and exports it and a
-    /// ladder's rung threads. A codec's own worker threads are not in it — with one codec thread
-    /// a lane (`transcode --jobs` at the cores, `--codec-threads 1`) there are none, but a segment
-    /// given several threads (fewer lanes than cores, or an idle lane's threads) spends much of its
-    /// encoding there (a 6 s ladder segment with two: 0.2 s here against 2.9 s with one). The
-    /// run's whole CPU is ``Transcoder/Summary/cpuMicroseconds``.
+    /// CPU time the segment took, µs: the thread that decodes and exports it and every thread it
+    /// started — a ladder's rung threads and the codecs' own worker threads (``ThreadTreeCPU``).
+    /// Where the kernel gives no perf counter (a container's seccomp profile), the codecs' worker
+    /// threads are left out: with one codec thread a lane (`transcode --jobs` at the cores,
+    /// `--codec-threads 1`) there are none, but a segment given several spends much of its encoding
+    /// there (a 6 s ladder segment with two: 0.2 s counted against 2.9 s). The run's whole CPU is
+    /// ``Transcoder/Summary/cpuMicroseconds``.
     public var cpuMicroseconds: Int64
     /// Of that, what a quality target's probe encodes took, µs (nil without a target).
     public var probeCPUMicroseconds: Int64?
@@ -59,6 +60,8 @@ public struct SegmentExporter: Sendable {
         let flag = CancelFlag()
         return try await withTaskCancellationHandler {
             try await BlockingThread.run("splice.segment.\(index)") {
+                // Before any thread of the segment's starts: they all inherit the counter.
+                let tree = ThreadTreeCPU()
                 let cpuStart = threadCPUMicroseconds()
                 _ = FFmpeg.setUp
                 let asset = try excerpt.map { try SourceExcerpt.asset(of: $0.path, planID: plan.id, index: index) }
@@ -96,7 +99,8 @@ public struct SegmentExporter: Sendable {
                 let bytes = (try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int64) ?? 0
                 var segment = SegmentResult(index: index, path: output.path, checksum: checksum, bytes: bytes,
                                             videoFrames: result.videoFrames, audioSamples: result.audioSamples,
-                                            cpuMicroseconds: threadCPUMicroseconds() - cpuStart + helperCPU.microseconds)
+                                            cpuMicroseconds: tree?.microseconds
+                                                ?? threadCPUMicroseconds() - cpuStart + helperCPU.microseconds)
                 segment.probeCPUMicroseconds = search?.probeCPUMicroseconds
                 if result.videoFrames > 0 {
                     var figures = SegmentFigures(videoBytes: result.videoBytes,
