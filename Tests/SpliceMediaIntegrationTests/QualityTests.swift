@@ -230,6 +230,11 @@ struct QualityTests {
         #expect(summary.plan.videoSegments.count == 4)
         let figures = summary.segments.compactMap(\.figures)
         #expect(figures.count == 4 && figures.allSatisfy { $0.crf != nil && $0.quality != nil })
+        // The probes' CPU is a part of each segment's, and not nothing.
+        for segment in summary.segments {
+            let probes = try #require(segment.probeCPUMicroseconds)
+            #expect(probes > 0 && probes < segment.cpuMicroseconds, "segment \(segment.index): probes \(probes) µs of \(segment.cpuMicroseconds)")
+        }
         // The segments chose different CRFs: the still picture far above the grain.
         let crfs = figures.compactMap(\.crf)
         #expect((crfs.max() ?? 0) - (crfs.min() ?? 0) >= 8, "CRFs \(crfs)")

@@ -59,6 +59,9 @@ struct TargetQualityEncode {
     /// to `plan.destination`.
     func run(_ plan: ExportPlan, segment: ExportPlan.Window, isCancelled: @escaping () -> Bool,
              progress: @escaping (Double) -> Void) throws(MediaError) -> Outcome {
+        // The probes' own threads and the codecs' workers they start count too, where the kernel
+        // gives a counter (``ThreadTreeCPU``), as in the segment's figure this is a part of.
+        let probeTree = ThreadTreeCPU()
         let cpuStart = threadCPUMicroseconds() + (plan.helperCPU?.microseconds ?? 0)
         let probes = probeCRFs()
         var probePlan = plan
@@ -67,7 +70,8 @@ struct TargetQualityEncode {
         probePlan.measuresQuality = false
         probePlan.probe = ExportPlan.Probe(crfs: probes, chunks: Self.chunks(of: segment))
         let probed = try ExportPipeline(plan: probePlan, isCancelled: isCancelled, onProgress: { progress($0 * 0.2) }).run()
-        let probeCPU = threadCPUMicroseconds() + (plan.helperCPU?.microseconds ?? 0) - cpuStart
+        let probeCPU = probeTree?.microseconds
+            ?? threadCPUMicroseconds() + (plan.helperCPU?.microseconds ?? 0) - cpuStart
         let points = zip(probes, probed.probes).compactMap { crf, outcome in
             outcome.quality.flatMap { target.score($0) }.map { (crf: crf, score: target.linear($0)) }
         }
