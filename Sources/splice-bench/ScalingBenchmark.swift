@@ -3,7 +3,7 @@ import Foundation
 /// `splice-bench scaling [runs] [--codec NAME]… [--lanes N] [--seconds S] [--size WxH]`: what
 /// segmenting itself costs, whatever the number of cores. `splice transcode --jobs N` (N lanes,
 /// each encoder on one thread while every lane is busy) against one single-threaded `ffmpeg` at the
-/// same settings, runs alternated:
+/// same settings — decoder and filters on one thread too, as each lane's — runs alternated:
 ///
 ///     efficiency = T(ffmpeg, 1 thread) ÷ (N × T(splice, N lanes))
 ///
@@ -70,8 +70,10 @@ enum ScalingBenchmark {
         let theirs = dir.appendingPathComponent("\(codec.name)-ffmpeg.mkv").path
         let transcode = [Binaries.splice, "transcode", source, ours, "-y", "--jobs", "\(lanes)", "--no-audio",
                          "--keyframe-interval", "250", "--pixel-format", "yuv420p"] + codec.splice
-        let single = ["ffmpeg", "-y", "-v", "error", "-i", source, "-an", "-g", "250", "-pix_fmt", "yuv420p"]
-            + codec.ffmpeg + [theirs]
+        // One thread end to end, as each of splice's lanes: the decoder (`-threads 1` before the
+        // input; by default FFmpeg decodes H.264 on frame threads of its own) and the filters too.
+        let single = ["ffmpeg", "-y", "-v", "error", "-filter_threads", "1", "-threads", "1", "-i", source, "-an",
+                      "-g", "250", "-pix_fmt", "yuv420p"] + codec.ffmpeg + [theirs]
         let pairs = try PairedRuns.run(transcode, against: single, runs: runs) { i, t, f in
             print("\(codec.name) run \(i + 1)/\(runs): splice \(lanes) lanes \(Stats.milliseconds(t.wallNanoseconds)), "
                   + "ffmpeg 1 thread \(Stats.milliseconds(f.wallNanoseconds))")
