@@ -102,17 +102,29 @@ struct PackageTests {
 
         // The audio rendition's own peak and average, from its files.
         let audio = try mediaPlaylist(audioPlaylist)
-        func rates(_ folder: String, _ segments: [(duration: Int64, uri: String)]) throws -> (peak: Int64, average: Int64) {
-            var peak: Int64 = 0, bytes: Int64 = 0, duration: Int64 = 0
-            for s in segments {
-                let size = try #require(try FileManager.default.attributesOfItem(atPath: folder + "/" + s.uri)[.size] as? Int64)
-                peak = max(peak, size * 8 * 1_000_000 / s.duration)
-                bytes += size
-                duration += s.duration
+        // The peak as RFC 8216 defines it: the largest rate of any run of consecutive segments
+        // lasting 0.5 to 1.5 times the target duration (the clip's 1 s last segment only with the
+        // one before it).
+        func rates(_ folder: String, _ list: (tags: [String], segments: [(duration: Int64, uri: String)]))
+            throws -> (peak: Int64, average: Int64) {
+            let target = try #require(list.tags.first { $0.hasPrefix("#EXT-X-TARGETDURATION:") }
+                .flatMap { Int64($0.dropFirst("#EXT-X-TARGETDURATION:".count)) }) * 1_000_000
+            let sizes = try list.segments.map { s in
+                try #require(try FileManager.default.attributesOfItem(atPath: folder + "/" + s.uri)[.size] as? Int64)
             }
-            return (peak, bytes * 8 * 1_000_000 / duration)
+            var peak: Int64 = 0
+            for i in sizes.indices {
+                for j in i..<sizes.count {
+                    let duration = list.segments[i...j].reduce(0) { $0 + $1.duration }
+                    guard 2 * duration <= 3 * target else { break }
+                    if 2 * duration >= target { peak = max(peak, sizes[i...j].reduce(0, +) * 8 * 1_000_000 / duration) }
+                }
+            }
+            let duration = list.segments.reduce(0) { $0 + $1.duration }
+            #expect(peak > 0, "no run of segments lasts 0.5 to 1.5 times the target duration")
+            return (peak, sizes.reduce(0, +) * 8 * 1_000_000 / duration)
         }
-        let audioRates = try rates(audioFolder, audio.segments)
+        let audioRates = try rates(audioFolder, audio)
 
         var keyframeTimes: [[Int64]] = []
         let variants = masterLines.indices.filter { masterLines[$0].hasPrefix("#EXT-X-STREAM-INF:") }
@@ -175,7 +187,7 @@ struct PackageTests {
             keyframeTimes.append(String(decoding: keys.stdout, as: UTF8.self).split(separator: "\n").compactMap { Probe.microseconds(String($0)) })
 
             // BANDWIDTH is the peak segment rate measured (video + audio), AVERAGE-BANDWIDTH the mean.
-            let videoRates = try rates(folder, list.segments)
+            let videoRates = try rates(folder, list)
             let bandwidth = try #require(info["BANDWIDTH"].flatMap { Int64($0) })
             let average = try #require(info["AVERAGE-BANDWIDTH"].flatMap { Int64($0) })
             #expect(abs(bandwidth - (videoRates.peak + audioRates.peak)) <= 2, "BANDWIDTH \(bandwidth)")
@@ -330,6 +342,42 @@ struct PackageTests {
                 to: dir.appendingPathComponent("show.m3u8"))
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+    }
+
+    @Test("segments kept from a package are packaged again by `splice stitch DIR OUT.m3u8`; a file name is refused, nothing written")
+    func stitchPackagesKeptSegments() async throws {
+        let source = try await Fixtures.clip(Self.clip)
+        let kept = Fixtures.temporaryDirectory("package-kept")
+        let first = Fixtures.temporaryDirectory("package-first")
+        let request = TranscodeRequest(
+            video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: AudioSettings(codec: .aac), fileType: .mp4,
+            segmentDuration: MediaTime(seconds: 8), audioSegmentDuration: MediaTime(seconds: 4),
+            package: PackageRequest(ladder: Self.twoRungs, segmentDuration: MediaTime(seconds: Self.grid), hls: true, dash: true))
+        _ = try await Transcoder(options: .init(source: source, output: first.appendingPathComponent("show.m3u8"), request: request,
+                                                jobs: 2, keepSegmentsIn: kept)).run()
+        let again = Fixtures.temporaryDirectory("package-again")
+        let splice = try SpliceBinary.executable()
+        // A file name: refused before any work, saying what to name instead (usage: exit 64).
+        let refused = try await ExternalTool.run(executable: splice, ["stitch", kept.path, "show.mp4"], in: again)
+        #expect(refused.exitedNormally && refused.status == 64, "status \(refused.status): \(refused.stderr)")
+        #expect(refused.stderr.contains("streaming package") && refused.stderr.contains(".m3u8"), "\(refused.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: again.path).isEmpty)
+        // The master playlist's name: the same package, file for file, as the transcode wrote.
+        let made = try await ExternalTool.run(executable: splice, ["stitch", kept.path, "show.m3u8"], in: again)
+        #expect(made.status == 0, "\(made.stderr)")
+        #expect(made.text.hasPrefix("wrote show.m3u8: ") && made.text.contains("3 renditions: show-180p-400k"), "\(made.text)")
+        let files = try FileManager.default.subpathsOfDirectory(atPath: first.path).sorted()
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: again.path).sorted() == files)
+        #expect(files.contains("show.mpd") && files.contains("show-180p-400k/index.m3u8"), "\(files)")
+        for file in files where !file.hasSuffix("/") {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: first.appendingPathComponent(file).path, isDirectory: &isFolder),
+                  !isFolder.boolValue else { continue }
+            #expect(try Data(contentsOf: again.appendingPathComponent(file)) == Data(contentsOf: first.appendingPathComponent(file)),
+                    "\(file) differs")
+        }
+        // And ffprobe reads every frame of the source through the new master playlist.
+        #expect(try await Probe(again.appendingPathComponent("show.m3u8").path, countFrames: true).first("video")?.readFrames == 13 * 25)
     }
 
     @Test("a range that starts between frames: every frame of it, the playlist from zero, DASH valid")

@@ -86,6 +86,35 @@ struct PackageModelTests {
         #expect(CodecString.of(rendition.reference) == "avc1.64001f")
     }
 
+    @Test("BANDWIDTH's peak is RFC 8216's: runs of segments lasting half to one and a half target durations")
+    func peakSegmentBitRate() throws {
+        let reference = try JSONDecoder().decode(CodecParameters.self, from: Data(Self.h264.utf8))
+        let segment = { (d: Int64, bytes: Int64) in
+            WrittenSegment(name: "s", start: 0, duration: d, mediaStart: 0, mediaDuration: d, bytes: bytes)
+        }
+        // 6 s segments at 1.5, 2.5 and 2.0 Mbit/s, then a 0.1 s tail of a keyframe and two pictures
+        // at 4 Mbit/s: alone the tail lasts less than half the target (6 s) and does not count.
+        var rendition = WrittenRendition(folder: "v", timescale: 1000, presentationOffset: 0,
+                                         segments: [segment(6000, 1_125_000), segment(6000, 1_875_000),
+                                                    segment(6000, 1_500_000), segment(100, 50_000)],
+                                         reference: reference, packets: 4)
+        #expect(rendition.peakBitrate == 2_500_000)
+        // Runs count too: two 3 s segments at 2 and 3.2 Mbit/s, then a 6 s one at 2 Mbit/s; the
+        // runs 3 + 6 s (9 s) qualify, 3 + 3 + 6 s (12 s) does not (more than 1.5 × 6 s).
+        rendition.segments = [segment(3000, 750_000), segment(3000, 1_200_000), segment(6000, 1_500_000)]
+        #expect(rendition.peakBitrate == 3_200_000)
+        // The tail counts with the segment before it when that run qualifies and is the dearest.
+        rendition.segments = [segment(6000, 1_500_000), segment(2000, 1_000_000)]
+        #expect(rendition.peakBitrate == 2_500_000)
+        // Under a second: the target is 1 s, so a 0.4 s segment at 4 Mbit/s counts only in runs of
+        // 0.5 s or more (0.4 + 0.2 s: 3.33 Mbit/s); one 0.3 s segment in all: its average.
+        rendition.segments = [segment(400, 100_000), segment(400, 200_000), segment(200, 50_000)]
+        #expect(HLSPlaylist.targetDuration(rendition) == 1)
+        #expect(rendition.peakBitrate == 3_333_333)
+        rendition.segments = [segment(300, 75_000)]
+        #expect(rendition.peakBitrate == 2_000_000 && rendition.averageBitrate == 2_000_000)
+    }
+
     /// An H.264 stream's parameters with avcC extradata (High, level 3.1).
     static let h264 = """
         {"mediaType":"video","codecName":"h264","extradata":"AWQAH//hAAA=","bitRate":0,"bitsPerCodedSample":0,

@@ -38,7 +38,8 @@ enum HLSPlaylist {
     }
 
     /// The master playlist: one audio group (one rendition per audio track, with LANGUAGE and
-    /// NAME), and per video rung BANDWIDTH (the peak segment bit rate measured, audio's added),
+    /// NAME), and per video rung BANDWIDTH (the peak segment bit rate measured as RFC 8216 defines it,
+    /// ``WrittenRendition/peakBitrate``, audio's added),
     /// AVERAGE-BANDWIDTH, CODECS, RESOLUTION and FRAME-RATE.
     static func master(videos: [ManifestRendition], audios: [ManifestRendition]) -> String {
         var lines = ["#EXTM3U", "#EXT-X-VERSION:6", "#EXT-X-INDEPENDENT-SEGMENTS"]

@@ -40,9 +40,24 @@ struct WrittenRendition: Sendable {
     var reference: CodecParameters
     var packets: Int
 
-    /// Peak and average bit rates over the segments, bits per second.
+    /// The peak segment bit rate of RFC 8216 (4.3.4.2, BANDWIDTH): the largest bit rate of any
+    /// run of consecutive segments lasting 0.5 to 1.5 times the target duration, bits per second.
+    /// A short last segment (a 0.1 s tail after 6 s ones, a keyframe and two pictures) counts only
+    /// with the segment before it: alone it once made a 2 Mbit/s rung's BANDWIDTH 3.4 Mbit/s, and a
+    /// player picks rungs by BANDWIDTH. A rendition shorter than half the target: its average.
     var peakBitrate: Int64 {
-        segments.map { $0.duration > 0 ? $0.bytes * 8 * Int64(timescale) / $0.duration : 0 }.max() ?? 0
+        let ts = Int64(timescale), target = HLSPlaylist.targetDuration(self) * Int64(timescale)
+        var peak: Int64?
+        for first in segments.indices {
+            var bytes: Int64 = 0, duration: Int64 = 0
+            for segment in segments[first...] {
+                bytes += segment.bytes
+                duration += segment.duration
+                if duration * 2 > target * 3 { break }
+                if duration * 2 >= target { peak = max(peak ?? 0, bytes * 8 * ts / duration) }
+            }
+        }
+        return peak ?? averageBitrate
     }
     var averageBitrate: Int64 {
         let d = segments.reduce(Int64(0)) { $0 + $1.duration }, b = segments.reduce(Int64(0)) { $0 + $1.bytes }

@@ -2,7 +2,8 @@ import Foundation
 import SpliceMedia
 
 /// `splice stitch DIR OUTPUT`: joins segments kept by `transcode --keep-segments DIR` (or a
-/// coordinator's spool) using the plan.json there. For operators re-running the last step.
+/// coordinator's spool) using the plan.json there — into one file, or, where the plan makes a
+/// streaming package, into the package again. For operators re-running the last step.
 struct StitchCommand: Command {
     static let directory = Positional<String>("dir", help: "A folder with plan.json and segment-NNNNN.splseg files.") { $0 }
     static let output = Positional<String>("output", help: "The file to write, or an object: s3://BUCKET/KEY.") { $0 }
@@ -12,7 +13,9 @@ struct StitchCommand: Command {
         discussion: """
             The output appears only when the stitch succeeds. An existing output file is kept and \
             the stitch refused unless -y (--overwrite) is given; the plan and segment files are \
-            never replaced.
+            never replaced. Segments kept from a streaming package (transcode OUT.m3u8 or \
+            OUT.mpd) are packaged again: name the master playlist (OUT.m3u8) or, for a DASH-only \
+            package, the manifest (OUT.mpd); the rendition folders are made beside it.
             """,
         arguments: [directory, output] + OutputOptions.arguments, environment: [.objectStorage])
 
@@ -27,15 +30,37 @@ struct StitchCommand: Command {
     }
 
     func validate() throws {
-        let (_, segments) = try load()
+        let (plan, segments) = try load()
         try destination.check(output: output, inputs: [planURL.path] + segments.keys.sorted().map { segments[$0]! })
+        try Self.checkPackageName(output, plan: plan)
     }
 
     func run(_ context: CommandContext) async throws -> ExitCode {
         let (plan, segments) = try load()
+        if plan.package != nil {
+            try Self.checkPackageName(output, plan: plan)
+            let package = try await Packager(plan: plan).package(segments: segments, to: output, overwrite: destination.overwrite)
+            context.output.writeLine(TranscodeCommand.describe(package, output: output, segments: plan.segments.count))
+            return .success
+        }
         let summary = try await Stitcher(plan: plan).stitch(segments: segments, to: output, overwrite: destination.overwrite)
         context.output.writeLine("wrote \(output): \(summary.videoFrames) video frames, \(summary.audioPackets) audio packets")
         return .success
+    }
+
+    /// A package is named by its master playlist (or, DASH only, its manifest): the rendition
+    /// folders are named after it, so a file name would scatter them beside a file never written.
+    static func checkPackageName(_ output: String, plan: SegmentPlan) throws {
+        guard let package = plan.package else { return }
+        let wanted = package.hls ? "m3u8" : "mpd"
+        let given = output.split(separator: "/").last.map { $0.split(separator: ".", omittingEmptySubsequences: false) }
+        let pathExtension = given.flatMap { $0.count > 1 ? $0.last.map(String.init) : nil }?.lowercased()
+        guard pathExtension == wanted || (package.hls && package.dash && pathExtension == "mpd") else {
+            let kind = package.hls ? (package.dash ? "HLS and DASH" : "HLS") : "DASH"
+            throw UsageError("cannot write '\(output)': these segments make a streaming package (\(kind)), not one file; "
+                             + "name its \(package.hls ? "master playlist" : "manifest"), e.g. OUT.\(wanted) — its rendition "
+                             + "folders are made beside it")
+        }
     }
 
     private var planURL: URL { URL(fileURLWithPath: directory).appendingPathComponent("plan.json") }

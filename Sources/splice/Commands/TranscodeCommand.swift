@@ -129,9 +129,7 @@ struct TranscodeCommand: Command {
             printed.quality?.series = nil
             context.output.writeLine(String(decoding: try encoder.encode(printed), as: UTF8.self))
         } else if let package = summary.package {
-            let names = package.renditions.map { "\($0.folder) (\($0.peakBitrate / 1000) kbit/s peak)" }.joined(separator: ", ")
-            context.output.writeLine("wrote \(output): \(summary.plan.segments.count) segments, \(package.renditions.count) "
-                                     + "renditions: \(names); \(package.bytes / 1024) KiB")
+            context.output.writeLine(Self.describe(package, output: output, segments: summary.plan.segments.count))
         } else {
             let audio = summary.stitch.audioPackets > 0 ? ", \(summary.stitch.audioPackets) audio packets" : ""
             let handed = summary.handovers.isEmpty ? ""
@@ -140,5 +138,11 @@ struct TranscodeCommand: Command {
                                      + "\(summary.stitch.videoFrames) video frames\(audio), \(summary.stitch.bytes / 1024) KiB")
         }
         return .success
+    }
+
+    /// The line that says what a package holds (`transcode OUT.m3u8`, `stitch DIR OUT.m3u8`).
+    static func describe(_ package: PackageSummary, output: String, segments: Int) -> String {
+        let names = package.renditions.map { "\($0.folder) (\($0.peakBitrate / 1000) kbit/s peak)" }.joined(separator: ", ")
+        return "wrote \(output): \(segments) segments, \(package.renditions.count) renditions: \(names); \(package.bytes / 1024) KiB"
     }
 }
