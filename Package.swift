@@ -50,6 +50,9 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", providers: [.apt(["libpq-dev"])]),
         // libcurl with OpenSSL: HTTP(S) for object storage, requests signed by its CURLOPT_AWS_SIGV4.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // OpenSSL's libcrypto: SHA-256 of segment files, transfers and migrations, and HMAC-SHA256
+        // (webhook signatures, presigned URLs) — SHA-NI or AVX2 where the CPU has them.
+        .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // MARK: - C shims: one per library, each depending on that library only
         .target(name: "CFFmpegShims", dependencies: ["CFFmpeg"]),
@@ -67,7 +70,7 @@ let package = Package(
         // Key=value logging on stderr, shared by the `splice` tool and the cluster services.
         .target(name: "SpliceLog", dependencies: ["SpliceConcurrency"], swiftSettings: strict),
         // The vocabulary every module shares along a job's path: ids, the segment digest, the error shape.
-        .target(name: "SpliceCore", swiftSettings: strict),
+        .target(name: "SpliceCore", dependencies: ["CLibCrypto"], swiftSettings: strict),
         // JSON typed in and out, fast enough for the protocol's envelopes (docs/protocol.md).
         .target(name: "SpliceJSON", dependencies: ["SpliceCore"], swiftSettings: strict),
         // A discrete-event model of a job on a farm (W workers × S slots × C cores) fed by measured

@@ -120,6 +120,7 @@ RUNTIME_PACKAGES = {
     "libavformat-dev": "libavformat59", "libavcodec-dev": "libavcodec59", "libavutil-dev": "libavutil57",
     "libswscale-dev": "libswscale6", "libswresample-dev": "libswresample4", "libzmq3-dev": "libzmq5",
     "libpq-dev": "libpq5", "libcurl4-openssl-dev": "libcurl4", "libavfilter-dev": "libavfilter8",
+    "libssl-dev": "libssl3",
 }
 
 

@@ -24,7 +24,7 @@ set -euo pipefail
 splice_packages=(
     pkg-config
     libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libswresample-dev libavfilter-dev
-    libzmq3-dev libpq-dev libcurl4-openssl-dev postgresql ffmpeg
+    libzmq3-dev libpq-dev libcurl4-openssl-dev libssl-dev postgresql ffmpeg
     prometheus chromium python3-yaml python3-jsonschema python3-venv
     nginx openssl
 )

@@ -33,6 +33,25 @@ struct SHA256Tests {
     }
 }
 
+extension SHA256Tests {
+    @Test("a copy of a hasher goes on from where the original was, each on its own")
+    func copies() {
+        let head = Array("The quick brown fox ".utf8), one = Array("jumps".utf8), other = Array("sleeps".utf8)
+        var original = SHA256()
+        original.update(head)
+        var copy = original
+        copy.update(other)
+        original.update(one)
+        let spare = original
+        #expect(original.finalize() == SHA256.digest(of: head + one))
+        #expect(copy.finalize() == SHA256.digest(of: head + other))
+        #expect(spare.finalize() == SHA256.digest(of: head + one))
+        // A sequence without contiguous storage, longer than the chunks it is hashed in.
+        let lazy = (0..<10_000).lazy.map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        #expect(SHA256.digest(of: lazy) == SHA256.digest(of: Array(lazy)))
+    }
+}
+
 @Suite("File checksums")
 struct FileChecksumTests {
     @Test("a file of several read buffers hashes to what sha256sum says; a missing file is a clear error")
