@@ -3,8 +3,9 @@ import Foundation
 import SpliceCore
 
 /// Reads a segment file written by ``SegmentFileWriter``, checking its structure and, when
-/// `verifying` (and read to the end), its SHA-256. Hashing costs about as much as the rest of a
-/// stitch, so a reader whose checksum nobody compares skips it.
+/// `verifying` (and read to the end), its SHA-256. A reader whose checksum nobody compares skips
+/// the hashing, and, asked for one stream's packets (a package rung), seeks past the others'
+/// bytes instead of reading them.
 final class SegmentFileReader {
     let path: String
     let header: SegmentFile.Header
@@ -70,8 +71,18 @@ final class SegmentFileReader {
         MediaError(.incompatibleSegments, "segment '\(path)' is damaged: \(why); encode it again", isRetryable: true)
     }
 
-    /// Reads the next packet into `packet`; returns its stream index, or nil after the last one.
-    func next(into packet: Packet) throws(MediaError) -> Int? {
+    /// Reads the next packet into `packet` — of `stream` only, when given — and returns its stream
+    /// index, or nil after the last one.
+    func next(into packet: Packet, stream wanted: Int? = nil) throws(MediaError) -> Int? {
+        while true {
+            guard let index = try nextRecord(into: packet, skippingAllBut: wanted) else { return nil }
+            if wanted == nil || index == wanted { return index }
+        }
+    }
+
+    /// One packet record: read into `packet`, or, when it is not of `wanted` and nothing is hashed,
+    /// its side data and payload passed over (its stream index is returned either way).
+    private func nextRecord(into packet: Packet, skippingAllBut wanted: Int?) throws(MediaError) -> Int? {
         guard !atEnd else { return nil }
         packet.unref()
         var kind: UInt8 = 0
@@ -94,6 +105,15 @@ final class SegmentFileReader {
         guard stream < header.streams.count else { throw SegmentFileReader.corrupt(path, "packet for unknown stream \(stream)") }
         let pts = Int64(littleEndianBytes: head[3..<11]), dts = Int64(littleEndianBytes: head[11..<19])
         let duration = Int64(littleEndianBytes: head[19..<27]), size = Int(UInt32(littleEndianBytes: head[27..<31]))
+        if let wanted, stream != wanted, hash == nil {
+            for _ in 0..<sideCount {
+                var sh = [UInt8](repeating: 0, count: 8)
+                try read(into: &sh)
+                try skip(Int(UInt32(littleEndianBytes: sh[4..<8])))
+            }
+            try skip(size)
+            return stream
+        }
         var sides: [(UInt32, [UInt8])] = []
         for _ in 0..<sideCount {
             var sh = [UInt8](repeating: 0, count: 8)
@@ -125,6 +145,13 @@ final class SegmentFileReader {
 
     /// The SHA-256 of the whole file; valid once ``next(into:)`` has returned nil (nil when not verifying).
     func checksum() -> SHA256Digest? { atEnd ? hash?.finalDigest() : nil }
+
+    /// Passes over `count` bytes (not hashed: only a reader that does not hash skips).
+    private func skip(_ count: Int) throws(MediaError) {
+        guard Int64(count) < size, fseeko(file, off_t(count), SEEK_CUR) == 0, Int64(ftello(file)) <= size else {
+            throw SegmentFileReader.corrupt(path, "it ends in the middle of a packet")
+        }
+    }
 
     private func read(_ destination: UnsafeMutableRawPointer, _ count: Int) throws(MediaError) {
         guard filled(destination, count) else {

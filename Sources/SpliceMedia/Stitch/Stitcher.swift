@@ -359,7 +359,7 @@ final class VideoUnits: StitchFeed {
 
     func peekTime() throws(MediaError) -> MediaTime? {
         while !ready {
-            if let reader, let index = try reader.next(into: packet) {
+            if let reader, let index = try reader.next(into: packet, stream: stream) {
                 guard index == stream else { continue }
                 packet.dts = decodeTime(written)
                 ready = true
