@@ -106,6 +106,7 @@ enum CodecSpeedBenchmark {
             "    size  splice \(size / 1024) KiB  ffmpeg \(theirSize / 1024) KiB  ratio \(Stats.ratio(size, theirSize))",
             "    PSNR  splice " + String(format: "%.3f", psnr) + " dB  ffmpeg " + String(format: "%.3f", theirPSNR)
                 + " dB  difference " + String(format: "%+.3f", psnr - theirPSNR) + " dB",
+            "    \(pairs.pairRatioText)",
         ]
     }
 

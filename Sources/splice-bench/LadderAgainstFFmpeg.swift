@@ -63,6 +63,7 @@ enum LadderAgainstFFmpeg {
         print("  wall  splice \(Stats.milliseconds(w))  ffmpeg \(Stats.milliseconds(fw))  ratio \(Stats.ratio(w, fw))")
         print("  CPU   splice \(c / 1000) ms  ffmpeg \(fc / 1000) ms  ratio \(Stats.ratio(c, fc))")
         print("  bytes splice \(bytes / 1024) KiB  ffmpeg \(theirBytes / 1024) KiB  ratio \(Stats.ratio(bytes, theirBytes))")
+        print("  \(pairs.pairRatioText)")
     }
 
     /// The bytes of every file under `folder`.

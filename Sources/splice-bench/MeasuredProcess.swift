@@ -126,4 +126,21 @@ struct PairedRuns {
     var medianCPU: (ours: Int64, theirs: Int64) {
         (Stats.median(ours.map(\.cpuMicroseconds)), Stats.median(theirs.map(\.cpuMicroseconds)))
     }
+
+    /// Ours over theirs run by run, in thousandths: `(median, lowest, highest)`. Steadier than the
+    /// ratio of the medians when the machine drifts during a set (each pair ran minutes apart at
+    /// most; the medians may come from runs a slower host made).
+    func pairRatios(_ value: (MeasuredProcess.Measurement) -> Int64) -> (median: Int64, low: Int64, high: Int64) {
+        let ratios = zip(ours, theirs).map { o, t in value(t) > 0 ? value(o) * 1000 / value(t) : 0 }.sorted()
+        guard let low = ratios.first, let high = ratios.last else { return (0, 0, 0) }
+        return (Stats.median(ratios), low, high)
+    }
+
+    /// ``pairRatios(_:)`` of wall and CPU as text: "pair by pair: wall 0.941 (0.891–1.013), CPU …".
+    var pairRatioText: String {
+        func text(_ r: (median: Int64, low: Int64, high: Int64)) -> String {
+            "\(Stats.ratio(r.median, 1000)) (\(Stats.ratio(r.low, 1000))–\(Stats.ratio(r.high, 1000)))"
+        }
+        return "pair by pair: wall \(text(pairRatios { Int64($0.wallNanoseconds) })), CPU \(text(pairRatios(\.cpuMicroseconds)))"
+    }
 }

@@ -87,6 +87,7 @@ enum ScalingBenchmark {
             "    wall  splice \(Stats.milliseconds(w))  ffmpeg 1 thread \(Stats.milliseconds(fw))",
             "    CPU   splice \(c / 1000) ms  ffmpeg \(fc / 1000) ms",
             "    size  splice \(size / 1024) KiB  ffmpeg \(theirSize / 1024) KiB  ratio \(Stats.ratio(size, theirSize))",
+            "    splice ÷ ffmpeg \(pairs.pairRatioText)",
         ]
     }
 }
