@@ -20,14 +20,15 @@ struct PackageTests {
     }
 
     func makePackage(dash: Bool = true, ladder: [LadderRung], preset: String = "veryfast", overwrite: Bool = false,
-                     in dir: URL = Fixtures.temporaryDirectory("package")) async throws -> Package {
+                     in dir: URL = Fixtures.temporaryDirectory("package"), keepSegmentsIn kept: URL? = nil) async throws -> Package {
         let source = try await Fixtures.clip(Self.clip)
         let master = dir.appendingPathComponent("show.m3u8")
         let request = TranscodeRequest(
             video: VideoSettings(codec: .h264, preset: preset), audio: AudioSettings(codec: .aac), fileType: .mp4,
             segmentDuration: MediaTime(seconds: 8), overwrite: overwrite, audioSegmentDuration: MediaTime(seconds: 4),
             package: PackageRequest(ladder: ladder, segmentDuration: MediaTime(seconds: Self.grid), hls: true, dash: dash))
-        let summary = try await Transcoder(options: .init(source: source, output: master, request: request, jobs: 2)).run()
+        let summary = try await Transcoder(options: .init(source: source, output: master, request: request, jobs: 2,
+                                                          keepSegmentsIn: kept)).run()
         return Package(dir: dir, master: master.path, summary: summary)
     }
 
@@ -346,15 +347,8 @@ struct PackageTests {
 
     @Test("segments kept from a package are packaged again by `splice stitch DIR OUT.m3u8`; a file name is refused, nothing written")
     func stitchPackagesKeptSegments() async throws {
-        let source = try await Fixtures.clip(Self.clip)
         let kept = Fixtures.temporaryDirectory("package-kept")
-        let first = Fixtures.temporaryDirectory("package-first")
-        let request = TranscodeRequest(
-            video: VideoSettings(codec: .h264, preset: "ultrafast"), audio: AudioSettings(codec: .aac), fileType: .mp4,
-            segmentDuration: MediaTime(seconds: 8), audioSegmentDuration: MediaTime(seconds: 4),
-            package: PackageRequest(ladder: Self.twoRungs, segmentDuration: MediaTime(seconds: Self.grid), hls: true, dash: true))
-        _ = try await Transcoder(options: .init(source: source, output: first.appendingPathComponent("show.m3u8"), request: request,
-                                                jobs: 2, keepSegmentsIn: kept)).run()
+        let first = try await makePackage(ladder: Self.twoRungs, preset: "ultrafast", keepSegmentsIn: kept).dir
         let again = Fixtures.temporaryDirectory("package-again")
         let splice = try SpliceBinary.executable()
         // A file name: refused before any work, saying what to name instead (usage: exit 64).
