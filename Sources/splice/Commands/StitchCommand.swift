@@ -57,8 +57,11 @@ struct StitchCommand: Command {
         let pathExtension = given.flatMap { $0.count > 1 ? $0.last.map(String.init) : nil }?.lowercased()
         guard pathExtension == wanted || (package.hls && package.dash && pathExtension == "mpd") else {
             let kind = package.hls ? (package.dash ? "HLS and DASH" : "HLS") : "DASH"
-            throw UsageError("cannot write '\(output)': these segments make a streaming package (\(kind)), not one file; "
-                             + "name its \(package.hls ? "master playlist" : "manifest"), e.g. OUT.\(wanted) — its rendition "
+            let what = pathExtension == "m3u8" ? "a DASH package, with no HLS playlist"
+                : pathExtension == "mpd" ? "an HLS package, with no DASH manifest"
+                : "a streaming package (\(kind)), not one file"
+            throw UsageError("cannot write '\(output)': these segments make \(what); name its "
+                             + "\(package.hls ? "master playlist" : "manifest"), e.g. OUT.\(wanted) — its rendition "
                              + "folders are made beside it")
         }
     }
