@@ -231,10 +231,61 @@ struct PackageTests {
         let manifest = try String(contentsOfFile: mpd, encoding: .utf8)
         #expect(manifest.components(separatedBy: "<AdaptationSet").count - 1 == 2)
         #expect(manifest.contains("<SegmentTimeline>"))
+        // Each Representation's bandwidth is the least rate that plays it from any segment start
+        // after the MPD's 2 s minBufferTime, reckoned here from ffprobe's packets and the files.
+        #expect(manifest.contains("minBufferTime=\"PT2S\""))
+        for i in variants {
+            let folder = (package.dir.appendingPathComponent(masterLines[i + 1]).path as NSString).deletingLastPathComponent
+            let list = try mediaPlaylist(folder + "/index.m3u8")
+            try await expectDeliveryRate(manifest, folder: folder, segments: list.segments, stream: "v:0")
+        }
+        try await expectDeliveryRate(manifest, folder: audioFolder, segments: audio.segments, stream: "a:0")
 
         // Published whole: the manifests and one folder per rendition, nothing temporary.
         let names = Set(try FileManager.default.contentsOfDirectory(atPath: package.dir.path))
         #expect(names == ["show.m3u8", "show.mpd", "show-180p-400k", "show-90p-120k", "show-audio-1"])
+    }
+
+    /// The `bandwidth` the MPD gives the Representation in `folder` is what ISO/IEC 23009-1 asks
+    /// with a 2 s buffer — delivered at that rate from any segment start, every packet is there by
+    /// its decode time — within 0.2 %: reckoned from ffprobe's decode times and sizes of every
+    /// packet (each segment joined to its init segment), a segment's box bytes counted with its
+    /// first packet, at every segment start against every later packet (quadratic; a 13 s clip).
+    func expectDeliveryRate(_ manifest: String, folder: String, segments: [(duration: Int64, uri: String)],
+                            stream: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let id = (folder as NSString).lastPathComponent
+        let tag = try #require(manifest.split(separator: "\n").first { $0.contains("<Representation id=\"\(id)\"") })
+        let stated = try #require(tag.components(separatedBy: " bandwidth=\"").dropFirst().first
+            .flatMap { Double($0.prefix { $0.isNumber }) }, "no bandwidth in \(tag)")
+        let initData = try Data(contentsOf: URL(fileURLWithPath: folder + "/init.mp4"))
+        var samples: [(time: Double, bits: Double, starts: Bool)] = []
+        for segment in segments {
+            let data = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + segment.uri))
+            let joined = Fixtures.temporaryDirectory("rate").appendingPathComponent("s.mp4")
+            try (initData + data).write(to: joined)
+            let arguments = ["-v", "error", "-select_streams", stream, "-show_entries", "packet=dts_time,size",
+                             "-of", "csv=p=0", joined.path]
+            let probe = try await ExternalTool.check("ffprobe", arguments)
+            var rows: [(time: Double, bytes: Double)] = []
+            for line in String(decoding: probe.stdout, as: UTF8.self).split(separator: "\n") {
+                let cells = line.split(separator: ",")
+                if cells.count == 2, let time = Double(cells[0]), let bytes = Double(cells[1]) { rows.append((time, bytes)) }
+            }
+            let payload = rows.reduce(0.0) { $0 + $1.bytes }
+            for (k, row) in rows.enumerated() {
+                let boxes = k == 0 ? 8 * (Double(data.count) - payload) : 0
+                samples.append((row.time, 8 * row.bytes + boxes, k == 0))
+            }
+        }
+        var least = 0.0
+        for s in samples.indices where samples[s].starts {
+            var bits = 0.0
+            for k in s..<samples.count {
+                bits += samples[k].bits
+                least = max(least, bits / (2 + samples[k].time - samples[s].time))
+            }
+        }
+        #expect(abs(stated - least) <= least * 0.002, "\(id): bandwidth \(stated), reckoned \(least)", sourceLocation: sourceLocation)
     }
 
     /// Mean luma PSNR (dB) of a rendition against the source scaled to its size by ffmpeg

@@ -115,6 +115,41 @@ struct PackageModelTests {
         #expect(rendition.peakBitrate == 2_000_000 && rendition.averageBitrate == 2_000_000)
     }
 
+    @Test("DASH bandwidth: the least rate that plays from every segment start after the buffer, as a direct reckoning finds")
+    func deliveryBandwidth() {
+        typealias Sample = DeliveryBandwidth.Sample
+        // One second of 25 pictures of 100 kbit (2.5 Mbit/s), one segment, 2 s of buffer: all
+        // 2.5 Mbit must be there by the last picture's decode time, 2 + 0.96 s after the first bit.
+        let steady = (0..<25).map { Sample(decodeTime: Int64($0) * 512, bits: 100_000, startsSegment: $0 == 0) }
+        #expect(DeliveryBandwidth.least(steady, timeBase: Rational(1, 12800), bufferSeconds: 2) == 844_595)
+        // Against a direct reckoning — every segment start, every later sample, the least whole
+        // rate meeting them all — on uneven streams: big keyframes at segment starts, quiet
+        // stretches, decode times that repeat.
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<40 {
+            var time: Int64 = 0
+            let samples = (0..<(20 + round * 3)).map { k -> Sample in
+                let starts = k == 0 || Int.random(in: 0..<12, using: &generator) == 0
+                defer { time += Int64.random(in: 0...3, using: &generator) * 400 }
+                return Sample(decodeTime: time, bits: starts ? Int64.random(in: 200_000...900_000, using: &generator)
+                                : Int64.random(in: 0...120_000, using: &generator), startsSegment: starts)
+            }
+            let rate = DeliveryBandwidth.least(samples, timeBase: Rational(1, 12000), bufferSeconds: 2)
+            // The least rate meeting `bits ≤ rate · (2 + Δt)` for every start and later sample.
+            var needed: Int64 = 0
+            for s in samples.indices where samples[s].startsSegment {
+                var bits: Int64 = 0
+                for k in s..<samples.count {
+                    bits += samples[k].bits
+                    let span = 2 * 12000 + samples[k].decodeTime - samples[s].decodeTime  // in 1/12000 s
+                    needed = max(needed, (bits * 12000 + span - 1) / span)
+                }
+            }
+            #expect(rate == needed, "round \(round): \(rate) against \(needed)")
+        }
+        #expect(DeliveryBandwidth.least([], timeBase: Rational(1, 1000), bufferSeconds: 2) == 0)
+    }
+
     /// An H.264 stream's parameters with avcC extradata (High, level 3.1).
     static let h264 = """
         {"mediaType":"video","codecName":"h264","extradata":"AWQAH//hAAA=","bitRate":0,"bitsPerCodedSample":0,

@@ -84,6 +84,10 @@ enum HLSPlaylist {
 /// timescale. presentationTimeOffset is the media time of presentation zero — the same offset as
 /// the init segment's edit list (the audio priming; the video's B-frame delay).
 enum DASHManifest {
+    /// `@minBufferTime`: what each Representation's `@bandwidth` is reckoned with
+    /// (``WrittenRendition/deliveryBitrate``).
+    static let minBufferSeconds: Int64 = 2
+
     static func make(videos: [ManifestRendition], audios: [ManifestRendition]) -> String {
         let duration = (videos + audios).map { r in
             r.written.segments.reduce(Int64(0)) { $0 + $1.duration } * 1000 / Int64(r.written.timescale)
@@ -91,7 +95,7 @@ enum DASHManifest {
         var xml = ["<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
                    "<MPD xmlns=\"urn:mpeg:dash:schema:mpd:2011\" profiles=\"urn:mpeg:dash:profile:isoff-live:2011\" "
                    + "type=\"static\" mediaPresentationDuration=\"PT\(decimal(duration, 1000, places: 3))S\" "
-                   + "minBufferTime=\"PT2S\">",
+                   + "minBufferTime=\"PT\(minBufferSeconds)S\">",
                    "  <Period id=\"0\" start=\"PT0S\">"]
         var set = 0
         if !videos.isEmpty {
@@ -100,7 +104,7 @@ enum DASHManifest {
                        + "startWithSAP=\"1\" maxWidth=\"\(largest.width)\" maxHeight=\"\(largest.height)\">")
             for video in videos {
                 let r = video.written.reference
-                var attributes = "id=\"\(video.folder)\" codecs=\"\(video.codecs)\" bandwidth=\"\(video.written.peakBitrate)\" "
+                var attributes = "id=\"\(video.folder)\" codecs=\"\(video.codecs)\" bandwidth=\"\(video.written.deliveryBitrate)\" "
                     + "width=\"\(r.width)\" height=\"\(r.height)\" sar=\"1:1\""
                 if let rate = r.frameRate { attributes += " frameRate=\"\(rate.numerator)/\(rate.denominator)\"" }
                 xml.append("      <Representation \(attributes)>")
@@ -117,7 +121,7 @@ enum DASHManifest {
             if let name = audio.name { xml.append("      <Label>\(escaped(name))</Label>") }
             let r = audio.written.reference
             xml.append("      <Representation id=\"\(audio.folder)\" codecs=\"\(audio.codecs)\" "
-                       + "bandwidth=\"\(audio.written.peakBitrate)\" audioSamplingRate=\"\(r.sampleRate)\">")
+                       + "bandwidth=\"\(audio.written.deliveryBitrate)\" audioSamplingRate=\"\(r.sampleRate)\">")
             xml.append("        <AudioChannelConfiguration schemeIdUri=\"urn:mpeg:dash:23003:3:audio_channel_configuration:2011\" "
                        + "value=\"\(r.channels)\"/>")
             xml += template(audio.written, indent: "        ")

@@ -39,6 +39,9 @@ struct WrittenRendition: Sendable {
     var segments: [WrittenSegment]
     var reference: CodecParameters
     var packets: Int
+    /// The least rate that plays it from any segment start after ``DASHManifest/minBufferSeconds``
+    /// of buffering (``DeliveryBandwidth``): the DASH Representation's `@bandwidth`, bits per second.
+    var deliveryBitrate: Int64 = 0
 
     /// The peak segment bit rate of RFC 8216 (4.3.4.2, BANDWIDTH): the largest bit rate of any
     /// run of consecutive segments lasting 0.5 to 1.5 times the target duration, bits per second.
@@ -101,6 +104,8 @@ struct RenditionWriter {
         var firstDTS: Int64?
         var next: MediaTime?
         var packets = 0
+        // Every packet's decode time and size, each fragment's first marked (for the delivery rate).
+        var samples: [DeliveryBandwidth.Sample] = []
         while try feed.peekTime() != nil {
             let p = feed.packet
             let t = MediaTime(value: p.pts, timeBase: timeBase)
@@ -118,6 +123,7 @@ struct RenditionWriter {
             previousPTS = p.pts
             if p.pts > latest.pts { latest = (p.pts, p.duration) }
             packets += 1
+            samples.append(DeliveryBandwidth.Sample(decodeTime: p.dts, bits: Int64(p.size) * 8, startsSegment: boundary))
             try feed.emit(into: muxer)
             // With delay_moov the first flush writes only the moov (its edit list from the first
             // packet's dts) and keeps the queued samples for the next fragment.
@@ -147,8 +153,18 @@ struct RenditionWriter {
             segments.append(WrittenSegment(name: pieces[i].name, start: bounds[i], duration: bounds[i + 1] - bounds[i],
                                            mediaStart: media[i], mediaDuration: media[i + 1] - media[i], bytes: pieces[i].bytes))
         }
-        return WrittenRendition(folder: folder.lastPathComponent, timescale: timescale.den, presentationOffset: max(0, -scale(firstDTS)),
-                                segments: segments, reference: feed.reference, packets: packets)
+        // A fragment's boxes (moof, mdat header) arrive before its first sample: count them with it.
+        let firsts = samples.indices.filter { samples[$0].startsSegment }
+        for (i, first) in firsts.enumerated() where i < pieces.count {
+            let end = i + 1 < firsts.count ? firsts[i + 1] : samples.count
+            let payload = samples[first..<end].reduce(Int64(0)) { $0 + $1.bits }
+            samples[first].bits += max(0, pieces[i].bytes * 8 - payload)
+        }
+        var written = WrittenRendition(folder: folder.lastPathComponent, timescale: timescale.den,
+                                       presentationOffset: max(0, -scale(firstDTS)), segments: segments,
+                                       reference: feed.reference, packets: packets)
+        written.deliveryBitrate = DeliveryBandwidth.least(samples, timeBase: timeBase, bufferSeconds: DASHManifest.minBufferSeconds)
+        return written
     }
 }
 
