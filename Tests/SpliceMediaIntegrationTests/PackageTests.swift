@@ -240,6 +240,11 @@ struct PackageTests {
             try await expectDeliveryRate(manifest, folder: folder, segments: list.segments, stream: "v:0")
         }
         try await expectDeliveryRate(manifest, folder: audioFolder, segments: audio.segments, stream: "a:0")
+        // The summary (`transcode --json`) gives each rendition's figure as the MPD does.
+        for rendition in try #require(package.summary.package?.renditions) {
+            let line = manifest.split(separator: "\n").first { $0.contains("<Representation id=\"\(rendition.folder)\"") }
+            #expect(line?.contains(" bandwidth=\"\(rendition.deliveryBitrate ?? -1)\"") == true, "\(rendition.folder): \(line ?? "")")
+        }
 
         // Published whole: the manifests and one folder per rendition, nothing temporary.
         let names = Set(try FileManager.default.contentsOfDirectory(atPath: package.dir.path))
@@ -423,6 +428,13 @@ struct PackageTests {
         }
         // And ffprobe reads every frame of the source through the new master playlist.
         #expect(try await Probe(again.appendingPathComponent("show.m3u8").path, countFrames: true).first("video")?.readFrames == 13 * 25)
+        // A kept folder missing a segment file: refused before any work, naming the file and what to do.
+        try FileManager.default.removeItem(at: kept.appendingPathComponent("segment-00001.splseg"))
+        let elsewhere = Fixtures.temporaryDirectory("package-incomplete")
+        let incomplete = try await ExternalTool.run(executable: splice, ["stitch", kept.path, "show.m3u8"], in: elsewhere)
+        #expect(incomplete.status == 64 && incomplete.stderr.contains("segment-00001.splseg")
+                && incomplete.stderr.contains("--keep-segments"), "status \(incomplete.status): \(incomplete.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty)
     }
 
     @Test("a range that starts between frames: every frame of it, the playlist from zero, DASH valid")

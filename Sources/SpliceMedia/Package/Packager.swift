@@ -9,9 +9,13 @@ public struct PackageSummary: Sendable, Codable, Hashable {
         public var codecs: String
         public var width: Int?
         public var height: Int?
-        /// Peak and average segment bit rates measured, bits per second.
+        /// Peak and average segment bit rates measured, bits per second: the peak as HLS's
+        /// BANDWIDTH counts it (RFC 8216, runs of segments).
         public var peakBitrate: Int64
         public var averageBitrate: Int64
+        /// The least rate that plays it from any segment start after DASH's 2 s `minBufferTime`:
+        /// the MPD's `bandwidth` (bits per second; absent from summaries before 2026-12-08).
+        public var deliveryBitrate: Int64?
         public var segments: Int
         public var packets: Int
     }
@@ -216,7 +220,8 @@ private struct PackageRun {
                 PackageSummary.Rendition(
                     folder: r.folder, codecs: r.codecs, width: r.kind == .video ? Int(r.written.reference.width) : nil,
                     height: r.kind == .video ? Int(r.written.reference.height) : nil, peakBitrate: r.written.peakBitrate,
-                    averageBitrate: r.written.averageBitrate, segments: r.written.segments.count, packets: r.written.packets)
+                    averageBitrate: r.written.averageBitrate, deliveryBitrate: r.written.deliveryBitrate,
+                    segments: r.written.segments.count, packets: r.written.packets)
             }, bytes: bytes)
     }
 

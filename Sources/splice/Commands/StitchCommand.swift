@@ -81,6 +81,14 @@ struct StitchCommand: Command {
             segments[spec.index] = URL(fileURLWithPath: directory)
                 .appendingPathComponent(String(format: "segment-%05d.splseg", spec.index)).path
         }
+        // Every file the plan names, before any work: a folder missing one cannot be stitched.
+        let missing = plan.segments.map(\.index).filter { !FileManager.default.fileExists(atPath: segments[$0]!) }
+        if !missing.isEmpty {
+            let names = missing.prefix(3).map { String(format: "segment-%05d.splseg", $0) }.joined(separator: ", ")
+            throw UsageError("'\(directory)' lacks \(missing.count) of the plan's \(plan.segments.count) segment files (\(names)"
+                             + (missing.count > 3 ? ", …" : "") + "); they cannot be made again from the others: "
+                             + "run the transcode again with --keep-segments")
+        }
         return (plan, segments)
     }
 }
